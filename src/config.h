@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config.h - the one table of settings that drives presenced.
+ *
+ * Every setting is one row of a table in config.c: name, type, bounds,
+ * default, field, one line of help. The same table drives the file parser
+ * (inih, "key = value"), "--key value" flags, PRESENCED_KEY environment
+ * variables (key upper-cased, '-' -> '_'), `presenced --help`, and the
+ * validation messages, which name the key and the allowed range.
+ * Precedence: defaults < file (--config PATH or PRESENCED_CONFIG) <
+ * environment < flags. The result is validated as a whole and immutable
+ * once the server starts.
+ */
+#ifndef CONFIG_H
+#define CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct config {
+    /* network */
+    char *bind;                      /* listen address (IPv4 or IPv6 literal) */
+    int port;                        /* listen port */
+    int workers;                     /* worker threads; 0 = number of CPUs */
+    int max_connections;             /* per process; over it new sockets are closed */
+    /* logging */
+    char *log_level;                 /* debug|info|warn|error */
+    /* HTTP */
+    char *static_dir;                /* directory served at / ("" disables) */
+    int64_t http_max_body_bytes;     /* request body limit -> 413 */
+    int64_t http_header_timeout_ms;  /* incomplete headers -> close (slowloris) */
+    int64_t http_keepalive_timeout_ms; /* idle keep-alive connection -> close */
+    /* WebSocket */
+    int64_t ws_max_message_bytes;    /* reassembled message limit -> 1009 */
+    int64_t ws_ping_interval_ms;     /* server ping after this much silence */
+    int64_t ws_pong_timeout_ms;      /* no pong within this -> close */
+    char *ws_allowed_origins;        /* comma-separated list; "*" allows any */
+    /* SSE */
+    int64_t sse_keepalive_ms;        /* ":" comment interval on event streams */
+    int64_t sse_retry_ms;            /* retry: hint sent to EventSource clients */
+    /* output limits */
+    int64_t client_output_soft_limit_bytes; /* over it for soft-ms -> close */
+    int64_t client_output_soft_limit_ms;
+    int64_t client_output_hard_limit_bytes; /* over it -> close at once */
+    /* shutdown */
+    int64_t shutdown_drain_ms;       /* SIGTERM: time to flush before exit */
+};
+
+enum config_type { CONFIG_INT, CONFIG_INT64, CONFIG_STRING, CONFIG_ENUM };
+
+/* One row of the settings table (exported for --help, docs and tests). */
+struct config_def {
+    const char *name;       /* "ws-max-message-bytes" */
+    enum config_type type;
+    size_t offset;          /* offsetof(struct config, field) */
+    int64_t min, max;       /* bounds for integers */
+    const char *def;        /* default, as text */
+    const char *choices;    /* CONFIG_ENUM: "a|b|c" */
+    const char *help;       /* one sentence: why you would change it */
+};
+extern const struct config_def config_defs[];
+extern const size_t config_ndefs;
+
+/* Fills every field with its default (strings are heap copies). */
+void config_init(struct config *c);
+/* Frees strings; NULL-safe fields. */
+void config_release(struct config *c);
+/* Applies file, environment and argv (argv[0] is skipped) over the current
+ * values in that precedence order, then validates. Returns 0 on success,
+ * 1 when --help or --version was handled (caller exits 0), -1 on error
+ * with a message naming the key and allowed range in err. */
+int config_load(struct config *c, int argc, char **argv, char *err, size_t errlen);
+/* Sets one key from text (the common path of file, env and flags).
+ * Returns 0 or -1 with a message in err. */
+int config_set(struct config *c, const char *name, const char *value, char *err, size_t errlen);
+/* Prints usage and every setting with default and help. */
+void config_print_help(FILE *f);
+/* Effective number of workers (resolves 0 to the CPU count, at least 1). */
+int config_workers(const struct config *c);
+
+#endif

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conn.h - a TCP connection on a worker's loop: input, coalesced output,
+ * output limits and deferred close. Protocols (HTTP, WebSocket, SSE) sit on
+ * top through struct conn_ops and may switch ops (an HTTP upgrade).
+ *
+ * Input: the worker reads into one shared per-worker buffer; bytes a
+ * protocol leaves unconsumed are copied into the connection's own buffer,
+ * which exists only while a message is partial (idle connections own no
+ * input memory).
+ * Output: conn_write() copies small writes into a private tail chunk;
+ * conn_write_payload() queues a reference to a shared, pre-encoded payload.
+ * Nothing is written at once: the connection is put on the worker's
+ * pending list and flushed by one writev() in the before-sleep hook, so a
+ * socket gets at most one writev per loop iteration.
+ * Limits: queued bytes above the hard limit, or above the soft limit for
+ * longer than the soft window, trip ops->on_overflow (WebSocket sends close
+ * 4008) and the connection is closed after a short linger; writes to a
+ * closing connection are dropped, so memory stays bounded.
+ * Lifetime: conn_close() never frees. It stops I/O and timers and queues
+ * the connection; the before-sleep hook calls ops->on_close and frees it.
+ * Code that iterates connections may close any of them.
+ */
+#ifndef CONN_H
+#define CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "list.h"
+#include "loop.h"
+#include "wheel.h"
+
+struct conn;
+struct conn_pool;
+struct metrics;
+
+struct conn_ops {
+    const char *name; /* "http", "ws", "sse": for logs and metrics */
+    /* New input (p, n): leftover bytes followed by fresh ones. Returns the
+     * bytes consumed; the rest is kept and presented again with more data.
+     * May call conn_close(). Required. */
+    size_t (*on_data)(struct conn *c, const char *p, size_t n);
+    /* The peer closed its side (read returned 0). Optional: default closes. */
+    void (*on_eof)(struct conn *c);
+    /* The output queue went over its limit. Optional. */
+    void (*on_overflow)(struct conn *c);
+    /* c->timer fired. Optional. */
+    void (*on_timer)(struct conn *c);
+    /* Called exactly once, from the deferred free, before c is freed:
+     * release c->proto here. Optional. */
+    void (*on_close)(struct conn *c);
+};
+
+/* Per-worker state shared by its connections. Zero-fill, then conn_pool_init. */
+struct conn_pool {
+    struct loop *loop;          /* the worker's loop */
+    struct metrics *metrics;    /* the worker's counters */
+    unsigned worker_id;         /* high bits of connection ids */
+    uint64_t next_seq;          /* low bits of connection ids */
+    size_t out_soft_limit;      /* bytes; 0 disables */
+    uint64_t out_soft_ms;       /* how long over soft before closing */
+    size_t out_hard_limit;      /* bytes; 0 disables */
+    uint64_t linger_ms;         /* close-after-flush deadline */
+    size_t max_input;           /* leftover input cap; above it the conn is closed */
+    struct list all;            /* every live connection */
+    struct list pending;        /* connections with output to flush */
+    struct list closed;         /* deferred frees */
+    size_t count;               /* live connections */
+    char *rbuf;                 /* shared read buffer */
+    size_t rbuf_size;
+};
+
+#define CONN_CLOSING 0x01u       /* conn_close() called; no I/O any more */
+#define CONN_CLOSE_AFTER 0x02u   /* close once output drains */
+#define CONN_WANT_WRITE 0x04u    /* EPOLLOUT armed */
+#define CONN_OVERFLOWED 0x08u    /* output limit tripped */
+#define CONN_READ_PAUSED 0x10u   /* not reading (after EOF or close-after) */
+
+struct conn_chunk {
+    struct payload *p; /* referenced */
+    size_t off;        /* bytes of p already written */
+};
+
+struct conn {
+    uint64_t id;                  /* unique per process: worker << 48 | seq */
+    int fd;                       /* owned; closed on free */
+    unsigned flags;               /* CONN_* */
+    struct loop_io io;            /* epoll watcher */
+    struct conn_pool *pool;       /* borrowed; outlives c */
+    const struct conn_ops *ops;   /* current protocol */
+    void *proto;                  /* protocol state, owned by ops */
+    struct buf in;                /* leftover input; empty while idle */
+    struct conn_chunk *out;       /* ring of queued chunks; NULL while idle */
+    uint32_t out_head;            /* index of the first chunk */
+    uint32_t out_count;           /* chunks queued */
+    uint32_t out_cap;             /* ring size (power of two) */
+    size_t out_bytes;             /* unwritten bytes queued */
+    uint64_t soft_since;          /* loop ms when soft limit was first exceeded; 0 if below */
+    struct wheel_timer timer;     /* protocol timer (header timeout, ping, ...) */
+    struct wheel_timer linger;    /* close-after-flush deadline */
+    struct list link_all;         /* pool->all */
+    struct list link_pending;     /* pool->pending or pool->closed */
+    uint64_t created_ms;          /* loop time at accept */
+    char peer[48];                /* "ip:port" for logs */
+};
+
+/* Initialises pool storage; aborts on OOM. */
+void conn_pool_init(struct conn_pool *pool, struct loop *l, struct metrics *m, unsigned worker_id);
+/* Frees every connection immediately (only at shutdown, outside callbacks). */
+void conn_pool_release(struct conn_pool *pool);
+
+/* Takes ownership of fd (non-blocking), starts reading. Never NULL. */
+struct conn *conn_new(struct conn_pool *pool, int fd, const struct conn_ops *ops, void *proto);
+/* Copies (p, n) into the output queue. Dropped when closing. */
+void conn_write(struct conn *c, const void *p, size_t n);
+/* Queues a new reference to p (the caller keeps its own). Dropped when closing. */
+void conn_write_payload(struct conn *c, struct payload *p);
+/* Deferred close: stops I/O now, drops queued output, frees later. Idempotent. */
+void conn_close(struct conn *c);
+/* Stops reading; closes once queued output is written or after linger_ms. */
+void conn_close_after_flush(struct conn *c);
+bool conn_is_closing(const struct conn *c); /* closing or close-after-flush */
+/* Arms c->timer (ops->on_timer) delay_ms from now; re-arms if armed. */
+void conn_timer_start(struct conn *c, uint64_t delay_ms);
+void conn_timer_stop(struct conn *c);
+/* Switches protocol (e.g. HTTP -> WebSocket). Old proto state must already be released. */
+void conn_set_ops(struct conn *c, const struct conn_ops *ops, void *proto);
+
+/* Before-sleep work: flush pending writes (one writev each), then free
+ * deferred closes. Registered as a loop hook by the worker. */
+void conn_pool_flush(struct loop *l, void *pool);
+
+#endif

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * httpd.h - the HTTP/1.1 connection protocol: keep-alive, pipelining,
+ * timeouts, dispatch through the routing table, and response writing.
+ *
+ * A new TCP connection starts here (httpd_ops). Each complete request is
+ * parsed from the connection's input (http_parse_request) and handed to the
+ * route that matches its path; requests are answered in order, one at a
+ * time, so pipelined requests get pipelined responses. A handler must answer
+ * before it returns (httpd_respond / httpd_error), or take the connection
+ * over (WebSocket upgrade, SSE stream). Errors are JSON:
+ *   {"error":{"code":"not_found","message":"no route for /x"}}
+ */
+#ifndef HTTPD_H
+#define HTTPD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "http.h"
+
+struct worker;
+
+extern const struct conn_ops httpd_ops;
+
+/* Per-connection HTTP state (conn->proto while speaking HTTP). */
+struct httpd_conn {
+    struct worker *worker;  /* borrowed */
+    uint64_t req_seq;       /* requests seen on this connection */
+    int responded;          /* current request answered (or taken over) */
+    int keep_alive;         /* current request allows keep-alive */
+    int head_only;          /* current request is HEAD: no body bytes */
+};
+
+/* Starts HTTP on a freshly accepted connection. */
+struct httpd_conn *httpd_conn_new(struct worker *w);
+
+/* Writes a complete response for the current request: status line, Date,
+ * Content-Type (when non-NULL), Content-Length, Connection, extra_headers
+ * (each "Name: value\r\n", may be NULL), then body. */
+void httpd_respond(struct conn *c, int status, const char *content_type,
+                   const char *extra_headers, const void *body, size_t len);
+/* Writes {"error":{"code":code,"message":message}} with the given status. */
+void httpd_error(struct conn *c, int status, const char *code, const char *message);
+/* The request id for logs: conn id and per-connection sequence. */
+uint64_t httpd_request_id(const struct conn *c);
+/* Marks the current request as answered by a protocol switch (WebSocket,
+ * SSE): httpd stops managing the connection. */
+void httpd_taken_over(struct conn *c);
+
+#endif

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * loop.h - one epoll reactor per worker thread (Redis ae.c in spirit).
+ *
+ * Level-triggered epoll; fd watchers (struct loop_io) and timers (struct
+ * wheel_timer) are embedded in their owners. One iteration is:
+ *   epoll_wait (timeout from the wheel) -> fd callbacks -> due timers ->
+ *   before-sleep hooks (flush coalesced writes, free deferred closes,
+ *   hand cross-worker batches to the bus).
+ * The loop caches the monotonic time once per iteration (loop_now) and
+ * measures iteration lag (time spent outside epoll_wait) for metrics.
+ * A loop belongs to exactly one thread; only loop_wake() and loop_stop()
+ * may be called from other threads.
+ */
+#ifndef LOOP_H
+#define LOOP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+
+#include "wheel.h"
+
+struct loop;
+struct loop_io;
+
+/* events: EPOLLIN/EPOLLOUT/EPOLLERR/EPOLLHUP bits that are ready. */
+typedef void loop_io_cb(struct loop_io *io, uint32_t events);
+typedef void loop_hook_cb(struct loop *l, void *data);
+
+/* Zero-fill before first use; fd < 0 when not started. */
+struct loop_io {
+    int fd;             /* watched descriptor (not owned) */
+    uint32_t events;    /* interest set currently registered */
+    loop_io_cb *cb;     /* called with ready events */
+    bool _registered;   /* private */
+};
+
+#define LOOP_MAX_HOOKS 8
+
+struct loop *loop_new(void);        /* aborts on OOM or when epoll fails */
+void loop_free(struct loop *l);     /* NULL is a no-op; does not close watched fds */
+
+/* Registers io for fd with interest events; returns 0 or -errno. */
+int loop_io_start(struct loop *l, struct loop_io *io, int fd, uint32_t events, loop_io_cb *cb);
+/* Changes the interest set; a no-op when unchanged. Returns 0 or -errno. */
+int loop_io_set(struct loop *l, struct loop_io *io, uint32_t events);
+void loop_io_stop(struct loop *l, struct loop_io *io); /* no-op if not started */
+
+uint64_t loop_now(const struct loop *l); /* cached monotonic ms of this iteration */
+void loop_update_time(struct loop *l);  /* refreshes the cache (rarely needed) */
+struct wheel *loop_wheel(struct loop *l);
+/* Arms t to fire delay_ms after loop_now() (re-arms if linked). */
+void loop_timer_start(struct loop *l, struct wheel_timer *t, uint64_t delay_ms);
+
+/* Registers a before-sleep hook; hooks run in registration order every
+ * iteration. At most LOOP_MAX_HOOKS; aborts beyond that (a programming error). */
+void loop_add_hook(struct loop *l, loop_hook_cb *cb, void *data);
+
+/* Runs until loop_stop(); returns 0. */
+int loop_run(struct loop *l);
+void loop_stop(struct loop *l);           /* any thread */
+void loop_wake(struct loop *l);           /* any thread: interrupts epoll_wait */
+bool loop_stopping(const struct loop *l);
+
+/* Statistics for metrics (read by the owning thread). */
+uint64_t loop_iterations(const struct loop *l);
+uint64_t loop_lag_max_us(struct loop *l); /* max busy time of one iteration since last call; resets */
+
+#endif
