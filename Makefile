@@ -66,11 +66,11 @@ $(O)/llhttp/%.o: $(LLHTTP_SRC)/%.c
 
 $(O)/tests/%: tests/unit/%.c $(LIB_OBJ) $(LLHTTP_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) $(WARN) -Wno-strict-prototypes -o $@ $^ $(LDLIBS) -lcmocka
+	$(CC) $(CFLAGS_ALL) $(WARN) -Wno-strict-prototypes -o $@ $(filter %.c %.o,$^) $(LDLIBS) -lcmocka
 
 $(O)/fuzz/%: tests/fuzz/%.c $(LIB_OBJ) $(LLHTTP_OBJ)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) $(WARN) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS_ALL) $(WARN) -fsanitize=fuzzer -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
 unit: $(UNIT_BIN)
 
@@ -111,4 +111,4 @@ fmt-check:
 clean:
 	rm -rf build
 
--include $(OBJ:.o=.d) $(UNIT_BIN:=.d)
+-include $(OBJ:.o=.d) $(UNIT_BIN:=.d) $(FUZZ_BIN:=.d)

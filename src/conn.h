@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdatomic.h>
+
 #include "buf.h"
 #include "list.h"
 #include "loop.h"
@@ -69,6 +71,7 @@ struct conn_pool {
     struct list pending;        /* connections with output to flush */
     struct list closed;         /* deferred frees */
     size_t count;               /* live connections */
+    atomic_uint *shared_count;  /* optional: process-wide count, decremented on free */
     char *rbuf;                 /* shared read buffer */
     size_t rbuf_size;
 };
@@ -77,7 +80,8 @@ struct conn_pool {
 #define CONN_CLOSE_AFTER 0x02u   /* close once output drains */
 #define CONN_WANT_WRITE 0x04u    /* EPOLLOUT armed */
 #define CONN_OVERFLOWED 0x08u    /* output limit tripped */
-#define CONN_READ_PAUSED 0x10u   /* not reading (after EOF or close-after) */
+#define CONN_READ_PAUSED 0x10u   /* input is discarded (after EOF or close-after) */
+#define CONN_SHUT_WR 0x20u       /* our side shut down; waiting for the peer's EOF */
 
 struct conn_chunk {
     struct payload *p; /* referenced */
@@ -104,7 +108,7 @@ struct conn {
     struct list link_all;         /* pool->all */
     struct list link_pending;     /* pool->pending or pool->closed */
     uint64_t created_ms;          /* loop time at accept */
-    char peer[48];                /* "ip:port" for logs */
+    char peer[64];                /* "ip:port" for logs */
 };
 
 /* Initialises pool storage; aborts on OOM. */

@@ -31,6 +31,8 @@ struct httpd_conn {
     int responded;          /* current request answered (or taken over) */
     int keep_alive;         /* current request allows keep-alive */
     int head_only;          /* current request is HEAD: no body bytes */
+    int draining;           /* shutdown: answer with Connection: close */
+    int state;              /* waiting for a request, or one is partial */
 };
 
 /* Starts HTTP on a freshly accepted connection. */
@@ -48,5 +50,8 @@ uint64_t httpd_request_id(const struct conn *c);
 /* Marks the current request as answered by a protocol switch (WebSocket,
  * SSE): httpd stops managing the connection. */
 void httpd_taken_over(struct conn *c);
+/* Shutdown: closes c now if it is between requests, else after the
+ * response to the request in progress (answered with Connection: close). */
+void httpd_drain(struct conn *c);
 
 #endif

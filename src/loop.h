@@ -59,6 +59,9 @@ void loop_add_hook(struct loop *l, loop_hook_cb *cb, void *data);
 
 /* Runs until loop_stop(); returns 0. */
 int loop_run(struct loop *l);
+/* One iteration waiting at most timeout_ms, then the before-sleep hooks
+ * once more (so its output is flushed). For tests and embedding. */
+void loop_run_once(struct loop *l, int timeout_ms);
 void loop_stop(struct loop *l);           /* any thread */
 void loop_wake(struct loop *l);           /* any thread: interrupts epoll_wait */
 bool loop_stopping(const struct loop *l);

@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conn.c - connection I/O: shared read buffer, coalesced writev output,
+ * output limits and deferred close.
+ *
+ * Read path: conn_on_io -> read() into pool->rbuf (or append to c->in when
+ * a partial message is pending) -> ops->on_data, repeated while the
+ * protocol switches (HTTP upgrade) -> leftover bytes copied into c->in.
+ * Write path: conn_write/conn_write_payload queue chunks and put c on
+ * pool->pending; conn_pool_flush (before sleep) does one writev per
+ * pending connection, arms EPOLLOUT only after a short write, and frees
+ * connections closed during the iteration.
+ * Graceful close (conn_close_after_flush): stop delivering input, write what
+ * is queued, shutdown(SHUT_WR), read and discard until the peer's EOF or
+ * the linger deadline, then close. Closing while unread input sits in the
+ * kernel would send a RST that can destroy our last frames in flight.
+ */
+#include "conn.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "metrics.h"
+#include "util.h"
+
+#define CONN_RBUF_SIZE (64u * 1024u)
+#define CONN_CHUNK_SIZE 4096u /* private chunk for small writes */
+#define CONN_IOV_MAX 128u     /* iovecs per writev */
+#define CONN_READS_PER_EVENT 4 /* fairness under level-triggered epoll */
+
+static void conn_on_io(struct loop_io *io, uint32_t events);
+static void conn_on_timer(struct wheel_timer *t, uint64_t now);
+static void conn_on_linger(struct wheel_timer *t, uint64_t now);
+
+void conn_pool_init(struct conn_pool *pool, struct loop *l, struct metrics *m, unsigned worker_id)
+{
+    pool->loop = l;
+    pool->metrics = m;
+    pool->worker_id = worker_id;
+    pool->next_seq = 1;
+    if (pool->linger_ms == 0)
+        pool->linger_ms = 2000;
+    if (pool->max_input == 0)
+        pool->max_input = 128u * 1024u * 1024u;
+    list_init(&pool->all);
+    list_init(&pool->pending);
+    list_init(&pool->closed);
+    pool->rbuf_size = CONN_RBUF_SIZE;
+    pool->rbuf = xmalloc(pool->rbuf_size);
+}
+
+static void out_drop_all(struct conn *c)
+{
+    for (uint32_t i = 0; i < c->out_count; i++)
+        payload_unref(c->out[(c->out_head + i) & (c->out_cap - 1)].p);
+    free(c->out);
+    c->out = NULL;
+    c->out_head = c->out_count = c->out_cap = 0;
+    c->out_bytes = 0;
+}
+
+static void conn_free(struct conn *c)
+{
+    if (c->ops->on_close)
+        c->ops->on_close(c);
+    out_drop_all(c);
+    buf_release(&c->in);
+    close(c->fd);
+    if (c->pool->shared_count)
+        atomic_fetch_sub(c->pool->shared_count, 1);
+    free(c);
+}
+
+void conn_pool_release(struct conn_pool *pool)
+{
+    struct list *pos, *tmp;
+
+    list_foreach_safe(pos, tmp, &pool->all)
+    {
+        conn_close(container_of(pos, struct conn, link_all));
+    }
+    list_foreach_safe(pos, tmp, &pool->closed)
+    {
+        list_del(pos);
+        conn_free(container_of(pos, struct conn, link_pending));
+    }
+    free(pool->rbuf);
+    pool->rbuf = NULL;
+}
+
+struct conn *conn_new(struct conn_pool *pool, int fd, const struct conn_ops *ops, void *proto)
+{
+    struct conn *c = xcalloc(1, sizeof(*c));
+
+    c->id = ((uint64_t)pool->worker_id << 48) | pool->next_seq++;
+    c->fd = fd;
+    c->pool = pool;
+    c->ops = ops;
+    c->proto = proto;
+    c->created_ms = loop_now(pool->loop);
+    wheel_timer_init(&c->timer, conn_on_timer);
+    wheel_timer_init(&c->linger, conn_on_linger);
+    list_init(&c->link_all);
+    list_init(&c->link_pending);
+    list_insert_tail(&pool->all, &c->link_all);
+    pool->count++;
+    if (loop_io_start(pool->loop, &c->io, fd, EPOLLIN | EPOLLRDHUP, conn_on_io) < 0) {
+        log_warn("conn", "epoll add conn=%llu", (unsigned long long)c->id);
+        conn_close(c);
+    }
+    return c;
+}
+
+static void mark_pending(struct conn *c)
+{
+    if (!list_is_linked(&c->link_pending))
+        list_insert_tail(&c->pool->pending, &c->link_pending);
+}
+
+/* Keeps only a partially written head chunk, so that the byte stream
+ * stays well-formed when a close frame is appended after an overflow. */
+static void out_drop_unstarted(struct conn *c)
+{
+    uint32_t keep = (c->out_count > 0 && c->out[c->out_head].off > 0) ? 1 : 0;
+
+    for (uint32_t i = keep; i < c->out_count; i++) {
+        struct conn_chunk *ch = &c->out[(c->out_head + i) & (c->out_cap - 1)];
+        c->out_bytes -= ch->p->len - ch->off;
+        payload_unref(ch->p);
+    }
+    c->out_count = keep;
+}
+
+static void overflow(struct conn *c)
+{
+    if (c->flags & CONN_OVERFLOWED)
+        return;
+    c->flags |= CONN_OVERFLOWED;
+    METRIC_ADD(c->pool->metrics, output_limit_closes, 1);
+    log_info("conn", "output limit exceeded, closing conn=%llu queued=%zu peer=%s",
+             (unsigned long long)c->id, c->out_bytes, c->peer);
+    out_drop_unstarted(c);
+    if (c->ops->on_overflow)
+        c->ops->on_overflow(c);
+    conn_close_after_flush(c);
+}
+
+static void check_limits(struct conn *c)
+{
+    struct conn_pool *pool = c->pool;
+    uint64_t now;
+
+    if (c->flags & CONN_OVERFLOWED)
+        return;
+    if (pool->out_hard_limit && c->out_bytes > pool->out_hard_limit) {
+        overflow(c);
+        return;
+    }
+    if (!pool->out_soft_limit || c->out_bytes <= pool->out_soft_limit) {
+        c->soft_since = 0;
+        return;
+    }
+    now = loop_now(pool->loop);
+    if (c->soft_since == 0)
+        c->soft_since = now ? now : 1;
+    else if (now - c->soft_since >= pool->out_soft_ms)
+        overflow(c);
+}
+
+static bool accepts_output(const struct conn *c)
+{
+    return !(c->flags & (CONN_CLOSING | CONN_CLOSE_AFTER));
+}
+
+static void out_push(struct conn *c, struct payload *p)
+{
+    if (c->out_count == c->out_cap) {
+        uint32_t ncap = c->out_cap ? c->out_cap * 2 : 4;
+        struct conn_chunk *n = xmalloc(sizeof(*n) * ncap);
+        for (uint32_t i = 0; i < c->out_count; i++)
+            n[i] = c->out[(c->out_head + i) & (c->out_cap - 1)];
+        free(c->out);
+        c->out = n;
+        c->out_head = 0;
+        c->out_cap = ncap;
+    }
+    c->out[(c->out_head + c->out_count) & (c->out_cap - 1)] = (struct conn_chunk){p, 0};
+    c->out_count++;
+}
+
+/* The tail chunk if it is private to this queue and has room, else NULL. */
+static struct payload *writable_tail(struct conn *c)
+{
+    struct conn_chunk *t;
+
+    if (c->out_count == 0)
+        return NULL;
+    t = &c->out[(c->out_head + c->out_count - 1) & (c->out_cap - 1)];
+    if (atomic_load_explicit(&t->p->refs, memory_order_acquire) != 1 || t->p->len == t->p->cap)
+        return NULL;
+    return t->p;
+}
+
+static void queue_bytes(struct conn *c, const char *p, size_t n)
+{
+    while (n > 0) {
+        struct payload *t = writable_tail(c);
+        size_t k;
+
+        if (!t) {
+            t = payload_new(MAX(n, CONN_CHUNK_SIZE));
+            out_push(c, t);
+        }
+        k = payload_append(t, p, n);
+        p += k;
+        n -= k;
+        c->out_bytes += k;
+    }
+}
+
+void conn_write(struct conn *c, const void *p, size_t n)
+{
+    if (!accepts_output(c) || n == 0)
+        return;
+    queue_bytes(c, p, n);
+    mark_pending(c);
+    check_limits(c);
+}
+
+void conn_write_payload(struct conn *c, struct payload *p)
+{
+    if (!accepts_output(c) || p->len == 0)
+        return;
+    /* Tiny shared payloads are cheaper copied than referenced. */
+    if (p->len <= 64 && writable_tail(c)) {
+        conn_write(c, p->data, p->len);
+        return;
+    }
+    out_push(c, payload_ref(p));
+    c->out_bytes += p->len;
+    mark_pending(c);
+    check_limits(c);
+}
+
+void conn_close(struct conn *c)
+{
+    if (c->flags & CONN_CLOSING)
+        return;
+    c->flags |= CONN_CLOSING;
+    loop_io_stop(c->pool->loop, &c->io);
+    wheel_del(&c->timer);
+    wheel_del(&c->linger);
+    list_del(&c->link_pending);
+    list_del(&c->link_all);
+    out_drop_all(c);
+    c->pool->count--;
+    METRIC_ADD(c->pool->metrics, conns_closed, 1);
+    list_insert_tail(&c->pool->closed, &c->link_pending);
+}
+
+void conn_close_after_flush(struct conn *c)
+{
+    if (c->flags & (CONN_CLOSING | CONN_CLOSE_AFTER))
+        return;
+    c->flags |= CONN_CLOSE_AFTER | CONN_READ_PAUSED;
+    wheel_del(&c->timer);
+    loop_timer_start(c->pool->loop, &c->linger, c->pool->linger_ms);
+    mark_pending(c); /* the flush hook shuts down once output is empty */
+}
+
+bool conn_is_closing(const struct conn *c)
+{
+    return (c->flags & (CONN_CLOSING | CONN_CLOSE_AFTER)) != 0;
+}
+
+void conn_timer_start(struct conn *c, uint64_t delay_ms)
+{
+    if (c->flags & (CONN_CLOSING | CONN_CLOSE_AFTER))
+        return;
+    loop_timer_start(c->pool->loop, &c->timer, delay_ms);
+}
+
+void conn_timer_stop(struct conn *c)
+{
+    wheel_del(&c->timer);
+}
+
+void conn_set_ops(struct conn *c, const struct conn_ops *ops, void *proto)
+{
+    c->ops = ops;
+    c->proto = proto;
+}
+
+static void conn_on_timer(struct wheel_timer *t, uint64_t now)
+{
+    struct conn *c = container_of(t, struct conn, timer);
+
+    (void)now;
+    if (c->ops->on_timer)
+        c->ops->on_timer(c);
+}
+
+static void conn_on_linger(struct wheel_timer *t, uint64_t now)
+{
+    (void)now;
+    conn_close(container_of(t, struct conn, linger));
+}
+
+/* ---- read path ---- */
+
+/* Presents (p, n) to the protocol, again after each protocol switch.
+ * Returns the bytes consumed. */
+static size_t deliver(struct conn *c, const char *p, size_t n)
+{
+    size_t off = 0;
+
+    while (off < n && !(c->flags & (CONN_CLOSING | CONN_READ_PAUSED))) {
+        const struct conn_ops *before = c->ops;
+        size_t k = c->ops->on_data(c, p + off, n - off);
+
+        off += k;
+        if (c->ops == before)
+            break;
+    }
+    return off;
+}
+
+static void on_input(struct conn *c, const char *p, size_t n)
+{
+    size_t used;
+
+    if (c->flags & CONN_READ_PAUSED)
+        return; /* closing gracefully: input is discarded */
+    if (c->in.len == 0) {
+        used = deliver(c, p, n);
+        if (used < n && !(c->flags & (CONN_CLOSING | CONN_READ_PAUSED)))
+            buf_append(&c->in, p + used, n - used);
+    } else {
+        buf_append(&c->in, p, n);
+        used = deliver(c, c->in.data, c->in.len);
+        if (c->flags & CONN_CLOSING)
+            return;
+        buf_consume(&c->in, used);
+    }
+    if (c->in.len == 0 && c->in.cap > 0)
+        buf_release(&c->in); /* idle connections own no input memory */
+    else if (c->in.len > c->pool->max_input)
+        conn_close(c);
+}
+
+static void on_eof(struct conn *c)
+{
+    if (c->flags & (CONN_SHUT_WR | CONN_CLOSE_AFTER)) {
+        if (c->flags & CONN_SHUT_WR)
+            conn_close(c);
+        else
+            c->flags |= CONN_READ_PAUSED;
+        loop_io_set(c->pool->loop, &c->io, c->io.events & ~(uint32_t)(EPOLLIN | EPOLLRDHUP));
+        return;
+    }
+    if (c->ops->on_eof)
+        c->ops->on_eof(c);
+    else
+        conn_close(c);
+    if (!(c->flags & CONN_CLOSING))
+        loop_io_set(c->pool->loop, &c->io, c->io.events & ~(uint32_t)(EPOLLIN | EPOLLRDHUP));
+}
+
+static void read_some(struct conn *c)
+{
+    struct conn_pool *pool = c->pool;
+
+    for (int i = 0; i < CONN_READS_PER_EVENT && !(c->flags & CONN_CLOSING); i++) {
+        ssize_t n = read(c->fd, pool->rbuf, pool->rbuf_size);
+
+        if (n > 0) {
+            METRIC_ADD(pool->metrics, bytes_in, (uint64_t)n);
+            on_input(c, pool->rbuf, (size_t)n);
+            if ((size_t)n < pool->rbuf_size)
+                return;
+        } else if (n == 0) {
+            on_eof(c);
+            return;
+        } else {
+            if (errno != EAGAIN && errno != EINTR)
+                conn_close(c);
+            return;
+        }
+    }
+}
+
+static void conn_on_io(struct loop_io *io, uint32_t events)
+{
+    struct conn *c = container_of(io, struct conn, io);
+
+    if (events & EPOLLOUT)
+        mark_pending(c);
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        read_some(c);
+}
+
+/* ---- write path ---- */
+
+static size_t fill_iov(const struct conn *c, struct iovec *iov)
+{
+    size_t n = MIN(c->out_count, CONN_IOV_MAX);
+
+    for (size_t i = 0; i < n; i++) {
+        const struct conn_chunk *ch = &c->out[(c->out_head + i) & (c->out_cap - 1)];
+        iov[i].iov_base = ch->p->data + ch->off;
+        iov[i].iov_len = ch->p->len - ch->off;
+    }
+    return n;
+}
+
+static void advance(struct conn *c, size_t n)
+{
+    c->out_bytes -= n;
+    while (n > 0) {
+        struct conn_chunk *ch = &c->out[c->out_head];
+        size_t left = ch->p->len - ch->off;
+
+        if (n < left) {
+            ch->off += n;
+            return;
+        }
+        n -= left;
+        payload_unref(ch->p);
+        c->out_head = (c->out_head + 1) & (c->out_cap - 1);
+        c->out_count--;
+    }
+}
+
+static void set_want_write(struct conn *c, bool on)
+{
+    uint32_t ev = c->io.events;
+
+    if (on == !!(c->flags & CONN_WANT_WRITE))
+        return;
+    ev = on ? (ev | EPOLLOUT) : (ev & ~(uint32_t)EPOLLOUT);
+    if (on)
+        c->flags |= CONN_WANT_WRITE;
+    else
+        c->flags &= ~CONN_WANT_WRITE;
+    loop_io_set(c->pool->loop, &c->io, ev);
+}
+
+/* Output drained on a closing connection: half-close and wait for EOF. */
+static void finish_close(struct conn *c)
+{
+    if (c->flags & CONN_SHUT_WR)
+        return;
+    c->flags |= CONN_SHUT_WR;
+    if (shutdown(c->fd, SHUT_WR) < 0 || !(c->io.events & EPOLLIN))
+        conn_close(c);
+}
+
+static void flush_one(struct conn *c)
+{
+    struct iovec iov[CONN_IOV_MAX];
+    ssize_t n;
+
+    if (c->out_count > 0) {
+        n = writev(c->fd, iov, (int)fill_iov(c, iov));
+        METRIC_ADD(c->pool->metrics, writev_calls, 1);
+        if (n < 0 && errno != EAGAIN && errno != EINTR) {
+            conn_close(c);
+            return;
+        }
+        if (n > 0) {
+            METRIC_ADD(c->pool->metrics, bytes_out, (uint64_t)n);
+            advance(c, (size_t)n);
+        }
+    }
+    if (c->out_count > 0) {
+        set_want_write(c, true);
+        check_limits(c);
+        return;
+    }
+    free(c->out); /* idle connections own no output memory */
+    c->out = NULL;
+    c->out_cap = c->out_head = 0;
+    c->soft_since = 0;
+    set_want_write(c, false);
+    if (c->flags & CONN_CLOSE_AFTER)
+        finish_close(c);
+}
+
+void conn_pool_flush(struct loop *l, void *arg)
+{
+    struct conn_pool *pool = arg;
+    struct list *pos, *tmp;
+
+    (void)l;
+    list_foreach_safe(pos, tmp, &pool->pending)
+    {
+        struct conn *c = container_of(pos, struct conn, link_pending);
+
+        list_del(pos);
+        flush_one(c);
+    }
+    list_foreach_safe(pos, tmp, &pool->closed)
+    {
+        list_del(pos);
+        conn_free(container_of(pos, struct conn, link_pending));
+    }
+}

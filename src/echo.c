@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * echo.c - a WebSocket echo application for test builds (GET /test/echo):
+ * every text or binary message is sent straight back with the same
+ * opcode. It is what the conformance suite and the integration tests talk
+ * to; release builds do not contain it.
+ */
+#ifdef PRESENCED_TESTING
+
+#include "wsconn.h"
+
+static void echo_on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
+{
+    if (binary)
+        ws_send_binary(ws, p, n);
+    else
+        ws_send_text(ws, p, n);
+}
+
+const struct ws_app echo_app = {
+    .on_message = echo_on_message,
+};
+
+#else
+
+typedef int echo_not_built; /* ISO C forbids an empty translation unit */
+
+#endif

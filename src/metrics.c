@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metrics.c - Prometheus text exposition (format 0.0.4) of the per-worker
+ * metrics: one HELP/TYPE block per metric, one sample per worker labelled
+ * worker="N", WebSocket closes additionally labelled code="NNNN".
+ */
+#include "metrics.h"
+
+#include <inttypes.h>
+#include <stddef.h>
+
+const unsigned metrics_close_codes[METRICS_CLOSE_CODES] = {
+    1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1013, 4001, 4008, 4009,
+};
+
+void metrics_count_close(struct metrics *m, unsigned code)
+{
+    unsigned i;
+
+    for (i = 0; i < METRICS_CLOSE_CODES; i++)
+        if (metrics_close_codes[i] == code)
+            break;
+    METRIC_ADD(m, ws_closes[i], 1);
+}
+
+struct metric_def {
+    const char *name;
+    const char *type;
+    const char *help;
+    size_t offset;
+};
+
+#define M(field, type, help) {"presenced_" #field, type, help, offsetof(struct metrics, field)}
+
+static const struct metric_def defs[] = {
+    M(conns_accepted, "counter", "TCP connections accepted."),
+    M(conns_closed, "counter", "Connections closed."),
+    M(conns_http, "gauge", "Connections currently speaking HTTP."),
+    M(conns_ws, "gauge", "Open WebSocket connections."),
+    M(conns_sse, "gauge", "Open Server-Sent Events streams."),
+    M(accept_errors, "counter", "Failed or refused accepts (EMFILE, max-connections)."),
+    M(http_requests, "counter", "HTTP requests parsed."),
+    M(http_errors, "counter", "HTTP responses with status >= 400."),
+    M(frames_in, "counter", "WebSocket frames received."),
+    M(frames_out, "counter", "WebSocket frames queued for sending."),
+    M(bytes_in, "counter", "Bytes read from sockets."),
+    M(bytes_out, "counter", "Bytes written to sockets."),
+    M(writev_calls, "counter", "writev system calls."),
+    M(output_limit_closes, "counter", "Connections closed for exceeding the output limits."),
+    M(loop_iterations, "counter", "Event loop iterations."),
+    M(loop_lag_max_us, "gauge", "Longest busy event-loop iteration since the last scrape."),
+    M(bus_msgs_in, "counter", "Cross-worker messages received."),
+};
+
+static uint64_t read_field(struct metrics *m, size_t offset)
+{
+    _Atomic uint64_t *p = (_Atomic uint64_t *)(void *)((char *)m + offset);
+
+    return atomic_load_explicit(p, memory_order_relaxed);
+}
+
+static void render_closes(struct buf *out, struct metrics *const *w, unsigned n)
+{
+    buf_append_str(out, "# HELP presenced_ws_closes_total WebSocket connections closed, by close code "
+                        "sent or received.\n# TYPE presenced_ws_closes_total counter\n");
+    for (unsigned i = 0; i < n; i++) {
+        for (unsigned k = 0; k <= METRICS_CLOSE_CODES; k++) {
+            uint64_t v = atomic_load_explicit(&w[i]->ws_closes[k], memory_order_relaxed);
+            if (k < METRICS_CLOSE_CODES)
+                buf_printf(out, "presenced_ws_closes_total{worker=\"%u\",code=\"%u\"} %" PRIu64 "\n",
+                           i, metrics_close_codes[k], v);
+            else
+                buf_printf(out, "presenced_ws_closes_total{worker=\"%u\",code=\"other\"} %" PRIu64 "\n",
+                           i, v);
+        }
+    }
+}
+
+void metrics_render(struct buf *out, struct metrics *const *w, unsigned n)
+{
+    for (size_t d = 0; d < sizeof(defs) / sizeof(defs[0]); d++) {
+        const char *sfx = defs[d].type[0] == 'c' ? "_total" : "";
+
+        buf_printf(out, "# HELP %s%s %s\n# TYPE %s%s %s\n", defs[d].name, sfx, defs[d].help,
+                   defs[d].name, sfx, defs[d].type);
+        for (unsigned i = 0; i < n; i++) {
+            uint64_t v = read_field(w[i], defs[d].offset);
+            buf_printf(out, "%s%s{worker=\"%u\"} %" PRIu64 "\n", defs[d].name, sfx, i, v);
+        }
+    }
+    render_closes(out, w, n);
+}

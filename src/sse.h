@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sse.h - Server-Sent Events streams (text/event-stream) on a connection.
+ *
+ * sse_start() answers the current HTTP request with the stream headers and
+ * a "retry:" line and takes the connection over; from then on the server
+ * only writes. Events carry ids so a client that reconnects sends
+ * Last-Event-ID (header, or ?lastEventId= for clients that cannot set
+ * headers) and the publisher resumes after it. A ":" comment is written
+ * every keep-alive interval so proxies and clients see the stream alive.
+ * Events are formatted once (sse_format) into a refcounted payload that any
+ * number of streams can share.
+ */
+#ifndef SSE_H
+#define SSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "conn.h"
+#include "http.h"
+
+struct sse_stream;
+struct worker;
+
+/* Called once when the stream's connection is being freed. */
+typedef void sse_close_cb(struct sse_stream *s, void *data);
+
+/* Takes c over (httpd_taken_over) and writes the response head and the
+ * retry hint. Never NULL. on_close may be NULL. */
+struct sse_stream *sse_start(struct conn *c, struct worker *w, sse_close_cb *on_close,
+                             void *data);
+/* Parses Last-Event-ID (header first, then ?lastEventId=) as an unsigned
+ * decimal. Returns true and sets *id when present and valid. */
+bool sse_last_event_id(const struct http_request *req, uint64_t *id);
+/* Formats one event: "id: N\n" (when id != 0), "event: NAME\n" (when name
+ * is non-NULL), one "data: " line per line of data, then a blank line.
+ * Returns a new payload with one reference. */
+struct payload *sse_format(const char *event, uint64_t id, const char *data, size_t n);
+/* Queues a formatted event (a new reference) on the stream. */
+void sse_send_payload(struct sse_stream *s, struct payload *p);
+/* Formats and queues one event. */
+void sse_send(struct sse_stream *s, const char *event, uint64_t id, const char *data, size_t n);
+struct conn *sse_conn(struct sse_stream *s);
+void *sse_data(struct sse_stream *s);
+
+#ifdef PRESENCED_TESTING
+/* GET /test/sse: emits events id last+1 .. last+3 ("tick", data {"n":id})
+ * after the client's Last-Event-ID (0 when absent), then keep-alives. */
+void sse_test_stream(struct conn *c, const struct http_request *req, struct worker *w);
+#endif
+
+#endif

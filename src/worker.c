@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * worker.c - listeners, accept, worker threads, bus wiring and draining.
+ *
+ * Each worker binds its own SO_REUSEPORT socket, so the kernel spreads new
+ * connections evenly and no accept lock exists. Accept loops take at most
+ * ACCEPT_BATCH sockets per readiness event. On EMFILE/ENFILE the worker
+ * closes its spare descriptor, accepts and immediately closes one pending
+ * socket, and re-opens the spare (libuv's trick): without it a
+ * level-triggered listener would spin at 100% CPU.
+ */
+#include "worker.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bus.h"
+#include "httpd.h"
+#include "log.h"
+#include "util.h"
+
+#define ACCEPT_BATCH 64
+#define LISTEN_BACKLOG 4096
+
+/* ---- listening sockets ---- */
+
+static int parse_addr(const char *host, int port, struct sockaddr_storage *ss, socklen_t *len)
+{
+    struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+    memset(ss, 0, sizeof(*ss));
+    if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((uint16_t)port);
+        *len = sizeof(*in4);
+        return 0;
+    }
+    if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)port);
+        *len = sizeof(*in6);
+        return 0;
+    }
+    return -1;
+}
+
+/* Returns a listening non-blocking SO_REUSEPORT socket or -1 (errno set). */
+static int listen_on(const char *host, int port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int one = 1, fd;
+
+    if (parse_addr(host, port, &ss, &len) < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+        bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, LISTEN_BACKLOG) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+static int bound_port(int fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+        return -1;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static void format_peer(const struct sockaddr_storage *ss, char *out, size_t outsz)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *in4 = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &in4->sin_addr, ip, sizeof(ip));
+        port = ntohs(in4->sin_port);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+        port = ntohs(in6->sin6_port);
+    }
+    snprintf(out, outsz, "%s:%d", ip, port);
+}
+
+/* ---- accept ---- */
+
+static void emfile_trick(struct worker *w)
+{
+    int fd;
+
+    if (w->spare_fd < 0)
+        return;
+    close(w->spare_fd);
+    fd = accept4(w->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd >= 0)
+        close(fd);
+    w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+static void on_accepted(struct worker *w, int fd, const struct sockaddr_storage *ss)
+{
+    struct server *srv = w->srv;
+    struct conn *c;
+    int one = 1;
+
+    METRIC_ADD(&w->metrics, conns_accepted, 1);
+    if (atomic_fetch_add(&srv->conns, 1) >= (unsigned)srv->cfg.max_connections) {
+        atomic_fetch_sub(&srv->conns, 1);
+        METRIC_ADD(&w->metrics, accept_errors, 1);
+        log_warnx("worker", "max-connections reached, refusing worker=%u", w->id);
+        close(fd);
+        return;
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    c = conn_new(&w->pool, fd, &httpd_ops, httpd_conn_new(w));
+    format_peer(ss, c->peer, sizeof(c->peer));
+    METRIC_ADD(&w->metrics, conns_http, 1);
+    log_debug("conn", "accepted conn=%llu peer=%s", (unsigned long long)c->id, c->peer);
+    if (c->ops->on_timer)
+        conn_timer_start(c, (uint64_t)srv->cfg.http_header_timeout_ms);
+}
+
+static void on_listen(struct loop_io *io, uint32_t events)
+{
+    struct worker *w = container_of(io, struct worker, listen_io);
+
+    (void)events;
+    for (int i = 0; i < ACCEPT_BATCH; i++) {
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+        int fd = accept4(w->listen_fd, (struct sockaddr *)&ss, &len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (fd >= 0) {
+            on_accepted(w, fd, &ss);
+            continue;
+        }
+        if (errno == EMFILE || errno == ENFILE) {
+            METRIC_ADD(&w->metrics, accept_errors, 1);
+            log_warn("worker", "accept worker=%u", w->id);
+            emfile_trick(w);
+        } else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
+            METRIC_ADD(&w->metrics, accept_errors, 1);
+            log_warn("worker", "accept worker=%u", w->id);
+        }
+        return;
+    }
+}
+
+/* ---- bus ---- */
+
+static void on_bus_msg(void *ctx, struct bus_msg *m)
+{
+    struct worker *w = ctx;
+
+    METRIC_ADD(&w->metrics, bus_msgs_in, 1);
+    /* The foundation defines no message types yet; the presence engine
+     * registers its own. Unknown messages are released. */
+    if (m->free)
+        m->free(m);
+}
+
+static void on_bus(struct loop_io *io, uint32_t events)
+{
+    struct worker *w = container_of(io, struct worker, bus_io);
+
+    (void)events;
+    bus_drain(w->srv->bus, w->id, on_bus_msg, w);
+}
+
+/* ---- draining ---- */
+
+static void close_listener(struct worker *w)
+{
+    if (w->listen_fd < 0)
+        return;
+    loop_io_stop(w->loop, &w->listen_io);
+    close(w->listen_fd);
+    w->listen_fd = -1;
+}
+
+static void begin_drain(struct worker *w)
+{
+    struct list *pos, *tmp;
+
+    w->draining = true;
+    w->drain_deadline = loop_now(w->loop) + (uint64_t)w->srv->cfg.shutdown_drain_ms;
+    close_listener(w);
+    list_foreach_safe(pos, tmp, &w->pool.all)
+    {
+        struct conn *c = container_of(pos, struct conn, link_all);
+
+        if (ws_is_ws(c))
+            ws_going_away(ws_from_conn(c));
+        else
+            httpd_drain(c);
+    }
+}
+
+/* Before-sleep hook: shutdown progress and metrics upkeep. */
+static void worker_hook(struct loop *l, void *data)
+{
+    struct worker *w = data;
+    uint64_t lag = loop_lag_max_us(l);
+
+    METRIC_ADD(&w->metrics, loop_iterations, 1);
+    if (lag > METRIC_GET(&w->metrics, loop_lag_max_us))
+        METRIC_SET(&w->metrics, loop_lag_max_us, lag);
+    bus_flush(w->srv->bus, w->id);
+    if (!w->draining && atomic_load(&w->srv->shutting_down))
+        begin_drain(w);
+    if (w->draining && (w->pool.count == 0 || loop_now(l) >= w->drain_deadline))
+        loop_stop(l);
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+
+    atomic_fetch_add(&w->srv->running, 1);
+    loop_run(w->loop);
+    if (w->pool.count > 0)
+        log_warnx("worker", "drain time over, dropping %zu connections worker=%u",
+                  w->pool.count, w->id);
+    conn_pool_release(&w->pool);
+    atomic_fetch_sub(&w->srv->running, 1);
+    return NULL;
+}
+
+static int worker_init(struct server *srv, struct worker *w, unsigned id)
+{
+    w->id = id;
+    w->srv = srv;
+    w->loop = loop_new();
+    w->pool.out_soft_limit = (size_t)srv->cfg.client_output_soft_limit_bytes;
+    w->pool.out_soft_ms = (uint64_t)srv->cfg.client_output_soft_limit_ms;
+    w->pool.out_hard_limit = (size_t)srv->cfg.client_output_hard_limit_bytes;
+    w->pool.shared_count = &srv->conns;
+    conn_pool_init(&w->pool, w->loop, &w->metrics, id);
+    w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    w->listen_fd = listen_on(srv->cfg.bind, srv->port);
+    if (w->listen_fd < 0) {
+        log_warn("worker", "cannot listen on %s:%d", srv->cfg.bind, srv->port);
+        return -1;
+    }
+    if (srv->port == 0)
+        srv->port = bound_port(w->listen_fd); /* later workers share it */
+    if (loop_io_start(w->loop, &w->listen_io, w->listen_fd, EPOLLIN, on_listen) < 0 ||
+        loop_io_start(w->loop, &w->bus_io, bus_inbox_fd(srv->bus, id), EPOLLIN, on_bus) < 0)
+        fatal("worker", "epoll_ctl");
+    loop_add_hook(w->loop, conn_pool_flush, &w->pool);
+    loop_add_hook(w->loop, worker_hook, w);
+    return 0;
+}
+
+static void worker_release(struct worker *w)
+{
+    close_listener(w);
+    if (w->spare_fd >= 0)
+        close(w->spare_fd);
+    loop_free(w->loop);
+}
+
+int server_start(struct server *srv)
+{
+    srv->nworkers = (unsigned)config_workers(&srv->cfg);
+    srv->workers = xcalloc(srv->nworkers, sizeof(*srv->workers));
+    srv->bus = bus_new(srv->nworkers);
+    srv->port = srv->cfg.port;
+    srv->started_wall_ms = time_wall_ms();
+    for (unsigned i = 0; i < srv->nworkers; i++) {
+        if (worker_init(srv, &srv->workers[i], i) < 0) {
+            for (unsigned j = 0; j <= i; j++)
+                worker_release(&srv->workers[j]);
+            free(srv->workers);
+            srv->workers = NULL;
+            return -1;
+        }
+    }
+    for (unsigned i = 0; i < srv->nworkers; i++) {
+        if (pthread_create(&srv->workers[i].thread, NULL, worker_main, &srv->workers[i]) != 0)
+            fatalx("worker", "cannot start worker thread %u", i);
+    }
+    return 0;
+}
+
+void server_shutdown(struct server *srv)
+{
+    atomic_store(&srv->shutting_down, true);
+    for (unsigned i = 0; i < srv->nworkers; i++)
+        loop_wake(srv->workers[i].loop);
+}
+
+void server_join(struct server *srv)
+{
+    for (unsigned i = 0; i < srv->nworkers; i++)
+        pthread_join(srv->workers[i].thread, NULL);
+    for (unsigned i = 0; i < srv->nworkers; i++)
+        worker_release(&srv->workers[i]);
+    free(srv->workers);
+    srv->workers = NULL;
+    bus_free(srv->bus);
+    srv->bus = NULL;
+}
+
+bool server_ready(struct server *srv)
+{
+    return !atomic_load(&srv->shutting_down) && atomic_load(&srv->running) == srv->nworkers;
+}

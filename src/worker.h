@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * worker.h - the server and its share-nothing workers.
+ *
+ * struct server holds what every worker may read (the immutable config,
+ * the bus, the per-worker metrics for /metrics). Each struct worker is one
+ * thread with its own epoll loop, its own SO_REUSEPORT listener, its own
+ * connections and timers; workers never touch each other's connections and
+ * talk only through the bus (bus.h), drained once per loop iteration.
+ *
+ * Shutdown (server_shutdown, from the signal-handling main thread): every
+ * worker closes its listener, sends close 1001 to its WebSockets, closes
+ * idle HTTP connections after their last response, and stops its loop when
+ * its last connection is gone or the drain time is up.
+ */
+#ifndef WORKER_H
+#define WORKER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "conn.h"
+#include "loop.h"
+#include "metrics.h"
+#include "wsconn.h"
+
+struct bus;
+struct server;
+
+struct worker {
+    unsigned id;               /* 0..nworkers-1 */
+    struct server *srv;        /* borrowed */
+    pthread_t thread;
+    struct loop *loop;         /* owned */
+    struct conn_pool pool;     /* this worker's connections */
+    struct metrics metrics;    /* written only by this worker */
+    int listen_fd;             /* owned; -1 once closed */
+    struct loop_io listen_io;
+    int spare_fd;              /* reserved fd for the EMFILE trick */
+    struct loop_io bus_io;     /* the bus inbox eventfd */
+    bool draining;             /* shutdown seen by this worker */
+    uint64_t drain_deadline;   /* loop ms at which the loop stops regardless */
+};
+
+struct server {
+    struct config cfg;          /* immutable once workers start */
+    unsigned nworkers;
+    struct worker *workers;     /* array of nworkers */
+    struct bus *bus;            /* inter-worker queues */
+    struct ws_opts ws_opts;     /* derived from cfg */
+    atomic_uint conns;          /* live connections, all workers */
+    atomic_bool shutting_down;  /* set by server_shutdown */
+    atomic_uint running;        /* workers whose loop is running */
+    int port;                   /* the bound port (resolves port 0) */
+    uint64_t started_wall_ms;   /* for /healthz uptime */
+};
+
+/* Binds every worker's listener and starts the threads. Returns 0, or -1
+ * after logging why (e.g. the port is taken). */
+int server_start(struct server *srv);
+/* Asks every worker to drain and stop (any thread). */
+void server_shutdown(struct server *srv);
+/* Waits for every worker thread; frees workers. */
+void server_join(struct server *srv);
+/* True when every worker runs and no shutdown has begun. */
+bool server_ready(struct server *srv);
+
+#endif

@@ -1,0 +1,654 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wsconn.c - WebSocket connections: the opening handshake (ws_upgrade),
+ * frame processing in on_data, the closing handshake, ping liveness and
+ * the send functions. The byte-level codec is ws.c, UTF-8 is utf8.c.
+ *
+ * Input is consumed as it arrives, with two exceptions that conn.c keeps
+ * as leftover bytes until they are complete: a frame header (at most 14
+ * bytes) and a whole control frame (at most 139 bytes, answered only once
+ * complete). Data payload bytes are unmasked straight into the message's
+ * reassembly buffer and validated there; a complete small unfragmented
+ * frame is unmasked on the stack instead and never touches the heap.
+ * After a close was sent, data frames are parsed but neither buffered nor
+ * delivered: only the peer's close still matters.
+ * This file never frees a connection: it ends them with conn_close() or
+ * conn_close_after_flush() and releases its state in on_close.
+ */
+#include "wsconn.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "httpd.h"
+#include "log.h"
+#include "metrics.h"
+#include "utf8.h"
+#include "util.h"
+#include "ws.h"
+
+#define WS_STACK_MESSAGE 2048u /* complete frames up to this size skip the heap */
+#define WS_SMALL_FRAME 1024u   /* frames up to this size are copied, larger ones referenced */
+#define WS_MIN_BUFFER 256u     /* first reassembly allocation */
+#define WS_DEFAULT_CLOSE_TIMEOUT_MS 2000u
+
+struct wsconn {
+    struct conn *conn;           /* borrowed: the connection owns this struct */
+    const struct ws_opts *opts;  /* borrowed */
+    const struct ws_app *app;    /* borrowed */
+    void *app_data;              /* from ws_upgrade */
+    void *user_data;             /* the application's, owned by it */
+    const char *subprotocol;     /* an entry of opts->subprotocols, or NULL */
+    char *msg;                   /* reassembly buffer; NULL between messages */
+    size_t msg_len;              /* unmasked bytes of the open message in msg */
+    size_t msg_cap;              /* bytes allocated for msg */
+    uint64_t frame_left;         /* payload bytes of the current data frame to come */
+    uint64_t last_rx_ms;         /* loop time of the last input */
+    uint32_t utf8;               /* validator state of the open text message */
+    uint8_t mask[4];             /* masking key of the current data frame */
+    uint16_t close_code;         /* first close code sent or received; 0 = none */
+    uint8_t msg_opcode;          /* WS_OP_TEXT/BINARY while a message is open, else 0 */
+    uint8_t mask_off;            /* payload offset of the next byte, mod 4 */
+    bool in_payload;             /* inside a data frame's payload */
+    bool frame_fin;              /* the current data frame ends its message */
+    bool close_sent;             /* our close frame is queued: no more data frames */
+    bool ping_out;               /* a ping is out and no input arrived since */
+};
+
+static const struct conn_ops ws_conn_ops;
+
+static struct metrics *metrics_of(const struct wsconn *ws)
+{
+    return ws->conn->pool->metrics;
+}
+
+/* ---- output ---- */
+
+/* Queues one FIN frame. A frame always goes out with a single queue call,
+ * so an output-limit trip can never leave a header without its payload. */
+static void send_frame(struct wsconn *ws, unsigned op, const void *p, size_t n)
+{
+    struct conn *c = ws->conn;
+    struct payload *pl;
+
+    if (conn_is_closing(c))
+        return;
+    METRIC_ADD(metrics_of(ws), frames_out, 1);
+    if (n <= WS_SMALL_FRAME) {
+        uint8_t tmp[WS_MAX_SERVER_HEADER + WS_SMALL_FRAME];
+        size_t h = ws_encode_header(tmp, op, true, n);
+
+        if (n)
+            memcpy(tmp + h, p, n);
+        conn_write(c, tmp, h + n);
+        return;
+    }
+    pl = ws_frame_payload(op, p, n);
+    conn_write_payload(c, pl);
+    payload_unref(pl);
+}
+
+static void send_close(struct wsconn *ws, unsigned code, const char *reason)
+{
+    uint8_t pl[WS_MAX_CONTROL];
+    size_t n;
+
+    if (ws->close_sent)
+        return;
+    ws->close_sent = true;
+    if (!ws->close_code)
+        ws->close_code = (uint16_t)code;
+    n = ws_encode_close(pl, code, reason);
+    send_frame(ws, WS_OP_CLOSE, pl, n);
+}
+
+/* Fails the connection (RFC 6455 §7.1.7): close frame with the error's
+ * code, then TCP close once it is written. */
+static void fail(struct wsconn *ws, ssize_t err)
+{
+    log_debug("ws", "failing conn=%llu: %s", (unsigned long long)ws->conn->id,
+              ws_strerror(err));
+    send_close(ws, ws_error_close_code(err), ws_strerror(err));
+    conn_close_after_flush(ws->conn);
+}
+
+/* ---- opening handshake ---- */
+
+static bool token_eq(const char *a, size_t alen, const char *b, size_t blen)
+{
+    return alen == blen && strncasecmp(a, b, alen) == 0;
+}
+
+static bool is_space(char ch)
+{
+    return ch == ' ' || ch == '\t';
+}
+
+/* Next comma-separated, whitespace-trimmed item of (*p, *n); advances. */
+static bool next_item(const char **p, size_t *n, const char **item, size_t *len)
+{
+    const char *s = *p, *end = *p + *n, *e;
+
+    while (s < end && (is_space(*s) || *s == ','))
+        s++;
+    if (s == end)
+        return false;
+    e = memchr(s, ',', (size_t)(end - s));
+    if (!e)
+        e = end;
+    *p = e;
+    *n = (size_t)(end - e);
+    while (e > s && is_space(e[-1]))
+        e--;
+    *item = s;
+    *len = (size_t)(e - s);
+    return true;
+}
+
+/* Origin "scheme://host[:port]" names the same host[:port] as Host. */
+static bool same_origin(const struct http_header *origin, const struct http_header *host)
+{
+    const char *v = origin->value, *sep;
+    size_t n = origin->value_len;
+
+    sep = memchr(v, ':', n);
+    if (!sep || (size_t)(sep - v) + 3 > n || sep[1] != '/' || sep[2] != '/')
+        return false;
+    sep += 3;
+    return token_eq(sep, n - (size_t)(sep - v), host->value, host->value_len);
+}
+
+static bool origin_allowed(const struct http_request *req, const struct ws_opts *o)
+{
+    const struct http_header *origin = http_header_get(req, "Origin");
+    const char *list = o->allowed_origins, *item;
+    size_t n = list ? strlen(list) : 0, len;
+
+    const struct http_header *host = http_header_get(req, "Host");
+
+    if (!origin)
+        return true; /* not a browser: Origin is a browser's statement */
+    if (host && same_origin(origin, host))
+        return true;
+    while (next_item(&list, &n, &item, &len)) {
+        if ((len == 1 && item[0] == '*') || token_eq(item, len, origin->value, origin->value_len))
+            return true;
+    }
+    return false;
+}
+
+static const char *server_protocol(const struct ws_opts *o, const char *p, size_t n)
+{
+    for (const char *const *s = o->subprotocols; s && *s; s++)
+        if (strlen(*s) == n && memcmp(*s, p, n) == 0)
+            return *s;
+    return NULL;
+}
+
+/* The first subprotocol the client offers (every Sec-WebSocket-Protocol
+ * header, in order) that the server supports, or NULL. */
+static const char *choose_subprotocol(const struct http_request *req, const struct ws_opts *o)
+{
+    for (size_t i = 0; i < req->nheaders; i++) {
+        const struct http_header *h = &req->headers[i];
+        const char *list = h->value, *item, *found;
+        size_t n = h->value_len, len;
+
+        if (!token_eq(h->name, h->name_len, "Sec-WebSocket-Protocol", 22))
+            continue;
+        while (next_item(&list, &n, &item, &len))
+            if ((found = server_protocol(o, item, len)))
+                return found;
+    }
+    return NULL;
+}
+
+static bool header_has(const struct http_request *req, const char *name, const char *token)
+{
+    const struct http_header *h = http_header_get(req, name);
+
+    return h && http_header_has_token(h, token);
+}
+
+/* Checks the request (RFC 6455 §4.2.1); returns 0 or the HTTP status to
+ * answer with, and writes the Accept value on success. */
+static int check_handshake(const struct http_request *req, const struct ws_opts *o,
+                           char accept[29], const char **why)
+{
+    const struct http_header *h;
+
+    *why = "expected a WebSocket upgrade request";
+    if (req->method_len != 3 || memcmp(req->method, "GET", 3) != 0 || req->version_minor != 1 ||
+        !http_header_get(req, "Host") || !header_has(req, "Upgrade", "websocket") ||
+        !header_has(req, "Connection", "upgrade"))
+        return 400;
+    h = http_header_get(req, "Sec-WebSocket-Version");
+    *why = "only WebSocket version 13 is supported";
+    if (!h || !token_eq(h->value, h->value_len, "13", 2))
+        return 426;
+    h = http_header_get(req, "Sec-WebSocket-Key");
+    *why = "invalid Sec-WebSocket-Key";
+    if (!h || ws_accept_key(h->value, h->value_len, accept) < 0)
+        return 400;
+    *why = "origin not allowed";
+    if (!origin_allowed(req, o))
+        return 403;
+    return 0;
+}
+
+static void reject(struct conn *c, int status, const char *why)
+{
+    static const char body[] = "{\"error\":{\"code\":\"upgrade_required\",\"message\":"
+                               "\"only WebSocket version 13 is supported\"}}\n";
+
+    log_debug("ws", "handshake rejected status=%d conn=%llu: %s", status,
+              (unsigned long long)c->id, why);
+    if (status == 426)
+        httpd_respond(c, 426, "application/json", "Sec-WebSocket-Version: 13\r\n", body,
+                      sizeof(body) - 1);
+    else
+        httpd_error(c, status, status == 403 ? "forbidden_origin" : "bad_handshake", why);
+}
+
+static void write_101(struct conn *c, const char *accept, const char *subprotocol)
+{
+    struct buf b = {0};
+
+    buf_printf(&b,
+               "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+               "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n",
+               accept);
+    if (subprotocol)
+        buf_printf(&b, "Sec-WebSocket-Protocol: %s\r\n", subprotocol);
+    buf_append(&b, "\r\n", 2);
+    conn_write(c, b.data, b.len);
+    buf_release(&b);
+}
+
+static uint64_t pong_timeout(const struct wsconn *ws)
+{
+    return ws->opts->pong_timeout_ms ? ws->opts->pong_timeout_ms : ws->opts->ping_interval_ms;
+}
+
+struct wsconn *ws_upgrade(struct conn *c, const struct http_request *req, const struct ws_opts *o,
+                          const struct ws_app *app, void *app_data)
+{
+    char accept[29];
+    const char *why;
+    struct wsconn *ws;
+    int status = check_handshake(req, o, accept, &why);
+
+    if (status) {
+        reject(c, status, why);
+        return NULL;
+    }
+    ws = xcalloc(1, sizeof(*ws));
+    ws->conn = c;
+    ws->opts = o;
+    ws->app = app;
+    ws->app_data = app_data;
+    ws->subprotocol = choose_subprotocol(req, o);
+    ws->utf8 = UTF8_ACCEPT;
+    ws->last_rx_ms = loop_now(c->pool->loop);
+    httpd_taken_over(c);
+    write_101(c, accept, ws->subprotocol);
+    conn_set_ops(c, &ws_conn_ops, ws);
+    METRIC_ADD(metrics_of(ws), conns_ws, 1);
+    if (o->ping_interval_ms)
+        conn_timer_start(c, o->ping_interval_ms);
+    if (app->on_open)
+        app->on_open(ws);
+    return ws;
+}
+
+/* ---- input: messages ---- */
+
+static void release_msg(struct wsconn *ws)
+{
+    free(ws->msg);
+    ws->msg = NULL;
+    ws->msg_len = ws->msg_cap = 0;
+}
+
+static bool too_big(const struct wsconn *ws, uint64_t len)
+{
+    size_t max = ws->opts->max_message;
+
+    return max && (len > max || ws->msg_len > max - len);
+}
+
+/* Makes room for k more bytes, never beyond what the message has
+ * declared so far (which too_big() bounded by max_message). */
+static void reserve(struct wsconn *ws, size_t k)
+{
+    size_t need = ws->msg_len + k, cap;
+
+    if (need <= ws->msg_cap)
+        return;
+    cap = MAX(need, MAX(ws->msg_cap * 2, (size_t)WS_MIN_BUFFER));
+    cap = (size_t)MIN((uint64_t)cap, (uint64_t)ws->msg_len + ws->frame_left);
+    ws->msg = xrealloc(ws->msg, cap);
+    ws->msg_cap = cap;
+}
+
+static void deliver(struct wsconn *ws, unsigned op, const char *p, size_t n)
+{
+    ws->app->on_message(ws, op == WS_OP_BINARY, p ? p : "", n);
+}
+
+/* The last frame of a message has all arrived. */
+static void message_end(struct wsconn *ws)
+{
+    unsigned op = ws->msg_opcode;
+
+    ws->msg_opcode = 0;
+    if (!ws->close_sent && op == WS_OP_TEXT && ws->utf8 != UTF8_ACCEPT)
+        fail(ws, WS_E_UTF8); /* the text ends inside a character */
+    else if (!ws->close_sent)
+        deliver(ws, op, ws->msg, ws->msg_len);
+    release_msg(ws);
+}
+
+/* Unmasks and validates k payload bytes into the reassembly buffer.
+ * Returns false when they are invalid text (the connection is failed). */
+static bool absorb(struct wsconn *ws, const char *p, size_t k)
+{
+    char *dst;
+
+    reserve(ws, k);
+    dst = ws->msg + ws->msg_len;
+    ws_mask_copy(dst, p, k, ws->mask, ws->mask_off);
+    if (ws->msg_opcode == WS_OP_TEXT) {
+        ws->utf8 = utf8_step(ws->utf8, dst, k);
+        if (ws->utf8 == UTF8_REJECT) {
+            fail(ws, WS_E_UTF8);
+            return false;
+        }
+    }
+    ws->msg_len += k;
+    return true;
+}
+
+/* Payload bytes of the current data frame. Returns the bytes consumed. */
+static size_t rx_payload(struct wsconn *ws, const char *p, size_t n)
+{
+    size_t k = (size_t)MIN((uint64_t)n, ws->frame_left);
+
+    if (ws->close_sent)
+        release_msg(ws); /* closing: data is no longer wanted */
+    else if (!absorb(ws, p, k))
+        return k;
+    ws->frame_left -= k;
+    ws->mask_off = (uint8_t)((ws->mask_off + k) & 3);
+    if (ws->frame_left == 0) {
+        ws->in_payload = false;
+        if (ws->frame_fin)
+            message_end(ws);
+    }
+    return k;
+}
+
+/* A complete, unfragmented, small frame: unmasked on the stack. */
+static void rx_whole(struct wsconn *ws, const struct ws_frame *f, const char *p)
+{
+    char tmp[WS_STACK_MESSAGE];
+    size_t n = (size_t)f->len;
+
+    if (ws->close_sent)
+        return;
+    ws_mask_copy(tmp, p, n, f->mask, 0);
+    if (f->opcode == WS_OP_TEXT && !utf8_valid(tmp, n)) {
+        fail(ws, WS_E_UTF8);
+        return;
+    }
+    deliver(ws, f->opcode, tmp, n);
+}
+
+/* A data frame header (h bytes) followed by n available bytes at p.
+ * Returns the bytes consumed, 0 after failing the connection. */
+static size_t rx_data(struct wsconn *ws, const struct ws_frame *f, size_t h, const char *p,
+                      size_t n)
+{
+    if (f->opcode == WS_OP_CONT && !ws->msg_opcode) {
+        fail(ws, WS_E_CONTINUATION);
+        return 0;
+    }
+    if (f->opcode != WS_OP_CONT && ws->msg_opcode) {
+        fail(ws, WS_E_FRAGMENT_OPEN);
+        return 0;
+    }
+    if (too_big(ws, f->len)) {
+        fail(ws, WS_E_TOO_BIG);
+        return 0;
+    }
+    if (f->opcode != WS_OP_CONT && f->fin && f->len <= WS_STACK_MESSAGE && f->len <= n) {
+        rx_whole(ws, f, p);
+        return h + (size_t)f->len;
+    }
+    if (f->opcode != WS_OP_CONT) {
+        ws->msg_opcode = (uint8_t)f->opcode;
+        ws->utf8 = UTF8_ACCEPT;
+    }
+    memcpy(ws->mask, f->mask, 4);
+    ws->mask_off = 0;
+    ws->frame_left = f->len;
+    ws->frame_fin = f->fin;
+    ws->in_payload = f->len > 0;
+    if (f->len == 0 && f->fin)
+        message_end(ws);
+    return h;
+}
+
+/* ---- input: control frames ---- */
+
+static void rx_close(struct wsconn *ws, const uint8_t *p, size_t n)
+{
+    unsigned code;
+    int err;
+
+    if (ws->close_sent) {
+        conn_close_after_flush(ws->conn); /* the closing handshake is complete */
+        return;
+    }
+    err = ws_parse_close(p, n, &code);
+    if (err < 0) {
+        fail(ws, err);
+        return;
+    }
+    ws->close_code = (uint16_t)code;
+    send_close(ws, code == WS_CLOSE_NO_STATUS ? WS_CLOSE_NORMAL : code, NULL);
+    conn_close_after_flush(ws->conn);
+}
+
+static void rx_control(struct wsconn *ws, const struct ws_frame *f, const char *p)
+{
+    uint8_t pl[WS_MAX_CONTROL];
+    size_t n = (size_t)f->len;
+
+    ws_mask_copy(pl, p, n, f->mask, 0);
+    if (f->opcode == WS_OP_PING && !ws->close_sent)
+        send_frame(ws, WS_OP_PONG, pl, n);
+    else if (f->opcode == WS_OP_CLOSE)
+        rx_close(ws, pl, n);
+    /* pongs only prove liveness, which any input already did */
+}
+
+/* A frame starting at p. Returns the bytes consumed: 0 when the header (or
+ * a whole control frame) is not all there yet, or after failing. */
+static size_t rx_frame(struct wsconn *ws, const char *p, size_t n)
+{
+    struct ws_frame f;
+    ssize_t h = ws_decode_header(p, n, &f);
+
+    if (h < 0 && h != PS_PARTIAL) {
+        fail(ws, h);
+        return 0;
+    }
+    if (n >= 2 && !((uint8_t)p[1] & 0x80u)) {
+        fail(ws, WS_E_UNMASKED);
+        return 0;
+    }
+    if (h == PS_PARTIAL)
+        return 0;
+    if (f.opcode < WS_OP_CLOSE) {
+        METRIC_ADD(metrics_of(ws), frames_in, 1);
+        return rx_data(ws, &f, (size_t)h, p + h, n - (size_t)h);
+    }
+    if (n - (size_t)h < f.len)
+        return 0; /* control frames are handled whole */
+    METRIC_ADD(metrics_of(ws), frames_in, 1);
+    rx_control(ws, &f, p + h);
+    return (size_t)h + (size_t)f.len;
+}
+
+static size_t ws_on_data(struct conn *c, const char *p, size_t n)
+{
+    struct wsconn *ws = c->proto;
+    size_t off = 0;
+
+    ws->last_rx_ms = loop_now(c->pool->loop);
+    ws->ping_out = false;
+    while (off < n && !conn_is_closing(c)) {
+        size_t k = ws->in_payload ? rx_payload(ws, p + off, n - off)
+                                  : rx_frame(ws, p + off, n - off);
+        if (k == 0)
+            break;
+        off += k;
+    }
+    return conn_is_closing(c) ? n : off;
+}
+
+/* ---- connection events ---- */
+
+static void ws_on_eof(struct conn *c)
+{
+    conn_close_after_flush(c); /* 1006 unless a close was exchanged */
+}
+
+static void ws_on_overflow(struct conn *c)
+{
+    send_close(c->proto, WS_CLOSE_OUTPUT_LIMIT, "output limit");
+}
+
+/* Ping liveness, or the end of the wait for the peer's close. */
+static void ws_on_timer(struct conn *c)
+{
+    struct wsconn *ws = c->proto;
+    uint64_t idle, interval = ws->opts->ping_interval_ms;
+
+    if (ws->close_sent) {
+        conn_close(c); /* the peer never answered our close */
+        return;
+    }
+    if (ws->ping_out) {
+        log_info("ws", "ping timeout conn=%llu peer=%s", (unsigned long long)c->id, c->peer);
+        send_close(ws, WS_CLOSE_INTERNAL, "ping timeout");
+        conn_close_after_flush(c);
+        return;
+    }
+    if (!interval)
+        return;
+    idle = loop_now(c->pool->loop) - ws->last_rx_ms;
+    if (idle < interval) {
+        conn_timer_start(c, interval - idle);
+        return;
+    }
+    send_frame(ws, WS_OP_PING, NULL, 0);
+    ws->ping_out = true;
+    conn_timer_start(c, pong_timeout(ws));
+}
+
+static void ws_on_close(struct conn *c)
+{
+    struct wsconn *ws = c->proto;
+    unsigned code = ws->close_code ? ws->close_code : WS_CLOSE_ABNORMAL;
+
+    metrics_count_close(metrics_of(ws), code);
+    METRIC_SUB(metrics_of(ws), conns_ws, 1);
+    if (ws->app->on_close)
+        ws->app->on_close(ws, code);
+    free(ws->msg);
+    free(ws);
+}
+
+static const struct conn_ops ws_conn_ops = {
+    .name = "ws",
+    .on_data = ws_on_data,
+    .on_eof = ws_on_eof,
+    .on_overflow = ws_on_overflow,
+    .on_timer = ws_on_timer,
+    .on_close = ws_on_close,
+};
+
+/* ---- public sending and accessors ---- */
+
+void ws_send_text(struct wsconn *ws, const void *p, size_t n)
+{
+    if (!ws->close_sent)
+        send_frame(ws, WS_OP_TEXT, p, n);
+}
+
+void ws_send_binary(struct wsconn *ws, const void *p, size_t n)
+{
+    if (!ws->close_sent)
+        send_frame(ws, WS_OP_BINARY, p, n);
+}
+
+void ws_send_payload(struct wsconn *ws, struct payload *framed)
+{
+    if (ws->close_sent || conn_is_closing(ws->conn))
+        return;
+    METRIC_ADD(metrics_of(ws), frames_out, 1);
+    conn_write_payload(ws->conn, framed);
+}
+
+void ws_close(struct wsconn *ws, unsigned code, const char *reason)
+{
+    uint64_t t = ws->opts->close_timeout_ms;
+
+    if (ws->close_sent || conn_is_closing(ws->conn))
+        return;
+    send_close(ws, code, reason);
+    conn_timer_start(ws->conn, t ? t : WS_DEFAULT_CLOSE_TIMEOUT_MS);
+}
+
+void ws_going_away(struct wsconn *ws)
+{
+    ws_close(ws, WS_CLOSE_GOING_AWAY, "server shutting down");
+}
+
+bool ws_is_ws(const struct conn *c)
+{
+    return c->ops == &ws_conn_ops;
+}
+
+struct wsconn *ws_from_conn(struct conn *c)
+{
+    return ws_is_ws(c) ? c->proto : NULL;
+}
+
+struct conn *ws_conn(const struct wsconn *ws)
+{
+    return ws->conn;
+}
+
+void *ws_app_data(const struct wsconn *ws)
+{
+    return ws->app_data;
+}
+
+void *ws_user_data(const struct wsconn *ws)
+{
+    return ws->user_data;
+}
+
+void ws_set_user_data(struct wsconn *ws, void *data)
+{
+    ws->user_data = data;
+}
+
+const char *ws_subprotocol(const struct wsconn *ws)
+{
+    return ws->subprotocol;
+}

@@ -1,0 +1,59 @@
+// server.mjs - start the real presenced binary on a free loopback port for a
+// test and stop it afterwards. The binary is $PRESENCED_BIN (make test sets
+// it to the ASan build); the port is whatever the kernel gives port 0, read
+// back from the "listening on" log line. stderr is kept for assertions.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const ROOT = path.resolve(here, '../../..');
+export const BIN = process.env.PRESENCED_BIN || path.join(ROOT, 'build/asan/presenced');
+export const MULT = Number(process.env.PRESENCED_TEST_TIMEOUT_MULT || 1);
+
+export async function startServer(args = [], { env = {}, cwd = ROOT } = {}) {
+  const child = spawn(BIN, ['--port', '0', '--bind', '127.0.0.1', ...args], {
+    cwd,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  let stdout = '';
+  child.stdout.on('data', (d) => { stdout += d; });
+  const port = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${stderr}`)), 10000 * MULT);
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      const m = /listening on http:\/\/[^ ]*:(\d+) /.exec(stderr);
+      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${stderr}`)); });
+  });
+  const srv = {
+    child,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}`,
+    get stderr() { return stderr; },
+    get stdout() { return stdout; },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return { code: child.exitCode, signal: child.signalCode };
+      child.kill(signal);
+      const [code, sig] = await once(child, 'exit');
+      return { code, signal: sig };
+    },
+  };
+  return srv;
+}
+
+// Stops the server and fails when it did not exit 0 (a sanitizer report
+// makes the ASan build exit non-zero, so every test also checks for leaks).
+export async function stopClean(srv, assert) {
+  const { code, signal } = await srv.stop();
+  assert.equal(signal, null, `server killed by ${signal}\n${srv.stderr}`);
+  assert.equal(code, 0, `server exit code ${code}\n${srv.stderr}`);
+  assert.doesNotMatch(srv.stderr, /ERROR: AddressSanitizer|runtime error:|LeakSanitizer/);
+}
+
+export function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }

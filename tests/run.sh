@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# run.sh - every test suite of presenced, in order; used by `make test`.
+#
+# Expects the ASan+UBSan build in build/asan (server + unit tests) and the
+# libFuzzer build in build/fuzz (make test builds both first). Each suite's
+# output goes to the terminal and to tests/out/<suite>.log. The last line is
+# "suites: N passed, N failed"; the exit status is non-zero when any failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export PRESENCED_BIN=${PRESENCED_BIN:-$PWD/build/asan/presenced}
+export PRESENCED_SRCDIR=$PWD
+PY=/usr/bin/python3   # Debian's interpreter: it sees python3-websockets
+
+mkdir -p tests/out
+passed=0 failed=0 failed_names=()
+
+suite() { # name command...
+  local name=$1; shift
+  echo "=== suite $name: $*"
+  local start=$SECONDS
+  if "$@" 2>&1 | tee "tests/out/$name.log"; then
+    passed=$((passed + 1)); echo "=== suite $name: ok ($((SECONDS - start)) s)"
+  else
+    failed=$((failed + 1)); failed_names+=("$name"); echo "=== suite $name: FAILED ($((SECONDS - start)) s)"
+  fi
+}
+
+unit_all() {
+  local rc=0
+  for t in build/asan/tests/test_*; do
+    [ -x "$t" ] || continue
+    echo "--- $t"
+    "$t" || rc=1
+  done
+  return $rc
+}
+
+suite unit unit_all
+[ -x tests/fuzz/run.sh ] && suite fuzz-replay tests/fuzz/run.sh --replay build/fuzz
+[ -x tests/conformance/run.sh ] && suite conformance-calibration tests/conformance/run.sh calibrate
+[ -x tests/conformance/run.sh ] && suite conformance tests/conformance/run.sh presenced "$PRESENCED_BIN"
+ls tests/integration/*.test.mjs >/dev/null 2>&1 && \
+  suite integration-node node --test --test-concurrency=1 tests/integration/
+ls tests/integration/test_*.py >/dev/null 2>&1 && \
+  suite integration-python $PY -m unittest discover -s tests/integration -p 'test_*.py' -v
+ls tests/browser/*.test.mjs >/dev/null 2>&1 && \
+  suite browser node --test --test-concurrency=1 tests/browser/
+
+echo
+[ ${#failed_names[@]} -eq 0 ] || echo "failed suites: ${failed_names[*]}"
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_conn.c - the connection layer over real socketpairs and a real
+ * loop: coalesced output (one writev), shared payloads, output limits,
+ * partial input kept and re-presented, protocol switches inside one read,
+ * deferred close and graceful close.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "conn.h"
+#include "metrics.h"
+#include "util.h"
+
+struct fixture {
+    struct loop *loop;
+    struct metrics metrics;
+    struct conn_pool pool;
+    int peer; /* the test's end of the socketpair */
+};
+
+/* What the test protocols saw. */
+static char seen[4096];
+static size_t seen_len;
+static int closes, overflows, switched_calls;
+static size_t consume_at_most; /* 0 = everything */
+
+static size_t rec_on_data(struct conn *c, const char *p, size_t n)
+{
+    size_t k = consume_at_most ? MIN(n, consume_at_most) : n;
+
+    (void)c;
+    memcpy(seen + seen_len, p, k);
+    seen_len += k;
+    return k;
+}
+
+static void rec_on_close(struct conn *c)
+{
+    (void)c;
+    closes++;
+}
+
+static void rec_on_overflow(struct conn *c)
+{
+    overflows++;
+    conn_write(c, "BYE", 3); /* still accepted: close frame analogue */
+}
+
+static const struct conn_ops rec_ops = {
+    .name = "rec",
+    .on_data = rec_on_data,
+    .on_overflow = rec_on_overflow,
+    .on_close = rec_on_close,
+};
+
+static size_t b_on_data(struct conn *c, const char *p, size_t n)
+{
+    (void)c;
+    switched_calls++;
+    memcpy(seen + seen_len, p, n);
+    seen_len += n;
+    return n;
+}
+
+static const struct conn_ops b_ops = {.name = "b", .on_data = b_on_data, .on_close = rec_on_close};
+
+/* Consumes "UP\n" and switches to b_ops: the rest must reach b_ops at once. */
+static size_t a_on_data(struct conn *c, const char *p, size_t n)
+{
+    if (n < 3)
+        return 0;
+    assert_memory_equal(p, "UP\n", 3);
+    conn_set_ops(c, &b_ops, NULL);
+    return 3;
+}
+
+static const struct conn_ops a_ops = {.name = "a", .on_data = a_on_data, .on_close = rec_on_close};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+
+    f->loop = loop_new();
+    conn_pool_init(&f->pool, f->loop, &f->metrics, 1);
+    loop_add_hook(f->loop, conn_pool_flush, &f->pool);
+    seen_len = 0;
+    closes = overflows = switched_calls = 0;
+    consume_at_most = 0;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    conn_pool_release(&f->pool);
+    loop_free(f->loop);
+    if (f->peer > 0)
+        close(f->peer);
+    free(f);
+    return 0;
+}
+
+static struct conn *new_conn(struct fixture *f, const struct conn_ops *ops)
+{
+    int sv[2];
+
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    f->peer = sv[1];
+    return conn_new(&f->pool, sv[0], ops, NULL);
+}
+
+static size_t read_peer(struct fixture *f, char *out, size_t cap)
+{
+    size_t got = 0;
+
+    for (;;) {
+        ssize_t n = read(f->peer, out + got, cap - got);
+        if (n <= 0)
+            return got;
+        got += (size_t)n;
+    }
+}
+
+static void test_many_writes_one_writev(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *c = new_conn(f, &rec_ops);
+    char out[65536];
+    size_t n;
+
+    for (int i = 0; i < 100; i++)
+        conn_write(c, "0123456789", 10);
+    assert_int_equal(c->out_bytes, 1000);
+    conn_pool_flush(f->loop, &f->pool);
+    assert_int_equal(METRIC_GET(&f->metrics, writev_calls), 1);
+    n = read_peer(f, out, sizeof(out));
+    assert_int_equal(n, 1000);
+    assert_memory_equal(out + 990, "0123456789", 10);
+    assert_null(c->out); /* idle again: no output memory */
+}
+
+static void test_shared_payload_is_referenced(void **state)
+{
+    struct fixture *f = *state;
+    struct payload *p = payload_new(8192);
+    struct conn *c = new_conn(f, &rec_ops);
+    char out[32768];
+
+    memset(p->data, 'z', 8192);
+    p->len = 8192;
+    conn_write(c, "head", 4);
+    conn_write_payload(c, p);
+    conn_write_payload(c, p);
+    assert_int_equal(atomic_load(&p->refs), 3);
+    conn_pool_flush(f->loop, &f->pool);
+    assert_int_equal(atomic_load(&p->refs), 1);
+    assert_int_equal(read_peer(f, out, sizeof(out)), 4 + 2 * 8192);
+    assert_memory_equal(out, "headzz", 6);
+    payload_unref(p);
+}
+
+static void test_hard_limit_trips_overflow_and_bounds_memory(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *c;
+    char chunk[1000];
+
+    f->pool.out_hard_limit = 10000;
+    c = new_conn(f, &rec_ops);
+    memset(chunk, 'x', sizeof(chunk));
+    for (int i = 0; i < 10; i++)
+        conn_write(c, chunk, sizeof(chunk));
+    assert_int_equal(overflows, 0);
+    conn_write(c, chunk, sizeof(chunk));
+    assert_int_equal(overflows, 1);
+    assert_true(c->flags & CONN_OVERFLOWED);
+    assert_true(conn_is_closing(c));
+    /* Unsent data was dropped; only the overflow notice remains queued. */
+    assert_int_equal(c->out_bytes, 3);
+    for (int i = 0; i < 100; i++)
+        conn_write(c, chunk, sizeof(chunk));
+    assert_int_equal(c->out_bytes, 3);
+    assert_int_equal(METRIC_GET(&f->metrics, output_limit_closes), 1);
+}
+
+static void test_soft_limit_needs_its_window(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *c;
+    char chunk[600];
+
+    f->pool.out_soft_limit = 1000;
+    f->pool.out_soft_ms = 5000;
+    c = new_conn(f, &rec_ops);
+    memset(chunk, 'x', sizeof(chunk));
+    conn_write(c, chunk, sizeof(chunk));
+    conn_write(c, chunk, sizeof(chunk));
+    assert_int_equal(overflows, 0); /* over soft, but only just now */
+    assert_true(c->soft_since != 0);
+    c->soft_since = loop_now(f->loop) - 6000; /* pretend 6 s passed */
+    conn_write(c, "x", 1);
+    assert_int_equal(overflows, 1);
+}
+
+static void test_soft_limit_resets_when_drained(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *c;
+    char chunk[600];
+
+    f->pool.out_soft_limit = 1000;
+    f->pool.out_soft_ms = 5000;
+    c = new_conn(f, &rec_ops);
+    memset(chunk, 'x', sizeof(chunk));
+    conn_write(c, chunk, sizeof(chunk));
+    conn_write(c, chunk, sizeof(chunk));
+    conn_pool_flush(f->loop, &f->pool); /* the peer's buffer takes it all */
+    assert_int_equal(c->soft_since, 0);
+    assert_int_equal(overflows, 0);
+}
+
+static void test_partial_input_is_represented(void **state)
+{
+    struct fixture *f = *state;
+
+    consume_at_most = 2;
+    new_conn(f, &rec_ops);
+    assert_int_equal(write(f->peer, "abcde", 5), 5);
+    loop_run_once(f->loop, 100);
+    /* Two bytes consumed; the rest waits in c->in. */
+    assert_int_equal(seen_len, 2);
+    consume_at_most = 0;
+    assert_int_equal(write(f->peer, "fg", 2), 2);
+    loop_run_once(f->loop, 100);
+    assert_int_equal(seen_len, 7);
+    assert_memory_equal(seen, "abcdefg", 7);
+}
+
+static void test_protocol_switch_within_one_read(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *c = new_conn(f, &a_ops);
+
+    assert_int_equal(write(f->peer, "UP\nframes", 9), 9);
+    loop_run_once(f->loop, 100);
+    assert_ptr_equal(c->ops, &b_ops);
+    assert_int_equal(switched_calls, 1);
+    assert_int_equal(seen_len, 6);
+    assert_memory_equal(seen, "frames", 6);
+}
+
+static void test_close_is_deferred(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *c = new_conn(f, &rec_ops);
+
+    conn_write(c, "lost", 4);
+    conn_close(c);
+    conn_close(c); /* idempotent */
+    assert_int_equal(closes, 0);  /* not freed under the caller */
+    assert_int_equal(f->pool.count, 0);
+    conn_pool_flush(f->loop, &f->pool);
+    assert_int_equal(closes, 1);
+    char out[16];
+    assert_int_equal(read(f->peer, out, sizeof(out)), 0); /* EOF, nothing written */
+}
+
+static void test_close_after_flush_delivers_then_eof(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *c = new_conn(f, &rec_ops);
+    char out[64];
+    ssize_t n;
+
+    conn_write(c, "last words", 10);
+    conn_close_after_flush(c);
+    conn_write(c, "dropped", 7);
+    conn_pool_flush(f->loop, &f->pool);
+    n = read(f->peer, out, sizeof(out));
+    assert_int_equal(n, 10);
+    assert_memory_equal(out, "last words", 10);
+    assert_int_equal(read(f->peer, out, sizeof(out)), 0); /* our side shut down */
+    assert_int_equal(closes, 0); /* waits for the peer's EOF */
+    shutdown(f->peer, SHUT_WR);
+    loop_run_once(f->loop, 100);
+    assert_int_equal(closes, 1);
+}
+
+static void test_peer_eof_closes_by_default(void **state)
+{
+    struct fixture *f = *state;
+
+    new_conn(f, &rec_ops);
+    close(f->peer);
+    f->peer = -1;
+    loop_run_once(f->loop, 100);
+    assert_int_equal(closes, 1);
+    assert_int_equal(f->pool.count, 0);
+}
+
+static void test_ids_are_unique_and_carry_the_worker(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *a = new_conn(f, &rec_ops);
+    int p1 = f->peer;
+    struct conn *b = new_conn(f, &rec_ops);
+
+    assert_true(a->id != b->id);
+    assert_int_equal(a->id >> 48, 1);
+    close(p1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_many_writes_one_writev, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_payload_is_referenced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hard_limit_trips_overflow_and_bounds_memory, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_soft_limit_needs_its_window, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_soft_limit_resets_when_drained, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partial_input_is_represented, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_protocol_switch_within_one_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_is_deferred, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_after_flush_delivers_then_eof, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peer_eof_closes_by_default, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ids_are_unique_and_carry_the_worker, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
