@@ -63,7 +63,11 @@ struct http_request {
  * whole request occupies (head + body; for an upgrade request the head
  * only, so the bytes after it belong to the new protocol), PS_PARTIAL when
  * the request is incomplete but within limits, or a negative enum
- * http_error. max_body bounds Content-Length. */
+ * http_error. max_body bounds Content-Length. *req is filled only when a
+ * request is returned. Stateless and prefix-consistent: every prefix of a
+ * request gives PS_PARTIAL, and once a prefix gives an error, every longer
+ * one gives the same error. A request with a body is never an upgrade (its
+ * body is consumed). */
 ssize_t http_parse_request(const char *buf, size_t len, size_t max_body, struct http_request *req);
 
 /* Status code to answer a parse error with (400, 411, 413, 431, 505). */
@@ -76,7 +80,8 @@ const struct http_header *http_header_get(const struct http_request *req, const 
 /* True when the comma-separated header value list contains token
  * (case-insensitive), e.g. Connection: keep-alive, Upgrade. */
 bool http_header_has_token(const struct http_header *h, const char *token);
-/* Finds the next "key=value" in the query string with the given key, starting
+/* Finds the next "key=value" in the query string with the given key
+ * (compared after decoding; "key" alone has an empty value), starting
  * at *pos (0 at first); percent-decodes the value (and '+' to space) into
  * out (at most outsz-1 bytes, NUL-terminated). Returns the decoded length, or
  * -1 when not found / not decodable / too long. Advances *pos past the match

@@ -26,35 +26,36 @@
 
 /* Byte classes. */
 enum {
-    C_ASCII,  /* 00..7F */
-    C_T8,     /* 80..8F: tail, also the only second byte allowed after F4 */
-    C_T9,     /* 90..9F: tail, allowed after ED, F0 */
-    C_TA,     /* A0..BF: tail, allowed after E0, F0 */
-    C_BAD,    /* C0, C1, F5..FF: never valid */
-    C_L2,     /* C2..DF: lead of 2 */
-    C_E0,     /* E0: lead of 3, second byte A0..BF */
-    C_L3,     /* E1..EC, EE, EF: lead of 3 */
-    C_ED,     /* ED: lead of 3, second byte 80..9F */
-    C_F0,     /* F0: lead of 4, second byte 90..BF */
-    C_L4,     /* F1..F3: lead of 4 */
-    C_F4,     /* F4: lead of 4, second byte 80..8F */
+    C_ASCII, /* 00..7F */
+    C_T8,    /* 80..8F: tail, also the only second byte allowed after F4 */
+    C_T9,    /* 90..9F: tail, allowed after ED, F0 */
+    C_TA,    /* A0..BF: tail, allowed after E0, F0 */
+    C_BAD,   /* C0, C1, F5..FF: never valid */
+    C_L2,    /* C2..DF: lead of 2 */
+    C_E0,    /* E0: lead of 3, second byte A0..BF */
+    C_L3,    /* E1..EC, EE, EF: lead of 3 */
+    C_ED,    /* ED: lead of 3, second byte 80..9F */
+    C_F0,    /* F0: lead of 4, second byte 90..BF */
+    C_L4,    /* F1..F3: lead of 4 */
+    C_F4,    /* F4: lead of 4, second byte 80..8F */
     C_COUNT
 };
 
 /* States, premultiplied by C_COUNT. */
-#define S_ACC 0u   /* UTF8_ACCEPT */
-#define S_REJ 12u  /* UTF8_REJECT */
-#define S_1 24u    /* one tail byte owed */
-#define S_2 36u    /* two tail bytes owed */
-#define S_E0 48u   /* after E0: A0..BF, then one */
-#define S_ED 60u   /* after ED: 80..9F, then one */
-#define S_3 72u    /* three tail bytes owed */
-#define S_F0 84u   /* after F0: 90..BF, then two */
-#define S_F4 96u   /* after F4: 80..8F, then two */
+#define S_ACC 0u  /* UTF8_ACCEPT */
+#define S_REJ 12u /* UTF8_REJECT */
+#define S_1   24u /* one tail byte owed */
+#define S_2   36u /* two tail bytes owed */
+#define S_E0  48u /* after E0: A0..BF, then one */
+#define S_ED  60u /* after ED: 80..9F, then one */
+#define S_3   72u /* three tail bytes owed */
+#define S_F0  84u /* after F0: 90..BF, then two */
+#define S_F4  96u /* after F4: 80..8F, then two */
 
 _Static_assert(S_ACC == UTF8_ACCEPT && S_REJ == UTF8_REJECT, "public state values");
 _Static_assert(C_COUNT == 12, "states are premultiplied by 12");
 
+/* clang-format off */
 static const uint8_t utf8_class[256] = {
     /* 00..7F */
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -95,6 +96,7 @@ static const uint8_t utf8_trans[9 * C_COUNT] = {
     /* F4  */ R,     S_2,  R,    R,    R,   R,   R,    R,   R,    R,    R,   R,
 };
 #undef R
+/* clang-format on */
 
 #define HIGH_BITS 0x8080808080808080ull
 

@@ -162,7 +162,10 @@ static void on_listen(struct loop_io *io, uint32_t events)
         }
         if (errno == EMFILE || errno == ENFILE) {
             METRIC_ADD(&w->metrics, accept_errors, 1);
-            log_warn("worker", "accept worker=%u", w->id);
+            if (loop_now(w->loop) - w->emfile_logged_ms >= 1000) {
+                log_warn("worker", "accept worker=%u (dropping pending connections)", w->id);
+                w->emfile_logged_ms = loop_now(w->loop);
+            }
             emfile_trick(w);
         } else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED) {
             METRIC_ADD(&w->metrics, accept_errors, 1);

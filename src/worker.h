@@ -40,6 +40,7 @@ struct worker {
     int listen_fd;             /* owned; -1 once closed */
     struct loop_io listen_io;
     int spare_fd;              /* reserved fd for the EMFILE trick */
+    uint64_t emfile_logged_ms; /* last EMFILE warning (rate limit) */
     struct loop_io bus_io;     /* the bus inbox eventfd */
     bool draining;             /* shutdown seen by this worker */
     uint64_t drain_deadline;   /* loop ms at which the loop stops regardless */

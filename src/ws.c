@@ -174,8 +174,7 @@ void ws_mask(void *p, size_t n, const uint8_t mask[4], size_t offset)
 
 /* ---- encoding ---- */
 
-size_t ws_encode_header(uint8_t out[WS_MAX_SERVER_HEADER], unsigned opcode, bool fin,
-                        uint64_t len)
+size_t ws_encode_header(uint8_t out[WS_MAX_SERVER_HEADER], unsigned opcode, bool fin, uint64_t len)
 {
     out[0] = (uint8_t)((fin ? 0x80u : 0u) | (opcode & 0x0Fu));
     if (len < 126) {

@@ -26,29 +26,29 @@
 #include "util.h"
 
 /* Opcodes (RFC 6455 §5.2). */
-#define WS_OP_CONT 0x0u
-#define WS_OP_TEXT 0x1u
+#define WS_OP_CONT   0x0u
+#define WS_OP_TEXT   0x1u
 #define WS_OP_BINARY 0x2u
-#define WS_OP_CLOSE 0x8u
-#define WS_OP_PING 0x9u
-#define WS_OP_PONG 0xAu
+#define WS_OP_CLOSE  0x8u
+#define WS_OP_PING   0x9u
+#define WS_OP_PONG   0xAu
 
-#define WS_MAX_HEADER 14u      /* 2 + 8 (64-bit length) + 4 (mask) */
-#define WS_MAX_SERVER_HEADER 10u /* server frames are never masked */
-#define WS_MAX_CONTROL 125u    /* control frame payload limit */
-#define WS_MAX_CLOSE_REASON 123u /* control limit minus the 2-byte code */
+#define WS_MAX_HEADER        14u  /* 2 + 8 (64-bit length) + 4 (mask) */
+#define WS_MAX_SERVER_HEADER 10u  /* server frames are never masked */
+#define WS_MAX_CONTROL       125u /* control frame payload limit */
+#define WS_MAX_CLOSE_REASON  123u /* control limit minus the 2-byte code */
 
 /* Close codes used by the server (RFC 6455 §7.4.1 and project codes). */
-#define WS_CLOSE_NORMAL 1000u
-#define WS_CLOSE_GOING_AWAY 1001u
-#define WS_CLOSE_PROTOCOL 1002u
-#define WS_CLOSE_UNSUPPORTED 1003u
-#define WS_CLOSE_NO_STATUS 1005u /* never sent: "the close had no code" */
-#define WS_CLOSE_ABNORMAL 1006u  /* never sent: "TCP ended without a close" */
+#define WS_CLOSE_NORMAL       1000u
+#define WS_CLOSE_GOING_AWAY   1001u
+#define WS_CLOSE_PROTOCOL     1002u
+#define WS_CLOSE_UNSUPPORTED  1003u
+#define WS_CLOSE_NO_STATUS    1005u /* never sent: "the close had no code" */
+#define WS_CLOSE_ABNORMAL     1006u /* never sent: "TCP ended without a close" */
 #define WS_CLOSE_INVALID_DATA 1007u
-#define WS_CLOSE_POLICY 1008u
-#define WS_CLOSE_TOO_BIG 1009u
-#define WS_CLOSE_INTERNAL 1011u
+#define WS_CLOSE_POLICY       1008u
+#define WS_CLOSE_TOO_BIG      1009u
+#define WS_CLOSE_INTERNAL     1011u
 #define WS_CLOSE_OUTPUT_LIMIT 4008u /* presenced: slow consumer */
 
 /* Errors (negative, below -PS_EBASE so they never collide with PS_PARTIAL
@@ -102,8 +102,7 @@ void ws_mask_copy(void *dst, const void *src, size_t n, const uint8_t mask[4], s
 
 /* Writes a server frame header (unmasked) for a payload of len bytes into
  * out; returns its size (2, 4 or 10). */
-size_t ws_encode_header(uint8_t out[WS_MAX_SERVER_HEADER], unsigned opcode, bool fin,
-                        uint64_t len);
+size_t ws_encode_header(uint8_t out[WS_MAX_SERVER_HEADER], unsigned opcode, bool fin, uint64_t len);
 /* A new payload (one reference, the caller's) holding a complete FIN frame:
  * header then (p, n). Encode once, queue on any number of connections with
  * conn_write_payload. Aborts on OOM. */

@@ -28,32 +28,32 @@
 #include "util.h"
 #include "ws.h"
 
-#define WS_STACK_MESSAGE 2048u /* complete frames up to this size skip the heap */
-#define WS_SMALL_FRAME 1024u   /* frames up to this size are copied, larger ones referenced */
-#define WS_MIN_BUFFER 256u     /* first reassembly allocation */
+#define WS_STACK_MESSAGE            2048u /* complete frames up to this size skip the heap */
+#define WS_SMALL_FRAME              1024u /* frames up to this size are copied, larger ones referenced */
+#define WS_MIN_BUFFER               256u /* first reassembly allocation */
 #define WS_DEFAULT_CLOSE_TIMEOUT_MS 2000u
 
 struct wsconn {
-    struct conn *conn;           /* borrowed: the connection owns this struct */
-    const struct ws_opts *opts;  /* borrowed */
-    const struct ws_app *app;    /* borrowed */
-    void *app_data;              /* from ws_upgrade */
-    void *user_data;             /* the application's, owned by it */
-    const char *subprotocol;     /* an entry of opts->subprotocols, or NULL */
-    char *msg;                   /* reassembly buffer; NULL between messages */
-    size_t msg_len;              /* unmasked bytes of the open message in msg */
-    size_t msg_cap;              /* bytes allocated for msg */
-    uint64_t frame_left;         /* payload bytes of the current data frame to come */
-    uint64_t last_rx_ms;         /* loop time of the last input */
-    uint32_t utf8;               /* validator state of the open text message */
-    uint8_t mask[4];             /* masking key of the current data frame */
-    uint16_t close_code;         /* first close code sent or received; 0 = none */
-    uint8_t msg_opcode;          /* WS_OP_TEXT/BINARY while a message is open, else 0 */
-    uint8_t mask_off;            /* payload offset of the next byte, mod 4 */
-    bool in_payload;             /* inside a data frame's payload */
-    bool frame_fin;              /* the current data frame ends its message */
-    bool close_sent;             /* our close frame is queued: no more data frames */
-    bool ping_out;               /* a ping is out and no input arrived since */
+    struct conn *conn;          /* borrowed: the connection owns this struct */
+    const struct ws_opts *opts; /* borrowed */
+    const struct ws_app *app;   /* borrowed */
+    void *app_data;             /* from ws_upgrade */
+    void *user_data;            /* the application's, owned by it */
+    const char *subprotocol;    /* an entry of opts->subprotocols, or NULL */
+    char *msg;                  /* reassembly buffer; NULL between messages */
+    size_t msg_len;             /* unmasked bytes of the open message in msg */
+    size_t msg_cap;             /* bytes allocated for msg */
+    uint64_t frame_left;        /* payload bytes of the current data frame to come */
+    uint64_t last_rx_ms;        /* loop time of the last input */
+    uint32_t utf8;              /* validator state of the open text message */
+    uint8_t mask[4];            /* masking key of the current data frame */
+    uint16_t close_code;        /* first close code sent or received; 0 = none */
+    uint8_t msg_opcode;         /* WS_OP_TEXT/BINARY while a message is open, else 0 */
+    uint8_t mask_off;           /* payload offset of the next byte, mod 4 */
+    bool in_payload;            /* inside a data frame's payload */
+    bool frame_fin;             /* the current data frame ends its message */
+    bool close_sent;            /* our close frame is queued: no more data frames */
+    bool ping_out;              /* a ping is out and no input arrived since */
 };
 
 static const struct conn_ops ws_conn_ops;
@@ -107,8 +107,7 @@ static void send_close(struct wsconn *ws, unsigned code, const char *reason)
  * code, then TCP close once it is written. */
 static void fail(struct wsconn *ws, ssize_t err)
 {
-    log_debug("ws", "failing conn=%llu: %s", (unsigned long long)ws->conn->id,
-              ws_strerror(err));
+    log_debug("ws", "failing conn=%llu: %s", (unsigned long long)ws->conn->id, ws_strerror(err));
     send_close(ws, ws_error_close_code(err), ws_strerror(err));
     conn_close_after_flush(ws->conn);
 }
@@ -213,8 +212,8 @@ static bool header_has(const struct http_request *req, const char *name, const c
 
 /* Checks the request (RFC 6455 §4.2.1); returns 0 or the HTTP status to
  * answer with, and writes the Accept value on success. */
-static int check_handshake(const struct http_request *req, const struct ws_opts *o,
-                           char accept[29], const char **why)
+static int check_handshake(const struct http_request *req, const struct ws_opts *o, char accept[29],
+                           const char **why)
 {
     const struct http_header *h;
 
@@ -242,8 +241,8 @@ static void reject(struct conn *c, int status, const char *why)
     static const char body[] = "{\"error\":{\"code\":\"upgrade_required\",\"message\":"
                                "\"only WebSocket version 13 is supported\"}}\n";
 
-    log_debug("ws", "handshake rejected status=%d conn=%llu: %s", status,
-              (unsigned long long)c->id, why);
+    log_debug("ws", "handshake rejected status=%d conn=%llu: %s", status, (unsigned long long)c->id,
+              why);
     if (status == 426)
         httpd_respond(c, 426, "application/json", "Sec-WebSocket-Version: 13\r\n", body,
                       sizeof(body) - 1);
@@ -510,8 +509,8 @@ static size_t ws_on_data(struct conn *c, const char *p, size_t n)
     ws->last_rx_ms = loop_now(c->pool->loop);
     ws->ping_out = false;
     while (off < n && !conn_is_closing(c)) {
-        size_t k = ws->in_payload ? rx_payload(ws, p + off, n - off)
-                                  : rx_frame(ws, p + off, n - off);
+        size_t k =
+            ws->in_payload ? rx_payload(ws, p + off, n - off) : rx_frame(ws, p + off, n - off);
         if (k == 0)
             break;
         off += k;

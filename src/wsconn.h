@@ -46,7 +46,7 @@
 struct wsconn;
 
 struct ws_opts {
-    size_t max_message;       /* reassembled message limit in bytes (0 = none) -> 1009 */
+    size_t max_message;        /* reassembled message limit in bytes (0 = none) -> 1009 */
     uint64_t ping_interval_ms; /* silence before a server ping (0 = never ping) */
     uint64_t pong_timeout_ms;  /* then this long for any input (0 = ping_interval_ms) */
     /* Comma-separated Origin allow-list; "*" allows any. A request whose
@@ -54,7 +54,7 @@ struct ws_opts {
      * Origin (not a browser) are always allowed. NULL = empty list. */
     const char *allowed_origins;
     const char *const *subprotocols; /* supported, NULL-terminated, may be NULL */
-    uint64_t close_timeout_ms; /* wait for the peer's close (0 = 2000) */
+    uint64_t close_timeout_ms;       /* wait for the peer's close (0 = 2000) */
 };
 
 /* Application callbacks. (p, n) are borrowed: valid until the callback
@@ -99,8 +99,8 @@ bool ws_is_ws(const struct conn *c);
 struct wsconn *ws_from_conn(struct conn *c);
 
 struct conn *ws_conn(const struct wsconn *ws);
-void *ws_app_data(const struct wsconn *ws);         /* as given to ws_upgrade */
-void *ws_user_data(const struct wsconn *ws);        /* NULL until set */
+void *ws_app_data(const struct wsconn *ws);           /* as given to ws_upgrade */
+void *ws_user_data(const struct wsconn *ws);          /* NULL until set */
 void ws_set_user_data(struct wsconn *ws, void *data); /* owned by the app */
 /* The negotiated subprotocol (an entry of o->subprotocols), or NULL. */
 const char *ws_subprotocol(const struct wsconn *ws);

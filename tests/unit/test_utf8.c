@@ -24,7 +24,10 @@ struct sample {
     size_t len; /* 0: strlen(bytes) */
 };
 
-#define S(lit) {lit, sizeof(lit) - 1}
+#define S(lit)               \
+    {                        \
+        lit, sizeof(lit) - 1 \
+    }
 
 /* Steps through (p, n) placed at a guard page, in pieces cut at a and b. */
 static uint32_t step_split(const char *p, size_t n, size_t a, size_t b)
@@ -166,8 +169,11 @@ static void test_empty_is_valid(void **state)
 
 static void test_ascii_is_valid(void **state)
 {
-    static const struct sample s[] = {S("a"), S("Hello-\x01\x7f"), S("{\"type\":\"ping\"}"),
-                                      S("0123456789abcdefghijklmnopqrstuvwxyz"), {"\0\0\0", 3}};
+    static const struct sample s[] = {S("a"),
+                                      S("Hello-\x01\x7f"),
+                                      S("{\"type\":\"ping\"}"),
+                                      S("0123456789abcdefghijklmnopqrstuvwxyz"),
+                                      {"\0\0\0", 3}};
     (void)state;
     expect_samples(s, ARRAY_SIZE(s), true);
 }
@@ -184,9 +190,9 @@ static void test_kuhn_greek_word_is_valid(void **state)
 static void test_boundary_code_points_are_valid(void **state)
 {
     static const struct sample s[] = {
-        {"\x00", 1},          S("\x7f"),             S("\xc2\x80"),         S("\xdf\xbf"),
-        S("\xe0\xa0\x80"),    S("\xef\xbf\xbf"),     S("\xf0\x90\x80\x80"), S("\xf4\x8f\xbf\xbf"),
-        S("\xed\x9f\xbf"),    S("\xee\x80\x80"),     S("\xef\xbf\xbd"),     S("\xf3\xbf\xbf\xbf"),
+        {"\x00", 1},       S("\x7f"),         S("\xc2\x80"),         S("\xdf\xbf"),
+        S("\xe0\xa0\x80"), S("\xef\xbf\xbf"), S("\xf0\x90\x80\x80"), S("\xf4\x8f\xbf\xbf"),
+        S("\xed\x9f\xbf"), S("\xee\x80\x80"), S("\xef\xbf\xbd"),     S("\xf3\xbf\xbf\xbf"),
     };
     (void)state;
     expect_samples(s, ARRAY_SIZE(s), true);
@@ -204,8 +210,8 @@ static void test_noncharacters_are_valid(void **state)
 
 static void test_lonely_continuation_bytes_are_rejected(void **state)
 {
-    static const struct sample s[] = {S("\x80"), S("\xbf"), S("a\x80"), S("\x80\xbf"),
-                                      S("\x80\xbf\x80"), S("\xc2\x80\x80")};
+    static const struct sample s[] = {S("\x80"),     S("\xbf"),         S("a\x80"),
+                                      S("\x80\xbf"), S("\x80\xbf\x80"), S("\xc2\x80\x80")};
     (void)state;
     expect_samples(s, ARRAY_SIZE(s), false);
     for (unsigned b = 0x80; b <= 0xbf; b++) {
@@ -226,8 +232,8 @@ static void test_lonely_start_bytes_are_rejected(void **state)
 
 static void test_truncated_sequences_stay_incomplete(void **state)
 {
-    static const struct sample s[] = {S("\xc2"), S("\xe0\xa0"), S("\xe1"), S("\xf0\x90\x80"),
-                                      S("\xf4\x8f"), S("\xf1")};
+    static const struct sample s[] = {S("\xc2"),         S("\xe0\xa0"), S("\xe1"),
+                                      S("\xf0\x90\x80"), S("\xf4\x8f"), S("\xf1")};
     (void)state;
     for (size_t i = 0; i < ARRAY_SIZE(s); i++) {
         uint32_t st = step_whole(s[i].bytes, s[i].len);
@@ -264,9 +270,14 @@ static void test_impossible_bytes_are_rejected(void **state)
 static void test_overlong_forms_are_rejected(void **state)
 {
     static const struct sample s[] = {
-        S("\xc0\xaf"),         S("\xe0\x80\xaf"),         S("\xf0\x80\x80\xaf"),
-        S("\xc1\xbf"),         S("\xe0\x9f\xbf"),         S("\xf0\x8f\xbf\xbf"),
-        S("\xf8\x80\x80\x80\xaf"), S("\xfc\x80\x80\x80\x80\xaf"),
+        S("\xc0\xaf"),
+        S("\xe0\x80\xaf"),
+        S("\xf0\x80\x80\xaf"),
+        S("\xc1\xbf"),
+        S("\xe0\x9f\xbf"),
+        S("\xf0\x8f\xbf\xbf"),
+        S("\xf8\x80\x80\x80\xaf"),
+        S("\xfc\x80\x80\x80\x80\xaf"),
     };
     (void)state;
     expect_samples(s, ARRAY_SIZE(s), false);
@@ -283,8 +294,14 @@ static void test_overlong_nul_is_rejected(void **state)
 static void test_surrogates_are_rejected(void **state)
 {
     static const struct sample s[] = {
-        S("\xed\xa0\x80"), S("\xed\xad\xbf"), S("\xed\xae\x80"), S("\xed\xaf\xbf"),
-        S("\xed\xb0\x80"), S("\xed\xbe\x80"), S("\xed\xbf\xbf"), S("\xed\xa0\x80\xed\xb0\x80"),
+        S("\xed\xa0\x80"),
+        S("\xed\xad\xbf"),
+        S("\xed\xae\x80"),
+        S("\xed\xaf\xbf"),
+        S("\xed\xb0\x80"),
+        S("\xed\xbe\x80"),
+        S("\xed\xbf\xbf"),
+        S("\xed\xa0\x80\xed\xb0\x80"),
         S("\xed\xaf\xbf\xed\xbf\xbf"),
     };
     (void)state;
@@ -303,9 +320,11 @@ static void test_beyond_u10ffff_is_rejected(void **state)
 static void test_rejects_at_first_bad_byte(void **state)
 {
     static const char kosme_surrogate[] = "\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5"
-                                          "\xed\xa0\x80" "edited";
+                                          "\xed\xa0\x80"
+                                          "edited";
     static const char kosme_f4[] = "\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5"
-                                   "\xf4\x90\x80\x80" "edited";
+                                   "\xf4\x90\x80\x80"
+                                   "edited";
     (void)state;
     expect_reject_at(kosme_surrogate, sizeof(kosme_surrogate) - 1, 12);
     expect_reject_at(kosme_f4, sizeof(kosme_f4) - 1, 12);
@@ -373,7 +392,8 @@ static void test_all_two_and_three_byte_inputs_match_reference(void **state)
 
 static void test_four_byte_leads_match_reference(void **state)
 {
-    static const uint8_t tails[] = {0x00, 0x41, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf, 0xc0, 0xff};
+    static const uint8_t tails[] = {0x00, 0x41, 0x7f, 0x80, 0x8f, 0x90,
+                                    0x9f, 0xa0, 0xbf, 0xc0, 0xff};
     uint8_t b[4];
 
     (void)state;

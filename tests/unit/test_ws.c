@@ -298,8 +298,8 @@ static void test_decode_stream_split_everywhere(void **state)
 static void test_error_close_codes(void **state)
 {
     static const ssize_t protocol[] = {
-        WS_E_RSV,         WS_E_OPCODE,       WS_E_CONTROL_FRAGMENTED, WS_E_CONTROL_TOO_LONG,
-        WS_E_LENGTH,      WS_E_UNMASKED,     WS_E_CONTINUATION,       WS_E_FRAGMENT_OPEN,
+        WS_E_RSV,           WS_E_OPCODE,     WS_E_CONTROL_FRAGMENTED, WS_E_CONTROL_TOO_LONG,
+        WS_E_LENGTH,        WS_E_UNMASKED,   WS_E_CONTINUATION,       WS_E_FRAGMENT_OPEN,
         WS_E_CLOSE_PAYLOAD, WS_E_CLOSE_CODE,
     };
 
@@ -314,9 +314,18 @@ static void test_error_close_codes(void **state)
 static void test_errors_are_distinct_and_described(void **state)
 {
     static const ssize_t all[] = {
-        WS_E_RSV,         WS_E_OPCODE,       WS_E_CONTROL_FRAGMENTED, WS_E_CONTROL_TOO_LONG,
-        WS_E_LENGTH,      WS_E_UNMASKED,     WS_E_CONTINUATION,       WS_E_FRAGMENT_OPEN,
-        WS_E_CLOSE_PAYLOAD, WS_E_CLOSE_CODE, WS_E_UTF8,               WS_E_TOO_BIG,
+        WS_E_RSV,
+        WS_E_OPCODE,
+        WS_E_CONTROL_FRAGMENTED,
+        WS_E_CONTROL_TOO_LONG,
+        WS_E_LENGTH,
+        WS_E_UNMASKED,
+        WS_E_CONTINUATION,
+        WS_E_FRAGMENT_OPEN,
+        WS_E_CLOSE_PAYLOAD,
+        WS_E_CLOSE_CODE,
+        WS_E_UTF8,
+        WS_E_TOO_BIG,
     };
 
     (void)state;
@@ -504,8 +513,8 @@ static void test_parse_close_empty_and_one_byte(void **state)
 
 static void test_parse_close_codes(void **state)
 {
-    static const unsigned good[] = {1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010,
-                                    1011, 3000, 3999, 4000, 4999};
+    static const unsigned good[] = {1000, 1001, 1002, 1003, 1007, 1008, 1009,
+                                    1010, 1011, 3000, 3999, 4000, 4999};
     static const unsigned bad[] = {0, 999, 1004, 1005, 1006, 1016, 1100, 2000, 2999, 5000, 65535};
     uint8_t p[2];
     unsigned code;
@@ -547,8 +556,8 @@ static void test_close_code_valid_table(void **state)
 {
     (void)state;
     for (unsigned c = 0; c < 70000; c++) {
-        bool want = (c >= 1000 && c <= 1003) || (c >= 1007 && c <= 1014) ||
-                    (c >= 3000 && c <= 4999);
+        bool want =
+            (c >= 1000 && c <= 1003) || (c >= 1007 && c <= 1014) || (c >= 3000 && c <= 4999);
         assert_int_equal(ws_close_code_valid(c), want);
     }
     assert_false(ws_close_code_valid(1015));
