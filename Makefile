@@ -48,7 +48,7 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(O)/fuzz/%)
 
-.PHONY: all asan clang-check run test unit fuzz fuzz-build setup fmt fmt-check clean bench
+.PHONY: all asan clang-check run test unit fuzz fuzz-bins fuzz-build setup fmt fmt-check clean
 
 all: $(O)/presenced
 
@@ -74,6 +74,8 @@ $(O)/fuzz/%: tests/fuzz/%.c $(LIB_OBJ) $(LLHTTP_OBJ)
 
 unit: $(UNIT_BIN)
 
+fuzz-bins: $(FUZZ_BIN)
+
 asan:
 	$(MAKE) BUILD=asan all unit
 
@@ -82,7 +84,7 @@ clang-check:
 	$(MAKE) BUILD=clang CC=clang all unit
 
 fuzz-build:
-	$(MAKE) BUILD=fuzz $(FUZZ_BIN)
+	$(MAKE) BUILD=fuzz fuzz-bins
 
 FUZZ_SECONDS ?= 60
 fuzz: setup fuzz-build
@@ -98,7 +100,7 @@ run: setup
 test: setup
 	$(MAKE) BUILD=asan all unit
 	$(MAKE) clang-check
-	$(MAKE) BUILD=fuzz $(FUZZ_BIN)
+	$(MAKE) BUILD=fuzz fuzz-bins
 	tests/run.sh
 
 FMT_FILES := $(wildcard src/*.c src/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c)

@@ -71,8 +71,9 @@ void bus_flush(struct bus *b, unsigned from);
 int bus_inbox_fd(const struct bus *b, unsigned worker);
 /* Clears the eventfd, then hands every message waiting in worker's inbox
  * to handle(ctx, m), in send order per sender. The handler owns m and may
- * call bus_send() and bus_flush(); messages it sends to worker itself wait
- * for the next drain. Returns the number handled. Worker's thread only. */
+ * call bus_send() and bus_flush(); what it sends to worker itself waits
+ * for a flush and the next drain. Returns the number handled. Worker's
+ * thread only. */
 size_t bus_drain(struct bus *b, unsigned worker, bus_handle_cb *handle, void *ctx);
 
 /* Eventfd writes (empty -> non-empty inbox transitions) over all inboxes

@@ -32,10 +32,12 @@ enum span_kind { SPAN_NONE, SPAN_FIELD, SPAN_VALUE };
 
 /* Per-call state shared with the llhttp callbacks (parser->data). */
 struct parse_ctx {
-    struct http_request *req; /* output */
-    enum span_kind last;      /* header callback state */
-    ssize_t err;              /* set by a callback before it fails the parse */
-    const char *version;      /* "1.1" as written; for the 505-or-400 choice */
+    struct http_request *req;    /* output */
+    enum span_kind last;         /* header callback state */
+    struct http_header *cur;     /* the header being parsed */
+    struct http_header overflow; /* cur for a header past HTTP_MAX_HEADERS */
+    ssize_t err;                 /* set by a callback before it fails the parse */
+    const char *version;         /* "1.1" as written; for the 505-or-400 choice */
     size_t version_len;
     bool version_ok; /* on_version_complete accepted the version */
 };
@@ -114,33 +116,36 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n)
 {
     struct parse_ctx *ctx = ctx_of(p);
     struct http_request *req = ctx->req;
-    struct http_header *h;
 
-    for (size_t i = 0; i < n; i++) {
-        if (!is_tchar((unsigned char)at[i]))
-            return fail(p, HTTP_E_BAD_REQUEST);
-    }
     if (ctx->last != SPAN_FIELD) {
-        if (req->nheaders == HTTP_MAX_HEADERS)
-            return fail(p, HTTP_E_TOO_MANY_HEADERS);
-        h = &req->headers[req->nheaders++];
-        h->name = NULL;
-        h->name_len = 0;
-        h->value = NULL;
-        h->value_len = 0;
+        ctx->cur =
+            req->nheaders < HTTP_MAX_HEADERS ? &req->headers[req->nheaders++] : &ctx->overflow;
+        *ctx->cur = (struct http_header){0};
         ctx->last = SPAN_FIELD;
     }
-    h = &req->headers[req->nheaders - 1];
-    return span_extend(&h->name, &h->name_len, at, n) ? 0 : fail(p, HTTP_E_BAD_REQUEST);
+    return span_extend(&ctx->cur->name, &ctx->cur->name_len, at, n) ? 0
+                                                                    : fail(p, HTTP_E_BAD_REQUEST);
 }
 
+/* Names are counted and checked here, once their ':' is seen, and not as
+ * pieces arrive: a name cut off by the end of the buffer is delivered
+ * early, and judging it then could make a prefix fail differently from the
+ * whole input (llhttp drops a pending piece when it finds an error). */
 static int on_header_field_complete(llhttp_t *p)
 {
     struct parse_ctx *ctx = ctx_of(p);
-    struct http_request *req = ctx->req;
+    const struct http_header *h = ctx->cur;
 
-    if (ctx->last != SPAN_FIELD || req->headers[req->nheaders - 1].name_len == 0)
+    if (ctx->last != SPAN_FIELD)
         return fail(p, HTTP_E_BAD_REQUEST);
+    if (h == &ctx->overflow)
+        return fail(p, HTTP_E_TOO_MANY_HEADERS);
+    if (h->name_len == 0)
+        return fail(p, HTTP_E_BAD_REQUEST);
+    for (size_t i = 0; i < h->name_len; i++) {
+        if (!is_tchar((unsigned char)h->name[i]))
+            return fail(p, HTTP_E_BAD_REQUEST);
+    }
     ctx->last = SPAN_VALUE;
     return 0;
 }
@@ -148,14 +153,12 @@ static int on_header_field_complete(llhttp_t *p)
 static int on_header_value(llhttp_t *p, const char *at, size_t n)
 {
     struct parse_ctx *ctx = ctx_of(p);
-    struct http_request *req = ctx->req;
-    struct http_header *h;
+    struct http_header *h = ctx->cur;
 
     if (ctx->last != SPAN_VALUE)
         return fail(p, HTTP_E_BAD_REQUEST);
     if (n == 0)
         return 0; /* an empty value comes as an empty piece on the next line */
-    h = &req->headers[req->nheaders - 1];
     /* A second, separate piece, or a first one on a later line than the
      * name, is a folded continuation line: RFC 9112 5.2 lets a server
      * reject it, which avoids guessing how a proxy in front of us joined

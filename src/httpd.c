@@ -124,8 +124,13 @@ void httpd_taken_over(struct conn *c)
 
 void httpd_drain(struct conn *c)
 {
-    struct httpd_conn *h = proto(c);
+    struct httpd_conn *h;
 
+    if (c->ops != &httpd_ops) {
+        conn_close_after_flush(c); /* an event stream: end it */
+        return;
+    }
+    h = proto(c);
     h->draining = 1;
     if (h->state == HTTPD_WAITING || c->in.len == 0)
         conn_close_after_flush(c);

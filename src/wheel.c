@@ -19,7 +19,8 @@
  * ever cascades between levels, so add, delete and refresh are each one
  * list unlink plus one list insert.
  *
- * The cursor. The wheel remembers cur, the tick of the last wheel_run().
+ * The cursor. The wheel remembers cur, the tick of the last wheel_run()
+ * (of wheel_new()'s now, at first).
  * Ticks below cur are fully processed; tick cur only up to that run's now,
  * so the next run visits it again. wheel_run(now) visits ticks cur ..
  * tick(now) in order and fires, in each visited slot, the timers whose
@@ -31,8 +32,8 @@
  * Placement. wheel_add() puts a timer with tk >= cur in its slot, where the
  * visit of tick tk (or a jump over it) will find it. A timer with tk < cur
  * is already late and its slot was passed; it goes on the due list instead,
- * which the next run goes through first. So no timer can wait a whole revolution
- * past its expiry, however far in the past expire_at is.
+ * which the next run goes through first. So no timer can wait a whole
+ * revolution past its expiry, however far in the past expire_at is.
  *
  * Callbacks. A visited slot's list is first moved to the running list and
  * timers are popped from it one at a time, each unlinked before its
@@ -69,8 +70,9 @@
  * Guarantees: a timer fires at the first wheel_run() whose now >= its
  * expire_at (if a callback of a run added it, at the next run at the
  * earliest), never at an earlier one, and at most once per wheel_add();
- * within a tick the order is unspecified. wheel_next() is never later than the
- * true next expiry and is UINT64_MAX exactly when no timer is linked.
+ * within a tick the order is unspecified. wheel_next() is never later than
+ * the true next expiry and is UINT64_MAX exactly when no timer is linked.
+ * Memory: one allocation of about 100 KiB per wheel, made by wheel_new().
  */
 #include "wheel.h"
 

@@ -40,9 +40,11 @@ void wheel_free(struct wheel *w);                      /* NULL is a no-op; timer
 void wheel_add(struct wheel *w, struct wheel_timer *t, uint64_t expire_at);
 void wheel_del(struct wheel_timer *t);                 /* no-op if not linked */
 bool wheel_is_linked(const struct wheel_timer *t);
-/* Fires every timer with expire_at <= now, in no particular order within a
- * tick; a callback may add, delete or re-add any timer, itself included.
- * Returns the number fired. */
+/* Fires every timer with expire_at <= now that was linked when the run
+ * began, in no particular order within a tick; a callback may add, delete
+ * or re-add any timer, itself included. A timer a callback adds with
+ * expire_at <= now fires at the next run, never in the same one, so a
+ * self-re-arming timer cannot loop forever. Returns the number fired. */
 size_t wheel_run(struct wheel *w, uint64_t now);
 /* Absolute ms at or before which the next timer may be due, or UINT64_MAX
  * when no timer is linked. Never later than the true next expiry. */

@@ -317,16 +317,20 @@ static bool too_big(const struct wsconn *ws, uint64_t len)
     return max && (len > max || ws->msg_len > max - len);
 }
 
-/* Makes room for k more bytes, never beyond what the message has
- * declared so far (which too_big() bounded by max_message). */
+/* Makes room for k more bytes, doubling, but never past max_message, nor
+ * past the message's total once its last frame has declared it. */
 static void reserve(struct wsconn *ws, size_t k)
 {
-    size_t need = ws->msg_len + k, cap;
+    size_t need = ws->msg_len + k, cap, limit = ws->opts->max_message;
 
     if (need <= ws->msg_cap)
         return;
+    if (ws->frame_fin)
+        limit = (size_t)((uint64_t)ws->msg_len + ws->frame_left);
+    else if (!limit)
+        limit = SIZE_MAX;
     cap = MAX(need, MAX(ws->msg_cap * 2, (size_t)WS_MIN_BUFFER));
-    cap = (size_t)MIN((uint64_t)cap, (uint64_t)ws->msg_len + ws->frame_left);
+    cap = MIN(cap, limit);
     ws->msg = xrealloc(ws->msg, cap);
     ws->msg_cap = cap;
 }

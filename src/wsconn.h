@@ -16,10 +16,13 @@
  * ignored. Any protocol violation sends the matching close code (1002,
  * 1007, 1009) and ends the connection; the server closes TCP first.
  *
- * Memory: an idle WebSocket costs struct conn plus one small struct
- * wsconn (about 130 bytes); a reassembly buffer exists only while a
- * message is partial and is freed once it is delivered. Complete small
- * frames are unmasked on the stack and cost no allocation at all.
+ * Memory: an idle WebSocket costs struct conn (about 300 bytes) plus one
+ * struct wsconn (about 100 bytes), no buffers; about 460 bytes of RSS each
+ * were measured for 5000 idle connections. A reassembly buffer exists only
+ * while a message is partial, never grows past max_message (nor past the
+ * message's size once its last frame declared it) and is freed once the
+ * message is delivered.
+ * Complete frames up to 2 KiB are unmasked on the stack: no allocation.
  *
  * Liveness: after ping_interval_ms without any input the server sends a
  * ping; if nothing at all (pong or any frame) arrives within
@@ -58,7 +61,8 @@ struct ws_opts {
 };
 
 /* Application callbacks. (p, n) are borrowed: valid until the callback
- * returns. Text is valid UTF-8. Any callback may send or call ws_close(). */
+ * returns. Text is valid UTF-8. on_open and on_message may send, call
+ * ws_close() or close the connection. */
 struct ws_app {
     void (*on_open)(struct wsconn *ws); /* after the 101 is queued; optional */
     void (*on_message)(struct wsconn *ws, bool binary, const char *p, size_t n); /* required */

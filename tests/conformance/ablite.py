@@ -149,6 +149,7 @@ class Session:
         self.remote_close_reason = None
         self.notes = []
         self.rx = bytearray()
+        self.rx_new = False         # bytes arrived that process_rx has not seen yet
         self.eof = False
         self.out = bytearray()      # coalesced non-sync writes
         self.timers = []
@@ -282,6 +283,8 @@ class Session:
         if chopsize:
             self.flush()
             for i in range(0, len(data), chopsize):
+                if self.write_broken or self.state == "CLOSED":
+                    break
                 self._write_now(data[i:i + chopsize])
                 time.sleep(CHOP_DELAY)
         elif sync:
@@ -391,6 +394,7 @@ class Session:
             self.eof = True
         else:
             self.rx += chunk
+            self.rx_new = True
 
     def record(self, event):
         self.received.append(event)
@@ -409,6 +413,7 @@ class Session:
 
     def process_rx(self):
         """Parse and act on every complete frame in the receive buffer."""
+        self.rx_new = False
         while self.state != "CLOSED":
             buf = self.rx
             if len(buf) < 2:
@@ -560,9 +565,8 @@ class Session:
                         break
             if self.state == "CLOSED":
                 break
-            if self.rx and self.state != "CLOSED":
-                # a timer may have produced nothing new; parse what is buffered
-                pass
+            if self.rx_new or self.eof:
+                continue        # a write inside a timer read data: handle it first
             wait = hard - time.monotonic()
             if self.timers:
                 wait = min(wait, self.timers[0][0] - time.monotonic())

@@ -66,3 +66,23 @@ test('a request in progress at SIGTERM is answered: readyz 503, Connection: clos
   const [code] = await once(srv.child, 'exit');
   assert.equal(code, 0, srv.stderr);
 });
+
+test('SIGTERM ends open event streams and exits 0', async () => {
+  const srv = await startServer(['--workers', '2', '--shutdown-drain-ms', '3000']);
+  const streams = [];
+  for (let i = 0; i < 4; i++) {
+    const s = net.connect({ port: srv.port, host: '127.0.0.1' });
+    await once(s, 'connect');
+    let data = '';
+    s.on('data', (d) => { data += d; });
+    s.write('GET /test/sse HTTP/1.1\r\nHost: x\r\n\r\n');
+    streams.push({ s, closed: once(s, 'close'), get data() { return data; } });
+  }
+  await new Promise((r) => setTimeout(r, 300));
+  for (const st of streams) assert.match(st.data, /id: 3/);
+  srv.child.kill('SIGTERM');
+  await Promise.all(streams.map((st) => st.closed));
+  const [code] = await once(srv.child, 'exit');
+  assert.equal(code, 0, srv.stderr);
+  assert.doesNotMatch(srv.stderr, /AddressSanitizer|runtime error/);
+});
