@@ -21,44 +21,44 @@
 
 struct config {
     /* network */
-    char *bind;                      /* listen address (IPv4 or IPv6 literal) */
-    int port;                        /* listen port */
-    int workers;                     /* worker threads; 0 = number of CPUs */
-    int max_connections;             /* per process; over it new sockets are closed */
+    char *bind;          /* listen address (IPv4 or IPv6 literal) */
+    int port;            /* listen port */
+    int workers;         /* worker threads; 0 = number of CPUs */
+    int max_connections; /* per process; over it new sockets are closed */
     /* logging */
-    char *log_level;                 /* debug|info|warn|error */
+    char *log_level; /* debug|info|warn|error */
     /* HTTP */
-    char *static_dir;                /* directory served at / ("" disables) */
-    int64_t http_max_body_bytes;     /* request body limit -> 413 */
-    int64_t http_header_timeout_ms;  /* incomplete headers -> close (slowloris) */
+    char *static_dir;                  /* directory served at / ("" disables) */
+    int64_t http_max_body_bytes;       /* request body limit -> 413 */
+    int64_t http_header_timeout_ms;    /* incomplete headers -> close (slowloris) */
     int64_t http_keepalive_timeout_ms; /* idle keep-alive connection -> close */
     /* WebSocket */
-    int64_t ws_max_message_bytes;    /* reassembled message limit -> 1009 */
-    int64_t ws_ping_interval_ms;     /* server ping after this much silence */
-    int64_t ws_pong_timeout_ms;      /* no pong within this -> close */
-    char *ws_allowed_origins;        /* comma-separated list; "*" allows any */
+    int64_t ws_max_message_bytes; /* reassembled message limit -> 1009 */
+    int64_t ws_ping_interval_ms;  /* server ping after this much silence */
+    int64_t ws_pong_timeout_ms;   /* no pong within this -> close */
+    char *ws_allowed_origins;     /* comma-separated list; "*" allows any */
     /* SSE */
-    int64_t sse_keepalive_ms;        /* ":" comment interval on event streams */
-    int64_t sse_retry_ms;            /* retry: hint sent to EventSource clients */
+    int64_t sse_keepalive_ms; /* ":" comment interval on event streams */
+    int64_t sse_retry_ms;     /* retry: hint sent to EventSource clients */
     /* output limits */
     int64_t client_output_soft_limit_bytes; /* over it for soft-ms -> close */
     int64_t client_output_soft_limit_ms;
     int64_t client_output_hard_limit_bytes; /* over it -> close at once */
     /* shutdown */
-    int64_t shutdown_drain_ms;       /* SIGTERM: time to flush before exit */
+    int64_t shutdown_drain_ms; /* SIGTERM: time to flush before exit */
 };
 
 enum config_type { CONFIG_INT, CONFIG_INT64, CONFIG_STRING, CONFIG_ENUM };
 
 /* One row of the settings table (exported for --help, docs and tests). */
 struct config_def {
-    const char *name;       /* "ws-max-message-bytes" */
+    const char *name; /* "ws-max-message-bytes" */
     enum config_type type;
-    size_t offset;          /* offsetof(struct config, field) */
-    int64_t min, max;       /* bounds for integers */
-    const char *def;        /* default, as text */
-    const char *choices;    /* CONFIG_ENUM: "a|b|c" */
-    const char *help;       /* one sentence: why you would change it */
+    size_t offset;       /* offsetof(struct config, field) */
+    int64_t min, max;    /* bounds for integers */
+    const char *def;     /* default, as text */
+    const char *choices; /* CONFIG_ENUM: "a|b|c" */
+    const char *help;    /* one sentence: why you would change it */
 };
 extern const struct config_def config_defs[];
 extern const size_t config_ndefs;

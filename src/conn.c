@@ -28,10 +28,10 @@
 #include "metrics.h"
 #include "util.h"
 
-#define CONN_RBUF_SIZE (64u * 1024u)
-#define CONN_CHUNK_SIZE 4096u /* private chunk for small writes */
-#define CONN_IOV_MAX 128u     /* iovecs per writev */
-#define CONN_READS_PER_EVENT 4 /* fairness under level-triggered epoll */
+#define CONN_RBUF_SIZE       (64u * 1024u)
+#define CONN_CHUNK_SIZE      4096u /* private chunk for small writes */
+#define CONN_IOV_MAX         128u  /* iovecs per writev */
+#define CONN_READS_PER_EVENT 4     /* fairness under level-triggered epoll */
 
 static void conn_on_io(struct loop_io *io, uint32_t events);
 static void conn_on_timer(struct wheel_timer *t, uint64_t now);

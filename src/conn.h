@@ -58,30 +58,30 @@ struct conn_ops {
 
 /* Per-worker state shared by its connections. Zero-fill, then conn_pool_init. */
 struct conn_pool {
-    struct loop *loop;          /* the worker's loop */
-    struct metrics *metrics;    /* the worker's counters */
-    unsigned worker_id;         /* high bits of connection ids */
-    uint64_t next_seq;          /* low bits of connection ids */
-    size_t out_soft_limit;      /* bytes; 0 disables */
-    uint64_t out_soft_ms;       /* how long over soft before closing */
-    size_t out_hard_limit;      /* bytes; 0 disables */
-    uint64_t linger_ms;         /* close-after-flush deadline */
-    size_t max_input;           /* leftover input cap; above it the conn is closed */
-    struct list all;            /* every live connection */
-    struct list pending;        /* connections with output to flush */
-    struct list closed;         /* deferred frees */
-    size_t count;               /* live connections */
-    atomic_uint *shared_count;  /* optional: process-wide count, decremented on free */
-    char *rbuf;                 /* shared read buffer */
+    struct loop *loop;         /* the worker's loop */
+    struct metrics *metrics;   /* the worker's counters */
+    unsigned worker_id;        /* high bits of connection ids */
+    uint64_t next_seq;         /* low bits of connection ids */
+    size_t out_soft_limit;     /* bytes; 0 disables */
+    uint64_t out_soft_ms;      /* how long over soft before closing */
+    size_t out_hard_limit;     /* bytes; 0 disables */
+    uint64_t linger_ms;        /* close-after-flush deadline */
+    size_t max_input;          /* leftover input cap; above it the conn is closed */
+    struct list all;           /* every live connection */
+    struct list pending;       /* connections with output to flush */
+    struct list closed;        /* deferred frees */
+    size_t count;              /* live connections */
+    atomic_uint *shared_count; /* optional: process-wide count, decremented on free */
+    char *rbuf;                /* shared read buffer */
     size_t rbuf_size;
 };
 
-#define CONN_CLOSING 0x01u       /* conn_close() called; no I/O any more */
-#define CONN_CLOSE_AFTER 0x02u   /* close once output drains */
-#define CONN_WANT_WRITE 0x04u    /* EPOLLOUT armed */
-#define CONN_OVERFLOWED 0x08u    /* output limit tripped */
-#define CONN_READ_PAUSED 0x10u   /* input is discarded (after EOF or close-after) */
-#define CONN_SHUT_WR 0x20u       /* our side shut down; waiting for the peer's EOF */
+#define CONN_CLOSING     0x01u /* conn_close() called; no I/O any more */
+#define CONN_CLOSE_AFTER 0x02u /* close once output drains */
+#define CONN_WANT_WRITE  0x04u /* EPOLLOUT armed */
+#define CONN_OVERFLOWED  0x08u /* output limit tripped */
+#define CONN_READ_PAUSED 0x10u /* input is discarded (after EOF or close-after) */
+#define CONN_SHUT_WR     0x20u /* our side shut down; waiting for the peer's EOF */
 
 struct conn_chunk {
     struct payload *p; /* referenced */
@@ -89,26 +89,26 @@ struct conn_chunk {
 };
 
 struct conn {
-    uint64_t id;                  /* unique per process: worker << 48 | seq */
-    int fd;                       /* owned; closed on free */
-    unsigned flags;               /* CONN_* */
-    struct loop_io io;            /* epoll watcher */
-    struct conn_pool *pool;       /* borrowed; outlives c */
-    const struct conn_ops *ops;   /* current protocol */
-    void *proto;                  /* protocol state, owned by ops */
-    struct buf in;                /* leftover input; empty while idle */
-    struct conn_chunk *out;       /* ring of queued chunks; NULL while idle */
-    uint32_t out_head;            /* index of the first chunk */
-    uint32_t out_count;           /* chunks queued */
-    uint32_t out_cap;             /* ring size (power of two) */
-    size_t out_bytes;             /* unwritten bytes queued */
-    uint64_t soft_since;          /* loop ms when soft limit was first exceeded; 0 if below */
-    struct wheel_timer timer;     /* protocol timer (header timeout, ping, ...) */
-    struct wheel_timer linger;    /* close-after-flush deadline */
-    struct list link_all;         /* pool->all */
-    struct list link_pending;     /* pool->pending or pool->closed */
-    uint64_t created_ms;          /* loop time at accept */
-    char peer[64];                /* "ip:port" for logs */
+    uint64_t id;                /* unique per process: worker << 48 | seq */
+    int fd;                     /* owned; closed on free */
+    unsigned flags;             /* CONN_* */
+    struct loop_io io;          /* epoll watcher */
+    struct conn_pool *pool;     /* borrowed; outlives c */
+    const struct conn_ops *ops; /* current protocol */
+    void *proto;                /* protocol state, owned by ops */
+    struct buf in;              /* leftover input; empty while idle */
+    struct conn_chunk *out;     /* ring of queued chunks; NULL while idle */
+    uint32_t out_head;          /* index of the first chunk */
+    uint32_t out_count;         /* chunks queued */
+    uint32_t out_cap;           /* ring size (power of two) */
+    size_t out_bytes;           /* unwritten bytes queued */
+    uint64_t soft_since;        /* loop ms when soft limit was first exceeded; 0 if below */
+    struct wheel_timer timer;   /* protocol timer (header timeout, ping, ...) */
+    struct wheel_timer linger;  /* close-after-flush deadline */
+    struct list link_all;       /* pool->all */
+    struct list link_pending;   /* pool->pending or pool->closed */
+    uint64_t created_ms;        /* loop time at accept */
+    char peer[64];              /* "ip:port" for logs */
 };
 
 /* Initialises pool storage; aborts on OOM. */

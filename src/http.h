@@ -19,7 +19,7 @@
 #include <sys/types.h>
 
 #define HTTP_MAX_HEAD_BYTES 8192 /* request line + headers + CRLFCRLF */
-#define HTTP_MAX_HEADERS 100
+#define HTTP_MAX_HEADERS    100
 
 /* Errors returned by http_parse_request (negative); http_error_status maps
  * each to the status code the server answers with. */
@@ -41,22 +41,22 @@ struct http_header {
 };
 
 struct http_request {
-    const char *method;  /* "GET", "POST", ... */
+    const char *method; /* "GET", "POST", ... */
     size_t method_len;
-    const char *target;  /* raw request target: path + "?" + query */
+    const char *target; /* raw request target: path + "?" + query */
     size_t target_len;
-    const char *path;    /* target up to '?', not percent-decoded */
+    const char *path; /* target up to '?', not percent-decoded */
     size_t path_len;
-    const char *query;   /* after '?', without it; NULL/0 when absent */
+    const char *query; /* after '?', without it; NULL/0 when absent */
     size_t query_len;
-    int version_minor;   /* 0 or 1 (major is always 1) */
+    int version_minor; /* 0 or 1 (major is always 1) */
     struct http_header headers[HTTP_MAX_HEADERS];
     size_t nheaders;
-    const char *body;    /* NULL/0 when no body */
+    const char *body; /* NULL/0 when no body */
     size_t body_len;
-    size_t head_len;     /* bytes of request line + headers incl. final CRLFCRLF */
-    bool keep_alive;     /* per HTTP version and Connection header */
-    bool upgrade;        /* "Connection: upgrade" + "Upgrade:" present */
+    size_t head_len; /* bytes of request line + headers incl. final CRLFCRLF */
+    bool keep_alive; /* per HTTP version and Connection header */
+    bool upgrade;    /* "Connection: upgrade" + "Upgrade:" present */
 };
 
 /* Parses one request at the start of (buf, len). Returns the bytes the

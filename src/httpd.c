@@ -67,8 +67,8 @@ static const char *http_date(void)
     return cache;
 }
 
-void httpd_respond(struct conn *c, int status, const char *content_type,
-                   const char *extra_headers, const void *body, size_t len)
+void httpd_respond(struct conn *c, int status, const char *content_type, const char *extra_headers,
+                   const void *body, size_t len)
 {
     struct httpd_conn *h = proto(c);
     struct worker *w = h->worker;
@@ -182,8 +182,8 @@ static void reject(struct conn *c, ssize_t err)
     h->keep_alive = 0;
     h->head_only = 0;
     h->responded = 0;
-    log_debug("http", "bad request status=%d conn=%llu peer=%s", status,
-              (unsigned long long)c->id, c->peer);
+    log_debug("http", "bad request status=%d conn=%llu peer=%s", status, (unsigned long long)c->id,
+              c->peer);
     httpd_error(c, status, error_code(status), error_message(err));
     conn_close_after_flush(c);
 }

@@ -26,13 +26,13 @@ extern const struct conn_ops httpd_ops;
 
 /* Per-connection HTTP state (conn->proto while speaking HTTP). */
 struct httpd_conn {
-    struct worker *worker;  /* borrowed */
-    uint64_t req_seq;       /* requests seen on this connection */
-    int responded;          /* current request answered (or taken over) */
-    int keep_alive;         /* current request allows keep-alive */
-    int head_only;          /* current request is HEAD: no body bytes */
-    int draining;           /* shutdown: answer with Connection: close */
-    int state;              /* waiting for a request, or one is partial */
+    struct worker *worker; /* borrowed */
+    uint64_t req_seq;      /* requests seen on this connection */
+    int responded;         /* current request answered (or taken over) */
+    int keep_alive;        /* current request allows keep-alive */
+    int head_only;         /* current request is HEAD: no body bytes */
+    int draining;          /* shutdown: answer with Connection: close */
+    int state;             /* waiting for a request, or one is partial */
 };
 
 /* Starts HTTP on a freshly accepted connection. */
@@ -41,8 +41,8 @@ struct httpd_conn *httpd_conn_new(struct worker *w);
 /* Writes a complete response for the current request: status line, Date,
  * Content-Type (when non-NULL), Content-Length, Connection, extra_headers
  * (each "Name: value\r\n", may be NULL), then body. */
-void httpd_respond(struct conn *c, int status, const char *content_type,
-                   const char *extra_headers, const void *body, size_t len);
+void httpd_respond(struct conn *c, int status, const char *content_type, const char *extra_headers,
+                   const void *body, size_t len);
 /* Writes {"error":{"code":code,"message":message}} with the given status. */
 void httpd_error(struct conn *c, int status, const char *code, const char *message);
 /* The request id for logs: conn id and per-connection sequence. */

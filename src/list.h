@@ -55,7 +55,7 @@ static inline void list_del(struct list *node)
 #define list_first(head) ((head)->next)
 
 /* Safe against removal of the current node inside the loop body. */
-#define list_foreach_safe(pos, tmp, head) \
+#define list_foreach_safe(pos, tmp, head)                            \
     for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); \
          (pos) = (tmp), (tmp) = (pos)->next)
 

@@ -36,8 +36,7 @@ int log_level_parse(const char *s, enum log_level *out)
     return -1;
 }
 
-static void vlog(enum log_level lvl, const char *module, int err, const char *fmt,
-                 va_list ap)
+static void vlog(enum log_level lvl, const char *module, int err, const char *fmt, va_list ap)
 {
     char line[2048];
     struct timespec ts;

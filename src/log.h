@@ -21,21 +21,21 @@ void log_init(enum log_level min);
 /* Parses "debug|info|warn|error|off" into *out; returns 0 or -1. */
 int log_level_parse(const char *s, enum log_level *out);
 
-void log_write(enum log_level lvl, const char *module, int with_errno,
-               const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void log_write(enum log_level lvl, const char *module, int with_errno, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 void fatal(const char *module, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn)); /* appends strerror(errno), exit(1) */
 void fatalx(const char *module, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn)); /* ditto without errno */
 
-#define LOG_AT(lvl, mod, e, ...) \
-    do { \
-        if ((lvl) >= log_min_level) \
+#define LOG_AT(lvl, mod, e, ...)                       \
+    do {                                               \
+        if ((lvl) >= log_min_level)                    \
             log_write((lvl), (mod), (e), __VA_ARGS__); \
     } while (0)
 #define log_debug(mod, ...) LOG_AT(LOG_DEBUG, mod, 0, __VA_ARGS__)
-#define log_info(mod, ...) LOG_AT(LOG_INFO, mod, 0, __VA_ARGS__)
-#define log_warn(mod, ...) LOG_AT(LOG_WARN, mod, 1, __VA_ARGS__) /* + strerror(errno) */
+#define log_info(mod, ...)  LOG_AT(LOG_INFO, mod, 0, __VA_ARGS__)
+#define log_warn(mod, ...)  LOG_AT(LOG_WARN, mod, 1, __VA_ARGS__) /* + strerror(errno) */
 #define log_warnx(mod, ...) LOG_AT(LOG_WARN, mod, 0, __VA_ARGS__)
 #define log_error(mod, ...) LOG_AT(LOG_ERROR, mod, 0, __VA_ARGS__)
 

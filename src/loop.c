@@ -37,8 +37,8 @@ struct loop {
     struct wheel *wheel;                    /* timers */
     struct loop_hook hooks[LOOP_MAX_HOOKS]; /* before-sleep hooks */
     unsigned nhooks;
-    uint64_t iterations;                    /* completed iterations */
-    uint64_t lag_max_us;                    /* max busy time since last read */
+    uint64_t iterations; /* completed iterations */
+    uint64_t lag_max_us; /* max busy time since last read */
     struct epoll_event events[LOOP_MAX_EVENTS];
 };
 

@@ -30,16 +30,16 @@ typedef void loop_hook_cb(struct loop *l, void *data);
 
 /* Zero-fill before first use; fd < 0 when not started. */
 struct loop_io {
-    int fd;             /* watched descriptor (not owned) */
-    uint32_t events;    /* interest set currently registered */
-    loop_io_cb *cb;     /* called with ready events */
-    bool _registered;   /* private */
+    int fd;           /* watched descriptor (not owned) */
+    uint32_t events;  /* interest set currently registered */
+    loop_io_cb *cb;   /* called with ready events */
+    bool _registered; /* private */
 };
 
 #define LOOP_MAX_HOOKS 8
 
-struct loop *loop_new(void);        /* aborts on OOM or when epoll fails */
-void loop_free(struct loop *l);     /* NULL is a no-op; does not close watched fds */
+struct loop *loop_new(void);    /* aborts on OOM or when epoll fails */
+void loop_free(struct loop *l); /* NULL is a no-op; does not close watched fds */
 
 /* Registers io for fd with interest events; returns 0 or -errno. */
 int loop_io_start(struct loop *l, struct loop_io *io, int fd, uint32_t events, loop_io_cb *cb);
@@ -48,7 +48,7 @@ int loop_io_set(struct loop *l, struct loop_io *io, uint32_t events);
 void loop_io_stop(struct loop *l, struct loop_io *io); /* no-op if not started */
 
 uint64_t loop_now(const struct loop *l); /* cached monotonic ms of this iteration */
-void loop_update_time(struct loop *l);  /* refreshes the cache (rarely needed) */
+void loop_update_time(struct loop *l);   /* refreshes the cache (rarely needed) */
 struct wheel *loop_wheel(struct loop *l);
 /* Arms t to fire delay_ms after loop_now() (re-arms if linked). */
 void loop_timer_start(struct loop *l, struct wheel_timer *t, uint64_t delay_ms);
@@ -62,12 +62,13 @@ int loop_run(struct loop *l);
 /* One iteration waiting at most timeout_ms, then the before-sleep hooks
  * once more (so its output is flushed). For tests and embedding. */
 void loop_run_once(struct loop *l, int timeout_ms);
-void loop_stop(struct loop *l);           /* any thread */
-void loop_wake(struct loop *l);           /* any thread: interrupts epoll_wait */
+void loop_stop(struct loop *l); /* any thread */
+void loop_wake(struct loop *l); /* any thread: interrupts epoll_wait */
 bool loop_stopping(const struct loop *l);
 
 /* Statistics for metrics (read by the owning thread). */
 uint64_t loop_iterations(const struct loop *l);
-uint64_t loop_lag_max_us(struct loop *l); /* max busy time of one iteration since last call; resets */
+uint64_t
+loop_lag_max_us(struct loop *l); /* max busy time of one iteration since last call; resets */
 
 #endif

@@ -48,8 +48,8 @@ static void announce(const struct server *srv)
     const char *host = srv->cfg.bind;
     int v6 = strchr(host, ':') != NULL;
 
-    log_info("main", "listening on http://%s%s%s:%d workers=%u", v6 ? "[" : "", host,
-             v6 ? "]" : "", srv->port, srv->nworkers);
+    log_info("main", "listening on http://%s%s%s:%d workers=%u", v6 ? "[" : "", host, v6 ? "]" : "",
+             srv->port, srv->nworkers);
     printf("presenced is running: http://%s%s%s:%d/ (health: /healthz, metrics: /metrics)\n",
            v6 ? "[" : "", host, v6 ? "]" : "", srv->port);
     fflush(stdout);

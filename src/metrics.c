@@ -30,7 +30,10 @@ struct metric_def {
     size_t offset;
 };
 
-#define M(field, type, help) {"presenced_" #field, type, help, offsetof(struct metrics, field)}
+#define M(field, type, help)                                             \
+    {                                                                    \
+        "presenced_" #field, type, help, offsetof(struct metrics, field) \
+    }
 
 static const struct metric_def defs[] = {
     M(conns_accepted, "counter", "TCP connections accepted."),
@@ -61,16 +64,19 @@ static uint64_t read_field(struct metrics *m, size_t offset)
 
 static void render_closes(struct buf *out, struct metrics *const *w, unsigned n)
 {
-    buf_append_str(out, "# HELP presenced_ws_closes_total WebSocket connections closed, by close code "
-                        "sent or received.\n# TYPE presenced_ws_closes_total counter\n");
+    buf_append_str(out,
+                   "# HELP presenced_ws_closes_total WebSocket connections closed, by close code "
+                   "sent or received.\n# TYPE presenced_ws_closes_total counter\n");
     for (unsigned i = 0; i < n; i++) {
         for (unsigned k = 0; k <= METRICS_CLOSE_CODES; k++) {
             uint64_t v = atomic_load_explicit(&w[i]->ws_closes[k], memory_order_relaxed);
             if (k < METRICS_CLOSE_CODES)
-                buf_printf(out, "presenced_ws_closes_total{worker=\"%u\",code=\"%u\"} %" PRIu64 "\n",
-                           i, metrics_close_codes[k], v);
+                buf_printf(out,
+                           "presenced_ws_closes_total{worker=\"%u\",code=\"%u\"} %" PRIu64 "\n", i,
+                           metrics_close_codes[k], v);
             else
-                buf_printf(out, "presenced_ws_closes_total{worker=\"%u\",code=\"other\"} %" PRIu64 "\n",
+                buf_printf(out,
+                           "presenced_ws_closes_total{worker=\"%u\",code=\"other\"} %" PRIu64 "\n",
                            i, v);
         }
     }

@@ -31,6 +31,18 @@ static void send_buf(struct wsconn *ws, struct buf *b)
     buf_release(b);
 }
 
+/* Copies the client's "ref" (string or number) into a reply. */
+static void append_ref(struct buf *b, const cJSON *ref)
+{
+    if (cJSON_IsString(ref)) {
+        buf_append_str(b, ",\"ref\":");
+        json_append_cstr(b, ref->valuestring);
+    } else if (cJSON_IsNumber(ref)) {
+        buf_append_str(b, ",\"ref\":");
+        json_append_i64(b, (int64_t)ref->valuedouble);
+    }
+}
+
 static void send_welcome(struct wsconn *ws)
 {
     struct worker *w = ws_app_data(ws);
@@ -45,8 +57,7 @@ static void send_welcome(struct wsconn *ws)
     send_buf(ws, &b);
 }
 
-static void send_error(struct wsconn *ws, const char *code, const char *message,
-                       const cJSON *ref)
+static void send_error(struct wsconn *ws, const char *code, const char *message, const cJSON *ref)
 {
     struct buf b = {0};
 
@@ -54,13 +65,7 @@ static void send_error(struct wsconn *ws, const char *code, const char *message,
     json_append_cstr(&b, code);
     buf_append_str(&b, ",\"message\":");
     json_append_cstr(&b, message);
-    if (cJSON_IsString(ref)) {
-        buf_append_str(&b, ",\"ref\":");
-        json_append_cstr(&b, ref->valuestring);
-    } else if (cJSON_IsNumber(ref)) {
-        buf_append_str(&b, ",\"ref\":");
-        json_append_i64(&b, (int64_t)ref->valuedouble);
-    }
+    append_ref(&b, ref);
     buf_append_str(&b, "}");
     send_buf(ws, &b);
 }
@@ -70,13 +75,7 @@ static void send_pong(struct wsconn *ws, const cJSON *ref)
     struct buf b = {0};
 
     buf_printf(&b, "{\"type\":\"pong\",\"time\":%llu", (unsigned long long)time_wall_ms());
-    if (cJSON_IsString(ref)) {
-        buf_append_str(&b, ",\"ref\":");
-        json_append_cstr(&b, ref->valuestring);
-    } else if (cJSON_IsNumber(ref)) {
-        buf_append_str(&b, ",\"ref\":");
-        json_append_i64(&b, (int64_t)ref->valuedouble);
-    }
+    append_ref(&b, ref);
     buf_append_str(&b, "}");
     send_buf(ws, &b);
 }

@@ -87,13 +87,10 @@ static void get_test_sse(struct conn *c, const struct http_request *req, struct 
 #endif
 
 static const struct route routes[] = {
-    {"GET", "/healthz", get_healthz},
-    {"GET", "/readyz", get_readyz},
-    {"GET", "/metrics", get_metrics},
-    {"GET", "/v1/ws", get_ws},
+    {"GET", "/healthz", get_healthz},     {"GET", "/readyz", get_readyz},
+    {"GET", "/metrics", get_metrics},     {"GET", "/v1/ws", get_ws},
 #ifdef PRESENCED_TESTING
-    {"GET", "/test/echo", get_test_echo},
-    {"GET", "/test/sse", get_test_sse},
+    {"GET", "/test/echo", get_test_echo}, {"GET", "/test/sse", get_test_sse},
 #endif
 };
 
@@ -133,8 +130,8 @@ static void not_allowed(struct conn *c, const struct http_request *req)
 
     for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
         if (path_matches(&routes[i], req) && len + 16 < sizeof(allow))
-            len += (size_t)snprintf(allow + len, sizeof(allow) - len, "%s%s",
-                                    len > 7 ? ", " : "", routes[i].method);
+            len += (size_t)snprintf(allow + len, sizeof(allow) - len, "%s%s", len > 7 ? ", " : "",
+                                    routes[i].method);
     }
     snprintf(allow + len, sizeof(allow) - len, "\r\n");
     httpd_respond(c, 405, "application/json", allow, not_allowed_body,

@@ -18,11 +18,11 @@
 #include "worker.h"
 
 struct sse_stream {
-    struct conn *conn;       /* borrowed: the stream lives as long as c */
-    struct worker *worker;   /* borrowed */
-    sse_close_cb *on_close;  /* may be NULL */
-    void *data;              /* for on_close and the publisher */
-    uint64_t keepalive_ms;   /* comment interval */
+    struct conn *conn;      /* borrowed: the stream lives as long as c */
+    struct worker *worker;  /* borrowed */
+    sse_close_cb *on_close; /* may be NULL */
+    void *data;             /* for on_close and the publisher */
+    uint64_t keepalive_ms;  /* comment interval */
 };
 
 static size_t sse_on_data(struct conn *c, const char *p, size_t n)

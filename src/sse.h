@@ -30,8 +30,7 @@ typedef void sse_close_cb(struct sse_stream *s, void *data);
 
 /* Takes c over (httpd_taken_over) and writes the response head and the
  * retry hint. Never NULL. on_close may be NULL. */
-struct sse_stream *sse_start(struct conn *c, struct worker *w, sse_close_cb *on_close,
-                             void *data);
+struct sse_stream *sse_start(struct conn *c, struct worker *w, sse_close_cb *on_close, void *data);
 /* Parses Last-Event-ID (header first, then ?lastEventId=) as an unsigned
  * decimal. Returns true and sets *id when present and valid. */
 bool sse_last_event_id(const struct http_request *req, uint64_t *id);

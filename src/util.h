@@ -14,20 +14,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define container_of(ptr, type, member) \
-    ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+#define ARRAY_SIZE(a)                   (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b)                       ((a) < (b) ? (a) : (b))
+#define MAX(a, b)                       ((a) > (b) ? (a) : (b))
 
 /* Parser results (pure parsers return >= 0 bytes consumed or one of these). */
-#define PS_PARTIAL (-2) /* need more input */
-#define PS_EBASE 10000  /* project error codes are -(PS_EBASE + n) */
+#define PS_PARTIAL (-2)  /* need more input */
+#define PS_EBASE   10000 /* project error codes are -(PS_EBASE + n) */
 
-void *xmalloc(size_t n);               /* aborts on OOM; never NULL */
-void *xcalloc(size_t nmemb, size_t n); /* ditto, zero-filled */
-void *xrealloc(void *p, size_t n);     /* ditto; p may be NULL */
-char *xstrdup(const char *s);          /* ditto */
+void *xmalloc(size_t n);                 /* aborts on OOM; never NULL */
+void *xcalloc(size_t nmemb, size_t n);   /* ditto, zero-filled */
+void *xrealloc(void *p, size_t n);       /* ditto; p may be NULL */
+char *xstrdup(const char *s);            /* ditto */
 char *xstrndup(const char *s, size_t n); /* copies at most n bytes, NUL-terminates */
 
 /* Monotonic clock in milliseconds / microseconds (CLOCK_MONOTONIC). */

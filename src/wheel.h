@@ -20,7 +20,7 @@
 #include "list.h"
 
 #define WHEEL_TICK_MS 10u   /* slot width */
-#define WHEEL_SLOTS 4096u   /* power of two; one revolution = 40.96 s */
+#define WHEEL_SLOTS   4096u /* power of two; one revolution = 40.96 s */
 
 struct wheel;
 struct wheel_timer;
@@ -34,11 +34,11 @@ struct wheel_timer {
 };
 
 void wheel_timer_init(struct wheel_timer *t, wheel_cb *cb);
-struct wheel *wheel_new(uint64_t now);                 /* aborts on OOM */
-void wheel_free(struct wheel *w);                      /* NULL is a no-op; timers left linked are dropped */
+struct wheel *wheel_new(uint64_t now); /* aborts on OOM */
+void wheel_free(struct wheel *w);      /* NULL is a no-op; timers left linked are dropped */
 /* Links t to fire at expire_at (re-links if already linked: a refresh). */
 void wheel_add(struct wheel *w, struct wheel_timer *t, uint64_t expire_at);
-void wheel_del(struct wheel_timer *t);                 /* no-op if not linked */
+void wheel_del(struct wheel_timer *t); /* no-op if not linked */
 bool wheel_is_linked(const struct wheel_timer *t);
 /* Fires every timer with expire_at <= now that was linked when the run
  * began, in no particular order within a tick; a callback may add, delete

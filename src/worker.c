@@ -27,7 +27,7 @@
 #include "log.h"
 #include "util.h"
 
-#define ACCEPT_BATCH 64
+#define ACCEPT_BATCH   64
 #define LISTEN_BACKLOG 4096
 
 /* ---- listening sockets ---- */
@@ -153,8 +153,7 @@ static void on_listen(struct loop_io *io, uint32_t events)
     for (int i = 0; i < ACCEPT_BATCH; i++) {
         struct sockaddr_storage ss;
         socklen_t len = sizeof(ss);
-        int fd = accept4(w->listen_fd, (struct sockaddr *)&ss, &len,
-                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = accept4(w->listen_fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (fd >= 0) {
             on_accepted(w, fd, &ss);
@@ -248,8 +247,8 @@ static void *worker_main(void *arg)
     atomic_fetch_add(&w->srv->running, 1);
     loop_run(w->loop);
     if (w->pool.count > 0)
-        log_warnx("worker", "drain time over, dropping %zu connections worker=%u",
-                  w->pool.count, w->id);
+        log_warnx("worker", "drain time over, dropping %zu connections worker=%u", w->pool.count,
+                  w->id);
     conn_pool_release(&w->pool);
     atomic_fetch_sub(&w->srv->running, 1);
     return NULL;

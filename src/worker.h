@@ -31,13 +31,13 @@ struct bus;
 struct server;
 
 struct worker {
-    unsigned id;               /* 0..nworkers-1 */
-    struct server *srv;        /* borrowed */
+    unsigned id;        /* 0..nworkers-1 */
+    struct server *srv; /* borrowed */
     pthread_t thread;
-    struct loop *loop;         /* owned */
-    struct conn_pool pool;     /* this worker's connections */
-    struct metrics metrics;    /* written only by this worker */
-    int listen_fd;             /* owned; -1 once closed */
+    struct loop *loop;      /* owned */
+    struct conn_pool pool;  /* this worker's connections */
+    struct metrics metrics; /* written only by this worker */
+    int listen_fd;          /* owned; -1 once closed */
     struct loop_io listen_io;
     int spare_fd;              /* reserved fd for the EMFILE trick */
     uint64_t emfile_logged_ms; /* last EMFILE warning (rate limit) */
@@ -47,16 +47,16 @@ struct worker {
 };
 
 struct server {
-    struct config cfg;          /* immutable once workers start */
+    struct config cfg; /* immutable once workers start */
     unsigned nworkers;
-    struct worker *workers;     /* array of nworkers */
-    struct bus *bus;            /* inter-worker queues */
-    struct ws_opts ws_opts;     /* derived from cfg */
-    atomic_uint conns;          /* live connections, all workers */
-    atomic_bool shutting_down;  /* set by server_shutdown */
-    atomic_uint running;        /* workers whose loop is running */
-    int port;                   /* the bound port (resolves port 0) */
-    uint64_t started_wall_ms;   /* for /healthz uptime */
+    struct worker *workers;    /* array of nworkers */
+    struct bus *bus;           /* inter-worker queues */
+    struct ws_opts ws_opts;    /* derived from cfg */
+    atomic_uint conns;         /* live connections, all workers */
+    atomic_bool shutting_down; /* set by server_shutdown */
+    atomic_uint running;       /* workers whose loop is running */
+    int port;                  /* the bound port (resolves port 0) */
+    uint64_t started_wall_ms;  /* for /healthz uptime */
 };
 
 /* Binds every worker's listener and starts the threads. Returns 0, or -1

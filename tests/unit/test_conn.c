@@ -269,8 +269,8 @@ static void test_close_is_deferred(void **state)
 
     conn_write(c, "lost", 4);
     conn_close(c);
-    conn_close(c); /* idempotent */
-    assert_int_equal(closes, 0);  /* not freed under the caller */
+    conn_close(c);               /* idempotent */
+    assert_int_equal(closes, 0); /* not freed under the caller */
     assert_int_equal(f->pool.count, 0);
     conn_pool_flush(f->loop, &f->pool);
     assert_int_equal(closes, 1);
@@ -293,7 +293,7 @@ static void test_close_after_flush_delivers_then_eof(void **state)
     assert_int_equal(n, 10);
     assert_memory_equal(out, "last words", 10);
     assert_int_equal(read(f->peer, out, sizeof(out)), 0); /* our side shut down */
-    assert_int_equal(closes, 0); /* waits for the peer's EOF */
+    assert_int_equal(closes, 0);                          /* waits for the peer's EOF */
     shutdown(f->peer, SHUT_WR);
     loop_run_once(f->loop, 100);
     assert_int_equal(closes, 1);
