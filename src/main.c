@@ -19,6 +19,10 @@
 #include "util.h"
 #include "worker.h"
 
+#ifdef PRESENCED_TESTING
+void relay_register(void); /* relay.c */
+#endif
+
 static const char *const subprotocols[] = {"presenced.v1", NULL};
 
 static void derive_ws_opts(struct server *srv)
@@ -74,6 +78,9 @@ int main(int argc, char **argv)
     if (log_level_parse(srv.cfg.log_level, &lvl) == 0)
         log_init(lvl);
     derive_ws_opts(&srv);
+#ifdef PRESENCED_TESTING
+    relay_register();
+#endif
     block_signals(&set);
     if (server_start(&srv) < 0) {
         config_release(&srv.cfg);

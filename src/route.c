@@ -7,9 +7,10 @@
  *   GET /metrics   Prometheus text for every worker
  *   GET /v1/ws     the native WebSocket protocol (proto.c)
  * and, in test builds only (PRESENCED_TESTING), /test/echo (a WebSocket
- * echo endpoint for the conformance suite) and /test/sse (a synthetic event
- * stream). GET/HEAD requests that match no route are served from the
- * static directory when one is configured.
+ * echo endpoint for the conformance suite), /test/sse (a synthetic event
+ * stream) and /test/broadcast (relay.c: fan-out across workers).
+ * GET/HEAD requests that match no route are served from the static
+ * directory when one is configured.
  */
 #include "route.h"
 
@@ -80,19 +81,32 @@ static void get_test_echo(struct conn *c, const struct http_request *req, struct
     ws_upgrade(c, req, &w->srv->ws_opts, &echo_app, NULL);
 }
 
+extern const struct ws_app relay_app;
+
+static void get_test_broadcast(struct conn *c, const struct http_request *req, struct worker *w)
+{
+    ws_upgrade(c, req, &w->srv->ws_opts, &relay_app, w);
+}
+
 static void get_test_sse(struct conn *c, const struct http_request *req, struct worker *w)
 {
     sse_test_stream(c, req, w);
 }
 #endif
 
+/* clang-format off */
 static const struct route routes[] = {
-    {"GET", "/healthz", get_healthz},     {"GET", "/readyz", get_readyz},
-    {"GET", "/metrics", get_metrics},     {"GET", "/v1/ws", get_ws},
+    {"GET", "/healthz", get_healthz},
+    {"GET", "/readyz", get_readyz},
+    {"GET", "/metrics", get_metrics},
+    {"GET", "/v1/ws", get_ws},
 #ifdef PRESENCED_TESTING
-    {"GET", "/test/echo", get_test_echo}, {"GET", "/test/sse", get_test_sse},
+    {"GET", "/test/echo", get_test_echo},
+    {"GET", "/test/sse", get_test_sse},
+    {"GET", "/test/broadcast", get_test_broadcast},
 #endif
 };
+/* clang-format on */
 
 static bool path_matches(const struct route *r, const struct http_request *req)
 {

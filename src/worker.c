@@ -176,13 +176,30 @@ static void on_listen(struct loop_io *io, uint32_t events)
 
 /* ---- bus ---- */
 
+static worker_msg_cb *msg_handlers[WORKER_MSG_MAX];
+
+void worker_on_msg(unsigned type, worker_msg_cb *cb)
+{
+    if (type == 0 || type >= WORKER_MSG_MAX)
+        fatalx("worker", "bad message type %u", type);
+    msg_handlers[type] = cb;
+}
+
+void worker_send(struct worker *w, unsigned to, struct bus_msg *m)
+{
+    bus_send(w->srv->bus, w->id, to, m);
+}
+
 static void on_bus_msg(void *ctx, struct bus_msg *m)
 {
     struct worker *w = ctx;
 
     METRIC_ADD(&w->metrics, bus_msgs_in, 1);
-    /* The foundation defines no message types yet; the presence engine
-     * registers its own. Unknown messages are released. */
+    if (m->type < WORKER_MSG_MAX && msg_handlers[m->type]) {
+        msg_handlers[m->type](w, m);
+        return;
+    }
+    log_error("worker", "no handler for message type %u worker=%u", m->type, w->id);
     if (m->free)
         m->free(m);
 }
@@ -265,6 +282,9 @@ static int worker_init(struct server *srv, struct worker *w, unsigned id)
     w->pool.shared_count = &srv->conns;
     conn_pool_init(&w->pool, w->loop, &w->metrics, id);
     w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+#ifdef PRESENCED_TESTING
+    list_init(&w->relay_conns);
+#endif
     w->listen_fd = listen_on(srv->cfg.bind, srv->port);
     if (w->listen_fd < 0) {
         log_warn("worker", "cannot listen on %s:%d", srv->cfg.bind, srv->port);

@@ -28,6 +28,7 @@
 #include "wsconn.h"
 
 struct bus;
+struct bus_msg;
 struct server;
 
 struct worker {
@@ -42,8 +43,11 @@ struct worker {
     int spare_fd;              /* reserved fd for the EMFILE trick */
     uint64_t emfile_logged_ms; /* last EMFILE warning (rate limit) */
     struct loop_io bus_io;     /* the bus inbox eventfd */
-    bool draining;             /* shutdown seen by this worker */
-    uint64_t drain_deadline;   /* loop ms at which the loop stops regardless */
+#ifdef PRESENCED_TESTING
+    struct list relay_conns; /* relay.c: this worker's /test/broadcast sockets */
+#endif
+    bool draining;           /* shutdown seen by this worker */
+    uint64_t drain_deadline; /* loop ms at which the loop stops regardless */
 };
 
 struct server {
@@ -58,6 +62,22 @@ struct server {
     int port;                  /* the bound port (resolves port 0) */
     uint64_t started_wall_ms;  /* for /healthz uptime */
 };
+
+/* Cross-worker message types (struct bus_msg.type). */
+enum worker_msg_type {
+    WORKER_MSG_RELAY = 1, /* relay.c, test builds: a broadcast frame */
+    WORKER_MSG_MAX = 32,
+};
+
+/* Handles one message on worker w and owns it (must release it). */
+typedef void worker_msg_cb(struct worker *w, struct bus_msg *m);
+
+/* Registers the handler for a message type; call before server_start
+ * (the table is read-only while workers run). */
+void worker_on_msg(unsigned type, worker_msg_cb *cb);
+/* Sends m (ownership moves) from w to worker `to`; delivered after w's
+ * current loop iteration, batched with everything else w sends to `to`. */
+void worker_send(struct worker *w, unsigned to, struct bus_msg *m);
 
 /* Binds every worker's listener and starts the threads. Returns 0, or -1
  * after logging why (e.g. the port is taken). */

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * relay.c - test builds only: GET /test/broadcast, a WebSocket endpoint
+ * where every text message a client sends is delivered to every client
+ * connected to it, on every worker. It exercises, end to end, the path the
+ * presence engine's fan-out takes: the message is framed ONCE into a
+ * refcounted payload, one bus message per worker carries a reference to
+ * it, and each worker queues the same payload on each of its local
+ * sockets (coalesced into one writev per socket per iteration).
+ */
+#ifdef PRESENCED_TESTING
+#include <stdlib.h>
+
+#include "bus.h"
+#include "list.h"
+#include "util.h"
+#include "worker.h"
+#include "ws.h"
+#include "wsconn.h"
+
+struct relay_msg {
+    struct bus_msg msg;    /* first member */
+    struct payload *frame; /* referenced: a framed WebSocket text message */
+};
+
+struct relay_conn {
+    struct list link;  /* worker->relay_conns */
+    struct wsconn *ws; /* borrowed: the connection owns the wsconn */
+};
+
+static void relay_msg_free(struct bus_msg *m)
+{
+    struct relay_msg *r = (struct relay_msg *)m;
+
+    payload_unref(r->frame);
+    free(r);
+}
+
+/* Worker w delivers one frame to all its local relay sockets. */
+static void on_relay_msg(struct worker *w, struct bus_msg *m)
+{
+    struct relay_msg *r = (struct relay_msg *)m;
+    struct list *pos, *tmp;
+
+    list_foreach_safe(pos, tmp, &w->relay_conns)
+    {
+        ws_send_payload(container_of(pos, struct relay_conn, link)->ws, r->frame);
+    }
+    relay_msg_free(m);
+}
+
+static void relay_on_open(struct wsconn *ws)
+{
+    struct worker *w = ws_app_data(ws);
+    struct relay_conn *rc = xcalloc(1, sizeof(*rc));
+
+    rc->ws = ws;
+    list_insert_tail(&w->relay_conns, &rc->link);
+    ws_set_user_data(ws, rc);
+}
+
+static void relay_on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
+{
+    struct worker *w = ws_app_data(ws);
+    struct payload *frame;
+
+    if (binary) {
+        ws_close(ws, 1003, "text only");
+        return;
+    }
+    frame = ws_frame_payload(WS_OP_TEXT, p, n);
+    for (unsigned i = 0; i < w->srv->nworkers; i++) {
+        struct relay_msg *r = xcalloc(1, sizeof(*r));
+
+        r->msg.type = WORKER_MSG_RELAY;
+        r->msg.free = relay_msg_free;
+        r->frame = payload_ref(frame);
+        worker_send(w, i, &r->msg);
+    }
+    payload_unref(frame);
+}
+
+static void relay_on_close(struct wsconn *ws, unsigned code)
+{
+    struct relay_conn *rc = ws_user_data(ws);
+
+    (void)code;
+    if (!rc)
+        return;
+    list_del(&rc->link);
+    free(rc);
+    ws_set_user_data(ws, NULL);
+}
+
+const struct ws_app relay_app = {
+    .on_open = relay_on_open,
+    .on_message = relay_on_message,
+    .on_close = relay_on_close,
+};
+
+void relay_register(void)
+{
+    worker_on_msg(WORKER_MSG_RELAY, on_relay_msg);
+}
+#else
+typedef int relay_unused; /* ISO C forbids an empty translation unit */
+#endif
