@@ -122,6 +122,34 @@ const struct config_def config_defs[] = {
               1048576,
               "Queued output at which a client is disconnected at once (0 = off); it bounds the "
               "memory one slow consumer can hold."),
+    /* presence */
+    ROW_INT64("heartbeat-interval-ms", heartbeat_interval_ms, 1000, 600000, 15000,
+              "Heartbeat interval announced to clients; raise it to cut traffic from many idle "
+              "clients."),
+    ROW_INT64("heartbeat-min-ms", heartbeat_min_ms, 100, 600000, 5000,
+              "Heartbeats faster than this per session are accepted but write nothing; it caps "
+              "the work a heartbeat storm can cause."),
+    ROW_INT64("session-ttl-ms", session_ttl_ms, 2000, 3600000, 45000,
+              "A session without heartbeats ends after this; lower it to detect dead clients "
+              "sooner."),
+    ROW_INT64("reconnect-grace-ms", reconnect_grace_ms, 0, 600000, 5000,
+              "A closed socket's session waits this long for a reconnect before going offline, so "
+              "reloads do not flap."),
+    ROW_INT64("idle-ms", idle_ms, 1000, 86400000, 300000,
+              "Without activity reports for this long a session turns away; match it to your "
+              "app's idea of idle."),
+    ROW_INT64("presence-debounce-ms", presence_debounce_ms, 0, 10000, 100,
+              "Changes of one user inside this window merge into one event; raise it to absorb "
+              "more churn."),
+    ROW_INT("max-sessions-per-user", max_sessions_per_user, 1, 1000, 10,
+            "Sessions (tabs, devices) one user may hold at once; extra ones are refused."),
+    ROW_INT("max-watch", max_watch, 1, 100000, 1000,
+            "Users one connection may watch at once; it bounds the fan-out one client can ask "
+            "for."),
+    ROW_ENUM("status-policy", status_policy, "most-available|dnd-wins|most-recent",
+             "most-available",
+             "How a user's devices merge into one status; dnd-wins makes do-not-disturb on any "
+             "device global."),
     /* shutdown */
     ROW_INT64("shutdown-drain-ms", shutdown_drain_ms, 0, 600000, 5000,
               "Time given on SIGTERM to flush queued output before exit; raise it if clients miss "

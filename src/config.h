@@ -44,6 +44,16 @@ struct config {
     int64_t client_output_soft_limit_bytes; /* over it for soft-ms -> close */
     int64_t client_output_soft_limit_ms;
     int64_t client_output_hard_limit_bytes; /* over it -> close at once */
+    /* presence */
+    int64_t heartbeat_interval_ms; /* announced to clients */
+    int64_t heartbeat_min_ms;      /* faster beats write nothing */
+    int64_t session_ttl_ms;        /* no heartbeat for this long -> session ends */
+    int64_t reconnect_grace_ms;    /* closed socket -> offline after this */
+    int64_t idle_ms;               /* no activity -> away */
+    int64_t presence_debounce_ms;  /* per-user event merge window */
+    int max_sessions_per_user;     /* sessions one user may hold */
+    int max_watch;                 /* users one connection may watch */
+    char *status_policy;           /* most-available|dnd-wins|most-recent */
     /* shutdown */
     int64_t shutdown_drain_ms; /* SIGTERM: time to flush before exit */
 };

@@ -73,17 +73,23 @@ void httpd_respond(struct conn *c, int status, const char *content_type, const c
     struct httpd_conn *h = proto(c);
     struct worker *w = h->worker;
     char head[1024];
+    char len_hdr[48];
     int n;
 
     if (h->responded)
         return; /* one response per request */
     h->responded = 1;
+    /* RFC 9110 8.6: no Content-Length on 1xx, 204 and 304 responses. */
+    if (status < 200 || status == 204 || status == 304)
+        len_hdr[0] = '\0';
+    else
+        snprintf(len_hdr, sizeof(len_hdr), "Content-Length: %zu\r\n", len);
     n = snprintf(head, sizeof(head),
                  "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: presenced\r\n%s%s%s"
-                 "Content-Length: %zu\r\nConnection: %s\r\n%s\r\n",
+                 "%sConnection: %s\r\n%s\r\n",
                  status, http_status_text(status), http_date(),
                  content_type ? "Content-Type: " : "", content_type ? content_type : "",
-                 content_type ? "\r\n" : "", len, h->keep_alive ? "keep-alive" : "close",
+                 content_type ? "\r\n" : "", len_hdr, h->keep_alive ? "keep-alive" : "close",
                  extra_headers ? extra_headers : "");
     if (n < 0 || (size_t)n >= sizeof(head)) {
         log_error("http", "response head too long conn=%llu", (unsigned long long)c->id);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "engine.h"
 #include "log.h"
 #include "util.h"
 #include "worker.h"
@@ -54,6 +55,8 @@ static void announce(const struct server *srv)
 
     log_info("main", "listening on http://%s%s%s:%d workers=%u", v6 ? "[" : "", host, v6 ? "]" : "",
              srv->port, srv->nworkers);
+    log_warnx("main", "auth=none: clients name their own user with ?user= (development only; "
+                      "token authentication is not built yet)");
     printf("presenced is running: http://%s%s%s:%d/ (health: /healthz, metrics: /metrics)\n",
            v6 ? "[" : "", host, v6 ? "]" : "", srv->port);
     fflush(stdout);
@@ -78,6 +81,7 @@ int main(int argc, char **argv)
     if (log_level_parse(srv.cfg.log_level, &lvl) == 0)
         log_init(lvl);
     derive_ws_opts(&srv);
+    engine_register();
 #ifdef PRESENCED_TESTING
     relay_register();
 #endif

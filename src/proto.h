@@ -1,22 +1,50 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * proto.h - the native JSON protocol on GET /v1/ws (docs/protocol.md).
+ * proto.h - the native JSON protocol's envelope (docs/protocol.md): the
+ * parsing and reply helpers every message type shares.
  *
- * The foundation implements the envelope every message shares: the server
- * greets with "welcome" (protocol version, limits), answers "ping" with
- * "pong", and answers anything it cannot understand with an "error"
- * message while keeping the connection. The presence engine adds its
- * message types behind the same dispatcher.
+ * Every client message is a JSON object with a string "type" and an
+ * optional "ref" (string or number) that the server copies into the reply
+ * or error for that message. Messages that are not valid JSON, not objects
+ * or lack a type are answered with an "error" message and the connection
+ * stays open; PROTO_MAX_ERRORS rejected messages in a row close it with
+ * 1008. Binary messages close with 1003: the protocol is JSON text only.
+ * The message types themselves live in engine.c.
  */
 #ifndef PROTO_H
 #define PROTO_H
 
+#include <cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
 #include "wsconn.h"
 
-#define PROTO_VERSION 1
+#define PROTO_VERSION    1
 #define PROTO_MAX_ERRORS 20 /* consecutive bad messages before close 1008 */
+#define PROTO_REF_MAX    64 /* bytes of a ref kept as JSON text */
 
-/* app_data passed to ws_upgrade must be the struct worker. */
-extern const struct ws_app proto_app;
+/* Parses one text message. On success returns the root object (the
+ * caller cJSON_Delete()s it) with *type set to its "type" string (borrowed
+ * from the root). On failure answers with bad_json or bad_message itself
+ * and returns NULL. */
+cJSON *proto_parse(struct wsconn *ws, const char *p, size_t n, const char **type);
+/* The message's "ref" rendered as JSON text into out (a string literal or
+ * an integer), "" when absent or unusable (too long, another type). */
+void proto_ref_text(const cJSON *root, char out[PROTO_REF_MAX]);
+/* Appends ,"ref":<ref> when ref is not "". */
+void proto_append_ref(struct buf *b, const char *ref);
+/* {"type":"error","code":..,"message":..[,"ref":..]} */
+void proto_send_error(struct wsconn *ws, const char *code, const char *message, const char *ref);
+/* {"type":"ack"[,"ref":..]}, only when ref is not "". */
+void proto_send_ack(struct wsconn *ws, const char *ref);
+/* {"type":"pong","time":<server wall ms>[,"ref":..]} */
+void proto_send_pong(struct wsconn *ws, const char *ref);
+/* Sends the buffer as one text message and releases it. */
+void proto_send_buf(struct wsconn *ws, struct buf *b);
+/* Counts one rejected message in *bad (reset it to 0 on success); after
+ * PROTO_MAX_ERRORS in a row closes with 1008 and returns true. */
+bool proto_count_error(struct wsconn *ws, unsigned *bad);
 
 #endif

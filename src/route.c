@@ -5,7 +5,7 @@
  *   GET /readyz    readiness: 200 while every worker runs and no shutdown
  *                  has begun, else 503
  *   GET /metrics   Prometheus text for every worker
- *   GET /v1/ws     the native WebSocket protocol (proto.c)
+ *   GET /v1/ws     the native WebSocket protocol (engine.c, proto.c)
  * and, in test builds only (PRESENCED_TESTING), /test/echo (a WebSocket
  * echo endpoint for the conformance suite), /test/sse (a synthetic event
  * stream) and /test/broadcast (relay.c: fan-out across workers).
@@ -20,7 +20,7 @@
 #include "httpd.h"
 #include "log.h"
 #include "metrics.h"
-#include "proto.h"
+#include "engine.h"
 #include "sse.h"
 #include "static.h"
 #include "util.h"
@@ -70,7 +70,10 @@ static void get_metrics(struct conn *c, const struct http_request *req, struct w
 
 static void get_ws(struct conn *c, const struct http_request *req, struct worker *w)
 {
-    ws_upgrade(c, req, &w->srv->ws_opts, &proto_app, w);
+    struct client *cl = engine_client_prepare(w, c, req);
+
+    if (cl && !ws_upgrade(c, req, &w->srv->ws_opts, &engine_app, cl))
+        engine_client_discard(cl);
 }
 
 #ifdef PRESENCED_TESTING

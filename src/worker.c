@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "bus.h"
+#include "engine.h"
 #include "httpd.h"
 #include "log.h"
 #include "util.h"
@@ -267,6 +268,8 @@ static void *worker_main(void *arg)
         log_warnx("worker", "drain time over, dropping %zu connections worker=%u", w->pool.count,
                   w->id);
     conn_pool_release(&w->pool);
+    engine_free(w->engine);
+    w->engine = NULL;
     atomic_fetch_sub(&w->srv->running, 1);
     return NULL;
 }
@@ -295,6 +298,7 @@ static int worker_init(struct server *srv, struct worker *w, unsigned id)
     if (loop_io_start(w->loop, &w->listen_io, w->listen_fd, EPOLLIN, on_listen) < 0 ||
         loop_io_start(w->loop, &w->bus_io, bus_inbox_fd(srv->bus, id), EPOLLIN, on_bus) < 0)
         fatal("worker", "epoll_ctl");
+    w->engine = engine_new(w);
     loop_add_hook(w->loop, conn_pool_flush, &w->pool);
     loop_add_hook(w->loop, worker_hook, w);
     return 0;
@@ -302,6 +306,8 @@ static int worker_init(struct server *srv, struct worker *w, unsigned id)
 
 static void worker_release(struct worker *w)
 {
+    engine_free(w->engine); /* only when the thread never ran */
+    w->engine = NULL;
     close_listener(w);
     if (w->spare_fd >= 0)
         close(w->spare_fd);

@@ -28,6 +28,7 @@
 #include "wsconn.h"
 
 struct bus;
+struct engine;
 struct bus_msg;
 struct server;
 
@@ -43,6 +44,7 @@ struct worker {
     int spare_fd;              /* reserved fd for the EMFILE trick */
     uint64_t emfile_logged_ms; /* last EMFILE warning (rate limit) */
     struct loop_io bus_io;     /* the bus inbox eventfd */
+    struct engine *engine;     /* engine.c state of this worker */
 #ifdef PRESENCED_TESTING
     struct list relay_conns; /* relay.c: this worker's /test/broadcast sockets */
 #endif
@@ -65,7 +67,8 @@ struct server {
 
 /* Cross-worker message types (struct bus_msg.type). */
 enum worker_msg_type {
-    WORKER_MSG_RELAY = 1, /* relay.c, test builds: a broadcast frame */
+    WORKER_MSG_RELAY = 1,  /* relay.c, test builds: a broadcast frame */
+    WORKER_MSG_ENGINE = 2, /* engine.c: sessions, watches, events */
     WORKER_MSG_MAX = 32,
 };
 

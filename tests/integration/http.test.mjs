@@ -179,6 +179,8 @@ test('static files: content type, ETag and 304', async () => {
   assert.match(await r.text(), /fixture page/);
   const r2 = await fetch(`${srv.url}/index.html`, { headers: { 'If-None-Match': etag } });
   assert.equal(r2.status, 304);
+  assert.equal(r2.headers.get('content-length'), null, 'no Content-Length on 304');
+  assert.equal(r2.headers.get('etag'), etag);
   assert.equal(await r2.text(), '');
   const css = await fetch(`${srv.url}/a.css`);
   assert.match(css.headers.get('content-type'), /^text\/css/);

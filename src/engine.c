@@ -1,0 +1,1052 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine.c - the presence engine wired onto the workers and the native
+ * protocol (engine.h has the partitioning model).
+ *
+ * Three kinds of state per worker:
+ *   - clients: the sockets this worker accepted (struct client, by
+ *     connection id), each with its session (if it named a user) and the
+ *     users it watches;
+ *   - watches: per watched user, the local watchers and the last
+ *     presence frame seen (struct watch), so a new local watcher gets its
+ *     snapshot at once;
+ *   - as the OWNER of some users: their presence core (presence.h) and,
+ *     per user, the mask of workers that watch them (struct sub).
+ * Every interaction between a client's worker and a user's owner is one
+ * struct emsg on the bus, one of the ops below; per-sender FIFO order of
+ * the bus keeps a client's messages, and an owner's events, in order.
+ *
+ * Heartbeats are throttled on the client's worker already: one faster
+ * than heartbeat-min-ms after the last forwarded one is accepted and
+ * dropped there, so a heartbeat storm costs one read and a comparison.
+ */
+#include "engine.h"
+
+#include <openssl/rand.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus.h"
+#include "hmap.h"
+#include "http.h"
+#include "httpd.h"
+#include "json.h"
+#include "list.h"
+#include "log.h"
+#include "presence.h"
+#include "proto.h"
+#include "util.h"
+#include "worker.h"
+#include "ws.h"
+
+#define SID_BYTES 16 /* random bytes in a server-made session id */
+
+enum engine_op {
+    OP_START = 1, /* client worker -> owner: start or resume a session */
+    OP_STARTED,   /* owner -> client worker: result, welcome may go out */
+    OP_HEARTBEAT, /* client worker -> owner */
+    OP_ACTIVITY,  /* ditto; arg = active */
+    OP_STATUS,    /* ditto; arg = status, expires_in */
+    OP_CUSTOM,    /* ditto; text, emoji, expires_in */
+    OP_LEAVE,     /* ditto: explicit offline */
+    OP_CLOSED,    /* ditto: the socket closed (reconnect grace) */
+    OP_ENDED,     /* owner -> client worker: the session ended; arg = reason */
+    OP_REPLY,     /* owner -> client worker: frame for one client (ack, error) */
+    OP_KICK,      /* owner -> client worker: close this connection (replaced) */
+    OP_WATCH,     /* watcher worker -> owner: start sending uid's events */
+    OP_UNWATCH,   /* ditto: stop */
+    OP_VIEW,      /* owner -> watcher worker: the current view (snapshot) */
+    OP_PRESENCE,  /* owner -> watcher worker: a transition */
+};
+
+/* One bus message of the engine. Strings are inline (ids are bounded);
+ * text and emoji are owned heap copies; frame is a held reference. */
+struct emsg {
+    struct bus_msg msg; /* first member; type WORKER_MSG_ENGINE */
+    uint8_t op;
+    int8_t arg;          /* op-specific small value */
+    uint8_t device;      /* OP_START: enum presence_device */
+    int err;             /* OP_STARTED/OP_REPLY: 0 or a PRESENCE_E_* */
+    uint64_t conn_id;    /* the client connection concerned */
+    uint64_t expires_in; /* OP_STATUS/OP_CUSTOM: ms, 0 = none */
+    uint64_t version;    /* OP_VIEW/OP_PRESENCE */
+    char uid[PRESENCE_ID_MAX + 1];
+    char sid[PRESENCE_ID_MAX + 1];
+    char ref[PROTO_REF_MAX]; /* the client's ref as JSON text */
+    char *text;              /* OP_CUSTOM, owned */
+    char *emoji;             /* OP_CUSTOM, owned */
+    struct payload *frame;   /* OP_VIEW/OP_PRESENCE/OP_REPLY, referenced */
+};
+
+struct watch_link {
+    struct list link;    /* watch->links */
+    struct watch *watch; /* the user watched */
+    struct client *client;
+    bool need_snapshot; /* waiting for the owner's OP_VIEW */
+};
+
+struct client {
+    struct hmap_node node; /* e->clients, by conn_id */
+    struct engine *e;
+    struct wsconn *ws; /* NULL before open */
+    uint64_t conn_id;
+    char uid[PRESENCE_ID_MAX + 1]; /* "" for an anonymous observer */
+    char sid[PRESENCE_ID_MAX + 1]; /* session id once started (or asked to resume) */
+    enum presence_device device;
+    bool resume;               /* sid names a session to resume */
+    bool started;              /* the owner confirmed the session */
+    unsigned owner;            /* worker that owns uid */
+    uint64_t last_beat;        /* loop ms of the last forwarded heartbeat */
+    unsigned bad_in_a_row;     /* consecutive rejected messages */
+    struct watch_link **links; /* the users watched */
+    size_t nlinks, caplinks;
+};
+
+struct watch {
+    struct hmap_node node; /* e->watches, by uid */
+    char uid[PRESENCE_ID_MAX + 1];
+    struct list links;    /* struct watch_link.link */
+    struct payload *last; /* last presence frame, NULL until the owner answered */
+    uint64_t version;     /* of last */
+};
+
+struct sub {
+    struct hmap_node node; /* e->subs, by uid (owner side) */
+    char uid[PRESENCE_ID_MAX + 1];
+    uint64_t workers; /* bit i: worker i has local watchers */
+};
+
+struct engine {
+    struct worker *w;
+    struct presence *pres; /* the users this worker owns */
+    struct hmap clients;   /* struct client by conn_id */
+    struct hmap watches;   /* struct watch by uid */
+    struct hmap subs;      /* struct sub by uid */
+};
+
+static struct engine *engine_of(struct worker *w)
+{
+    return w->engine;
+}
+
+static uint64_t str_hash(const char *s)
+{
+    return hash_bytes(s, strlen(s));
+}
+
+static void copy_id(char dst[PRESENCE_ID_MAX + 1], const char *src)
+{
+    size_t n = strnlen(src, PRESENCE_ID_MAX);
+
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* ---- bus messages ---- */
+
+static void emsg_free(struct bus_msg *m)
+{
+    struct emsg *em = (struct emsg *)m;
+
+    free(em->text);
+    free(em->emoji);
+    payload_unref(em->frame);
+    free(em);
+}
+
+static struct emsg *emsg_new(enum engine_op op, uint64_t conn_id)
+{
+    struct emsg *em = xcalloc(1, sizeof(*em));
+
+    em->msg.type = WORKER_MSG_ENGINE;
+    em->msg.free = emsg_free;
+    em->op = (uint8_t)op;
+    em->conn_id = conn_id;
+    return em;
+}
+
+static void send_to(struct engine *e, unsigned to, struct emsg *em)
+{
+    worker_send(e->w, to, &em->msg);
+}
+
+static unsigned owner_of(struct engine *e, const char *uid)
+{
+    return bus_route(e->w->srv->bus, uid, strlen(uid));
+}
+
+/* Connection ids carry their worker in the top 16 bits (conn.c). */
+static unsigned worker_of_conn(uint64_t conn_id)
+{
+    return (unsigned)(conn_id >> 48);
+}
+
+static struct payload *frame_text(struct buf *b)
+{
+    struct payload *p = ws_frame_payload(WS_OP_TEXT, b->data, b->len);
+
+    buf_release(b);
+    return p;
+}
+
+/* ---- lookups ---- */
+
+static struct client *find_client(struct engine *e, uint64_t conn_id)
+{
+    uint64_t h = hash_bytes(&conn_id, sizeof(conn_id));
+
+    for (struct hmap_node *n = hmap_find(&e->clients, h); n; n = hmap_find_next(n, h)) {
+        struct client *c = container_of(n, struct client, node);
+        if (c->conn_id == conn_id)
+            return c;
+    }
+    return NULL;
+}
+
+static struct watch *find_watch(struct engine *e, const char *uid)
+{
+    uint64_t h = str_hash(uid);
+
+    for (struct hmap_node *n = hmap_find(&e->watches, h); n; n = hmap_find_next(n, h)) {
+        struct watch *wt = container_of(n, struct watch, node);
+        if (strcmp(wt->uid, uid) == 0)
+            return wt;
+    }
+    return NULL;
+}
+
+static struct sub *find_sub(struct engine *e, const char *uid)
+{
+    uint64_t h = str_hash(uid);
+
+    for (struct hmap_node *n = hmap_find(&e->subs, h); n; n = hmap_find_next(n, h)) {
+        struct sub *s = container_of(n, struct sub, node);
+        if (strcmp(s->uid, uid) == 0)
+            return s;
+    }
+    return NULL;
+}
+
+/* ---- owner side: the presence core's callbacks ---- */
+
+static int64_t wall_offset(struct engine *e)
+{
+    return (int64_t)time_wall_ms() - (int64_t)loop_now(e->w->loop);
+}
+
+static struct payload *encode_view(struct engine *e, const struct presence_view *v)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"type\":\"presence\",\"presence\":");
+    presence_encode_user(v, wall_offset(e), &b);
+    buf_append_str(&b, "}");
+    return frame_text(&b);
+}
+
+static void on_change(void *ctx, const struct presence_view *old, const struct presence_view *cur)
+{
+    struct engine *e = ctx;
+    struct sub *s = find_sub(e, cur->user);
+    struct payload *frame;
+
+    (void)old;
+    if (!s)
+        return; /* nobody watches: the event has no recipient */
+    frame = encode_view(e, cur);
+    for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
+        struct emsg *em;
+
+        if (!(s->workers & (1ull << i)))
+            continue;
+        em = emsg_new(OP_PRESENCE, 0);
+        copy_id(em->uid, cur->user);
+        em->version = cur->version;
+        em->frame = payload_ref(frame);
+        send_to(e, i, em);
+    }
+    payload_unref(frame);
+}
+
+static void on_end(void *ctx, const struct presence_session_info *s, enum presence_end_reason why)
+{
+    struct engine *e = ctx;
+    uint64_t conn_id = (uint64_t)(uintptr_t)s->conn_ref;
+    struct emsg *em;
+
+    if (why == PRESENCE_END_GRACE || !s->attached)
+        return; /* its socket is already gone */
+    em = emsg_new(OP_ENDED, conn_id);
+    em->arg = (int8_t)why;
+    copy_id(em->sid, s->sid);
+    send_to(e, worker_of_conn(conn_id), em);
+}
+
+/* ---- owner side: ops from client workers ---- */
+
+static void reply(struct engine *e, const struct emsg *req, struct payload *frame)
+{
+    struct emsg *em = emsg_new(OP_REPLY, req->conn_id);
+
+    em->frame = frame;
+    send_to(e, worker_of_conn(req->conn_id), em);
+}
+
+static void reply_error(struct engine *e, const struct emsg *req, int err)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"type\":\"error\",\"code\":\"invalid\",\"message\":");
+    json_append_cstr(&b, presence_strerror(err));
+    proto_append_ref(&b, req->ref);
+    buf_append_str(&b, "}");
+    reply(e, req, frame_text(&b));
+}
+
+static void reply_ack(struct engine *e, const struct emsg *req)
+{
+    struct buf b = {0};
+
+    if (!req->ref[0])
+        return;
+    buf_append_str(&b, "{\"type\":\"ack\"");
+    proto_append_ref(&b, req->ref);
+    buf_append_str(&b, "}");
+    reply(e, req, frame_text(&b));
+}
+
+static void new_sid(char out[PRESENCE_ID_MAX + 1])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char r[SID_BYTES];
+
+    if (RAND_bytes(r, sizeof(r)) != 1)
+        fatalx("engine", "no randomness for session ids");
+    for (size_t i = 0; i < sizeof(r); i++) {
+        out[2 * i] = hex[r[i] >> 4];
+        out[2 * i + 1] = hex[r[i] & 15];
+    }
+    out[2 * sizeof(r)] = '\0';
+}
+
+static void op_start(struct engine *e, struct emsg *req)
+{
+    uint64_t now = loop_now(e->w->loop);
+    void *ref = (void *)(uintptr_t)req->conn_id;
+    void *old = NULL;
+    struct emsg *res = emsg_new(OP_STARTED, req->conn_id);
+    int r = -1;
+
+    if (req->arg && presence_session_resume(e->pres, req->uid, req->sid, ref, &old, now) == 0) {
+        res->arg = 1;
+        if (old) { /* the same session on another socket: that one goes */
+            struct emsg *kick = emsg_new(OP_KICK, (uint64_t)(uintptr_t)old);
+            send_to(e, worker_of_conn(kick->conn_id), kick);
+        }
+        r = 0;
+    }
+    if (r != 0) {
+        new_sid(req->sid);
+        r = presence_session_start(e->pres, req->sid, req->uid, (enum presence_device)req->device,
+                                   ref, now);
+    }
+    res->err = r;
+    copy_id(res->sid, req->sid);
+    send_to(e, worker_of_conn(req->conn_id), res);
+}
+
+static void op_watch(struct engine *e, struct emsg *req, bool on)
+{
+    struct sub *s = find_sub(e, req->uid);
+    unsigned from = req->msg.from;
+    struct presence_view v;
+    struct emsg *em;
+
+    if (!on) {
+        if (s && (s->workers &= ~(1ull << from)) == 0) {
+            hmap_remove(&e->subs, &s->node);
+            free(s);
+        }
+        return;
+    }
+    if (!s) {
+        s = xcalloc(1, sizeof(*s));
+        copy_id(s->uid, req->uid);
+        hmap_insert(&e->subs, &s->node, str_hash(s->uid));
+    }
+    s->workers |= 1ull << from;
+    presence_get_user(e->pres, req->uid, loop_now(e->w->loop), &v);
+    em = emsg_new(OP_VIEW, 0);
+    copy_id(em->uid, req->uid);
+    em->version = v.version;
+    em->frame = encode_view(e, &v);
+    send_to(e, from, em);
+}
+
+/* Applies a session op; errors go back to the client. */
+static void op_session(struct engine *e, struct emsg *req)
+{
+    uint64_t now = loop_now(e->w->loop);
+    uint64_t exp = req->expires_in ? now + req->expires_in : 0;
+    int r = 0;
+
+    switch (req->op) {
+    case OP_HEARTBEAT:
+        r = presence_heartbeat(e->pres, req->sid, now);
+        break;
+    case OP_ACTIVITY:
+        r = presence_activity(e->pres, req->sid, req->arg != 0, now);
+        break;
+    case OP_STATUS:
+        r = presence_set_status(e->pres, req->sid, (enum presence_status)req->arg, exp, now);
+        break;
+    case OP_CUSTOM:
+        r = presence_set_custom(e->pres, req->sid, req->text, req->emoji, exp, now);
+        break;
+    case OP_LEAVE:
+        r = presence_session_end(e->pres, req->sid, now);
+        break;
+    case OP_CLOSED:
+        presence_socket_closed(e->pres, req->sid, (void *)(uintptr_t)req->conn_id, now);
+        return;
+    }
+    if (r < 0 && req->op != OP_HEARTBEAT)
+        reply_error(e, req, r);
+    else if (r == 0 && req->op != OP_HEARTBEAT && req->op != OP_LEAVE)
+        reply_ack(e, req);
+}
+
+/* ---- client side ---- */
+
+static void send_welcome(struct client *c, bool resumed)
+{
+    const struct config *cfg = &c->e->w->srv->cfg;
+    struct buf b = {0};
+
+    buf_printf(&b,
+               "{\"type\":\"welcome\",\"protocol\":%d,\"server\":\"presenced/0.1.0\","
+               "\"connectionId\":\"%llx\"",
+               PROTO_VERSION, (unsigned long long)c->conn_id);
+    if (c->uid[0]) {
+        buf_append_str(&b, ",\"user\":");
+        json_append_cstr(&b, c->uid);
+        buf_append_str(&b, ",\"sessionId\":");
+        json_append_cstr(&b, c->sid);
+        buf_printf(&b, ",\"resumed\":%s", resumed ? "true" : "false");
+    }
+    buf_printf(&b,
+               ",\"heartbeatMs\":%lld,\"sessionTtlMs\":%lld,\"reconnectGraceMs\":%lld,"
+               "\"idleMs\":%lld,\"statusPolicy\":\"%s\",\"limits\":{\"maxMessageBytes\":%lld,"
+               "\"maxWatch\":%d}}",
+               (long long)cfg->heartbeat_interval_ms, (long long)cfg->session_ttl_ms,
+               (long long)cfg->reconnect_grace_ms, (long long)cfg->idle_ms, cfg->status_policy,
+               (long long)cfg->ws_max_message_bytes, cfg->max_watch);
+    proto_send_buf(c->ws, &b);
+}
+
+static const char *end_reason_name(int why)
+{
+    switch (why) {
+    case PRESENCE_END_LEAVE:
+        return "leave";
+    case PRESENCE_END_TTL:
+        return "ttl";
+    case PRESENCE_END_KICKED:
+        return "kicked";
+    default:
+        return "grace";
+    }
+}
+
+static void on_started(struct engine *e, struct emsg *res)
+{
+    struct client *c = find_client(e, res->conn_id);
+
+    if (!c) { /* closed before the owner answered: let the session go */
+        if (res->err == 0) {
+            struct emsg *em = emsg_new(OP_CLOSED, res->conn_id);
+            copy_id(em->sid, res->sid);
+            send_to(e, res->msg.from, em);
+        }
+        return;
+    }
+    if (res->err < 0) {
+        proto_send_error(c->ws, res->err == PRESENCE_E_TOO_MANY ? "too_many_sessions" : "invalid",
+                         presence_strerror(res->err), NULL);
+        ws_close(c->ws, 1008, "session refused");
+        return;
+    }
+    copy_id(c->sid, res->sid);
+    c->started = true;
+    c->last_beat = loop_now(e->w->loop);
+    send_welcome(c, res->arg != 0);
+}
+
+static void on_ended(struct engine *e, struct emsg *em)
+{
+    struct client *c = find_client(e, em->conn_id);
+    struct buf b = {0};
+
+    if (!c || strcmp(c->sid, em->sid) != 0)
+        return;
+    c->started = false;
+    buf_printf(&b, "{\"type\":\"session_ended\",\"reason\":\"%s\"}", end_reason_name(em->arg));
+    proto_send_buf(c->ws, &b);
+    if (em->arg == PRESENCE_END_LEAVE)
+        ws_close(c->ws, 1000, "left");
+    else
+        ws_close(c->ws, 4000, "session ended");
+}
+
+/* Delivers a presence frame to the local watchers of em->uid: a newer
+ * version goes to every watcher; a snapshot (OP_VIEW) that brings nothing
+ * newer only to the watchers still waiting for their first state. */
+static void on_presence(struct engine *e, struct emsg *em)
+{
+    struct watch *wt = find_watch(e, em->uid);
+    bool newer;
+    struct list *pos, *tmp;
+
+    if (!wt)
+        return; /* unwatched meanwhile */
+    newer = !wt->last || em->version > wt->version;
+    if (newer) {
+        payload_unref(wt->last);
+        wt->last = payload_ref(em->frame);
+        wt->version = em->version;
+    }
+    list_foreach_safe(pos, tmp, &wt->links)
+    {
+        struct watch_link *l = container_of(pos, struct watch_link, link);
+
+        if (newer || l->need_snapshot)
+            ws_send_payload(l->client->ws, wt->last);
+        l->need_snapshot = false;
+    }
+}
+
+static void on_msg(struct worker *w, struct bus_msg *m)
+{
+    struct engine *e = engine_of(w);
+    struct emsg *em = (struct emsg *)m;
+    struct client *c;
+
+    switch (em->op) {
+    case OP_START:
+        op_start(e, em);
+        break;
+    case OP_STARTED:
+        on_started(e, em);
+        break;
+    case OP_WATCH:
+    case OP_UNWATCH:
+        op_watch(e, em, em->op == OP_WATCH);
+        break;
+    case OP_VIEW:
+    case OP_PRESENCE:
+        on_presence(e, em);
+        break;
+    case OP_ENDED:
+        on_ended(e, em);
+        break;
+    case OP_REPLY:
+        if ((c = find_client(e, em->conn_id)) != NULL)
+            ws_send_payload(c->ws, em->frame);
+        break;
+    case OP_KICK:
+        if ((c = find_client(e, em->conn_id)) != NULL) {
+            c->started = false; /* the session lives on elsewhere */
+            ws_close(c->ws, 4001, "session resumed on another connection");
+        }
+        break;
+    default:
+        op_session(e, em);
+    }
+    emsg_free(m);
+}
+
+/* ---- client messages ---- */
+
+static struct emsg *session_msg(struct client *c, enum engine_op op, const char *ref)
+{
+    struct emsg *em = emsg_new(op, c->conn_id);
+
+    copy_id(em->uid, c->uid);
+    copy_id(em->sid, c->sid);
+    if (ref)
+        memcpy(em->ref, ref, PROTO_REF_MAX);
+    return em;
+}
+
+static bool need_session(struct client *c, const char *ref)
+{
+    if (c->started)
+        return true;
+    proto_send_error(c->ws, "no_session",
+                     c->uid[0] ? "the session is not started yet"
+                               : "connect with ?user= to have a session",
+                     ref);
+    return false;
+}
+
+/* "expiresInMs": absent or null = none; else a positive integer. */
+static bool parse_expiry(const cJSON *root, uint64_t *out)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "expiresInMs");
+
+    *out = 0;
+    if (!x || cJSON_IsNull(x))
+        return true;
+    if (!cJSON_IsNumber(x) || x->valuedouble < 1 || x->valuedouble > 31536000000.0)
+        return false;
+    *out = (uint64_t)x->valuedouble;
+    return true;
+}
+
+static bool msg_heartbeat(struct client *c, const cJSON *root, const char *ref)
+{
+    uint64_t now = loop_now(c->e->w->loop);
+
+    (void)root;
+    if (!need_session(c, ref))
+        return false;
+    /* Throttled here already: a storm never reaches the owner. */
+    if (now - c->last_beat < (uint64_t)c->e->w->srv->cfg.heartbeat_min_ms)
+        return true;
+    c->last_beat = now;
+    send_to(c->e, c->owner, session_msg(c, OP_HEARTBEAT, ref));
+    return true;
+}
+
+static bool msg_activity(struct client *c, const cJSON *root, const char *ref)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "active");
+    struct emsg *em;
+
+    if (!need_session(c, ref))
+        return false;
+    if (!cJSON_IsBool(a)) {
+        proto_send_error(c->ws, "invalid", "\"active\" must be true or false", ref);
+        return false;
+    }
+    em = session_msg(c, OP_ACTIVITY, ref);
+    em->arg = cJSON_IsTrue(a);
+    send_to(c->e, c->owner, em);
+    return true;
+}
+
+static bool msg_status(struct client *c, const cJSON *root, const char *ref)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(root, "status");
+    uint64_t exp;
+    struct emsg *em;
+    int st;
+
+    if (!need_session(c, ref))
+        return false;
+    st = cJSON_IsString(s) ? presence_status_parse(s->valuestring) : PRESENCE_E_BAD_STATUS;
+    if (st < 0 || st == PRESENCE_OFFLINE) {
+        proto_send_error(c->ws, "invalid", "\"status\" must be online, away, busy or dnd", ref);
+        return false;
+    }
+    if (!parse_expiry(root, &exp)) {
+        proto_send_error(c->ws, "invalid", "\"expiresInMs\" must be a positive integer", ref);
+        return false;
+    }
+    em = session_msg(c, OP_STATUS, ref);
+    em->arg = (int8_t)st;
+    em->expires_in = exp;
+    send_to(c->e, c->owner, em);
+    return true;
+}
+
+static const char *opt_string(const cJSON *root, const char *key, bool *ok)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, key);
+
+    if (!x || cJSON_IsNull(x))
+        return "";
+    if (!cJSON_IsString(x))
+        *ok = false;
+    return cJSON_IsString(x) ? x->valuestring : "";
+}
+
+static bool msg_custom(struct client *c, const cJSON *root, const char *ref)
+{
+    bool ok = true;
+    const char *text = opt_string(root, "text", &ok);
+    const char *emoji = opt_string(root, "emoji", &ok);
+    uint64_t exp;
+    struct emsg *em;
+    int r;
+
+    if (!need_session(c, ref))
+        return false;
+    if (!ok || !parse_expiry(root, &exp)) {
+        proto_send_error(c->ws, "invalid",
+                         "\"text\" and \"emoji\" must be strings, \"expiresInMs\" a positive "
+                         "integer",
+                         ref);
+        return false;
+    }
+    if ((r = presence_custom_check(text, emoji)) < 0) {
+        proto_send_error(c->ws, "invalid", presence_strerror(r), ref);
+        return false;
+    }
+    em = session_msg(c, OP_CUSTOM, ref);
+    em->text = xstrdup(text);
+    em->emoji = xstrdup(emoji);
+    em->expires_in = exp;
+    send_to(c->e, c->owner, em);
+    return true;
+}
+
+static bool msg_leave(struct client *c, const cJSON *root, const char *ref)
+{
+    (void)root;
+    if (!need_session(c, ref))
+        return false;
+    send_to(c->e, c->owner, session_msg(c, OP_LEAVE, ref));
+    return true;
+}
+
+/* ---- watch lists ---- */
+
+static void watch_request(struct engine *e, const char *uid, enum engine_op op)
+{
+    struct emsg *em = emsg_new(op, 0);
+
+    copy_id(em->uid, uid);
+    send_to(e, owner_of(e, uid), em);
+}
+
+static struct watch_link *find_link(struct client *c, const char *uid, size_t *idx)
+{
+    for (size_t i = 0; i < c->nlinks; i++) {
+        if (strcmp(c->links[i]->watch->uid, uid) == 0) {
+            *idx = i;
+            return c->links[i];
+        }
+    }
+    return NULL;
+}
+
+static void watch_add(struct client *c, const char *uid)
+{
+    struct engine *e = c->e;
+    struct watch *wt = find_watch(e, uid);
+    struct watch_link *l = xcalloc(1, sizeof(*l));
+
+    if (!wt) {
+        wt = xcalloc(1, sizeof(*wt));
+        copy_id(wt->uid, uid);
+        list_init(&wt->links);
+        hmap_insert(&e->watches, &wt->node, str_hash(wt->uid));
+        watch_request(e, uid, OP_WATCH);
+    }
+    l->watch = wt;
+    l->client = c;
+    l->need_snapshot = wt->last == NULL;
+    list_insert_tail(&wt->links, &l->link);
+    if (c->nlinks == c->caplinks) {
+        c->caplinks = c->caplinks ? c->caplinks * 2 : 8;
+        c->links = xrealloc(c->links, c->caplinks * sizeof(*c->links));
+    }
+    c->links[c->nlinks++] = l;
+    if (wt->last)
+        ws_send_payload(c->ws, wt->last); /* snapshot from the local copy */
+}
+
+static void watch_remove(struct client *c, size_t idx)
+{
+    struct watch_link *l = c->links[idx];
+    struct watch *wt = l->watch;
+
+    c->links[idx] = c->links[--c->nlinks];
+    list_del(&l->link);
+    free(l);
+    if (!list_empty(&wt->links))
+        return;
+    watch_request(c->e, wt->uid, OP_UNWATCH);
+    hmap_remove(&c->e->watches, &wt->node);
+    payload_unref(wt->last);
+    free(wt);
+}
+
+/* Validates the "users" array: 1..max ids, each valid. */
+static const cJSON *users_arg(struct client *c, const cJSON *root, const char *ref)
+{
+    const cJSON *users = cJSON_GetObjectItemCaseSensitive(root, "users");
+    const cJSON *u;
+
+    if (!cJSON_IsArray(users) || cJSON_GetArraySize(users) == 0) {
+        proto_send_error(c->ws, "invalid", "\"users\" must be a non-empty array of user ids", ref);
+        return NULL;
+    }
+    cJSON_ArrayForEach(u, users)
+    {
+        if (!cJSON_IsString(u) || !presence_id_valid(u->valuestring)) {
+            proto_send_error(c->ws, "invalid", "invalid user id in \"users\"", ref);
+            return NULL;
+        }
+    }
+    return users;
+}
+
+static bool msg_watch(struct client *c, const cJSON *root, const char *ref)
+{
+    const cJSON *users = users_arg(c, root, ref);
+    const cJSON *u;
+    size_t idx, fresh = 0;
+
+    if (!users)
+        return false;
+    cJSON_ArrayForEach(u, users)
+    {
+        fresh += find_link(c, u->valuestring, &idx) == NULL;
+    }
+    if (c->nlinks + fresh > (size_t)c->e->w->srv->cfg.max_watch) {
+        proto_send_error(c->ws, "too_many_watched", "watch list over max-watch; unwatch first",
+                         ref);
+        return false;
+    }
+    cJSON_ArrayForEach(u, users)
+    {
+        if (!find_link(c, u->valuestring, &idx))
+            watch_add(c, u->valuestring);
+    }
+    proto_send_ack(c->ws, ref);
+    return true;
+}
+
+static bool msg_unwatch(struct client *c, const cJSON *root, const char *ref)
+{
+    const cJSON *users = users_arg(c, root, ref);
+    const cJSON *u;
+    size_t idx;
+
+    if (!users)
+        return false;
+    cJSON_ArrayForEach(u, users)
+    {
+        if (find_link(c, u->valuestring, &idx))
+            watch_remove(c, idx);
+    }
+    proto_send_ack(c->ws, ref);
+    return true;
+}
+
+static bool msg_ping(struct client *c, const cJSON *root, const char *ref)
+{
+    (void)root;
+    proto_send_pong(c->ws, ref);
+    return true;
+}
+
+struct handler {
+    const char *type;
+    bool (*fn)(struct client *c, const cJSON *root, const char *ref);
+};
+
+static const struct handler handlers[] = {
+    {"ping", msg_ping},     {"heartbeat", msg_heartbeat}, {"activity", msg_activity},
+    {"status", msg_status}, {"custom", msg_custom},       {"leave", msg_leave},
+    {"watch", msg_watch},   {"unwatch", msg_unwatch},
+};
+
+static bool dispatch(struct client *c, const cJSON *root, const char *type)
+{
+    char ref[PROTO_REF_MAX];
+
+    proto_ref_text(root, ref);
+    for (size_t i = 0; i < ARRAY_SIZE(handlers); i++)
+        if (strcmp(type, handlers[i].type) == 0)
+            return handlers[i].fn(c, root, ref);
+    proto_send_error(c->ws, "unknown_type", "unknown message type", ref);
+    return false;
+}
+
+/* ---- the WebSocket application ---- */
+
+static void app_on_open(struct wsconn *ws)
+{
+    struct client *c = ws_app_data(ws);
+    struct engine *e = c->e;
+
+    c->ws = ws;
+    c->conn_id = ws_conn(ws)->id;
+    ws_set_user_data(ws, c);
+    hmap_insert(&e->clients, &c->node, hash_bytes(&c->conn_id, sizeof(c->conn_id)));
+    if (!c->uid[0]) {
+        send_welcome(c, false);
+        return;
+    }
+    c->owner = owner_of(e, c->uid);
+    struct emsg *em = emsg_new(OP_START, c->conn_id);
+    copy_id(em->uid, c->uid);
+    copy_id(em->sid, c->sid);
+    em->arg = c->resume;
+    em->device = (uint8_t)c->device;
+    send_to(e, c->owner, em);
+}
+
+static void app_on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
+{
+    struct client *c = ws_user_data(ws);
+    const char *type;
+    cJSON *root;
+    bool ok;
+
+    if (binary) {
+        ws_close(ws, 1003, "binary messages are not supported");
+        return;
+    }
+    root = proto_parse(ws, p, n, &type);
+    ok = root && dispatch(c, root, type);
+    cJSON_Delete(root);
+    if (ok)
+        c->bad_in_a_row = 0;
+    else
+        proto_count_error(ws, &c->bad_in_a_row);
+}
+
+static void app_on_close(struct wsconn *ws, unsigned code)
+{
+    struct client *c = ws_user_data(ws);
+    struct engine *e;
+
+    (void)code;
+    if (!c)
+        return;
+    e = c->e;
+    while (c->nlinks > 0)
+        watch_remove(c, c->nlinks - 1);
+    free(c->links);
+    if (c->started)
+        send_to(e, c->owner, session_msg(c, OP_CLOSED, NULL));
+    hmap_remove(&e->clients, &c->node);
+    ws_set_user_data(ws, NULL);
+    free(c);
+}
+
+const struct ws_app engine_app = {
+    .on_open = app_on_open,
+    .on_message = app_on_message,
+    .on_close = app_on_close,
+};
+
+/* ---- set-up ---- */
+
+void engine_register(void)
+{
+    worker_on_msg(WORKER_MSG_ENGINE, on_msg);
+}
+
+static void presence_cfg(const struct config *cfg, struct presence_config *pc)
+{
+    presence_config_init(pc);
+    pc->heartbeat_interval_ms = (uint32_t)cfg->heartbeat_interval_ms;
+    pc->heartbeat_min_ms = (uint32_t)cfg->heartbeat_min_ms;
+    pc->session_ttl_ms = (uint32_t)cfg->session_ttl_ms;
+    pc->reconnect_grace_ms = (uint32_t)cfg->reconnect_grace_ms;
+    pc->idle_ms = (uint32_t)cfg->idle_ms;
+    pc->debounce_ms = (uint32_t)cfg->presence_debounce_ms;
+    pc->max_sessions_per_user = (uint32_t)cfg->max_sessions_per_user;
+    pc->policy = (enum presence_policy)presence_policy_parse(cfg->status_policy);
+}
+
+struct engine *engine_new(struct worker *w)
+{
+    struct engine *e = xcalloc(1, sizeof(*e));
+    struct presence_config pc;
+
+    e->w = w;
+    presence_cfg(&w->srv->cfg, &pc);
+    if (presence_config_check(&pc) != 0)
+        fatalx("engine", "invalid presence settings: need heartbeat-min-ms <= "
+                         "heartbeat-interval-ms < session-ttl-ms");
+    e->pres = presence_new(&pc, loop_wheel(w->loop), on_change, on_end, e);
+    return e;
+}
+
+static void free_all(struct hmap *m, size_t offset)
+{
+    struct hmap_node *n, *next;
+    size_t it;
+
+    for (n = hmap_first(m, &it); n; n = next) {
+        next = hmap_next(m, n, &it);
+        hmap_remove(m, n);
+        free((char *)n - offset);
+    }
+    hmap_release(m);
+}
+
+void engine_free(struct engine *e)
+{
+    if (!e)
+        return;
+    presence_free(e->pres);
+    free_all(&e->subs, offsetof(struct sub, node));
+    hmap_release(&e->clients); /* clients are freed with their sockets */
+    hmap_release(&e->watches);
+    free(e);
+}
+
+/* True when the query has the key at all (decodable or not). */
+static bool query_has(const struct http_request *req, const char *key)
+{
+    size_t k = strlen(key);
+    const char *q = req->query;
+
+    for (size_t i = 0; q && i + k <= req->query_len; i++) {
+        if ((i == 0 || q[i - 1] == '&') && memcmp(q + i, key, k) == 0 &&
+            (i + k == req->query_len || q[i + k] == '=' || q[i + k] == '&'))
+            return true;
+    }
+    return false;
+}
+
+static bool query_id(const struct http_request *req, const char *key, char out[PRESENCE_ID_MAX + 1])
+{
+    size_t pos = 0;
+    ssize_t n = http_query_next(req->query, req->query_len, key, &pos, out, PRESENCE_ID_MAX + 1);
+
+    return n > 0 && presence_id_valid(out);
+}
+
+struct client *engine_client_prepare(struct worker *w, struct conn *conn,
+                                     const struct http_request *req)
+{
+    struct client *c = xcalloc(1, sizeof(*c));
+    char dev[32];
+    size_t pos = 0;
+    int d = PRESENCE_DEVICE_WEB;
+
+    c->e = engine_of(w);
+    if (query_has(req, "user") && !query_id(req, "user", c->uid)) {
+        httpd_error(conn, 400, "bad_user", "user must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
+        goto out_free;
+    }
+    if (query_has(req, "device")) {
+        if (http_query_next(req->query, req->query_len, "device", &pos, dev, sizeof(dev)) < 0 ||
+            (d = presence_device_parse(dev)) < 0) {
+            httpd_error(conn, 400, "bad_device",
+                        "device must be desktop, mobile, tablet, web or other");
+            goto out_free;
+        }
+    }
+    c->device = (enum presence_device)d;
+    c->resume = c->uid[0] && query_id(req, "resume", c->sid);
+    if (!c->resume)
+        c->sid[0] = '\0';
+    return c;
+out_free:
+    free(c);
+    return NULL;
+}
+
+void engine_client_discard(struct client *c)
+{
+    free(c);
+}

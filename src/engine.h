@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine.h - the presence engine across workers: sessions, heartbeats,
+ * statuses and watch lists on the native WebSocket protocol.
+ *
+ * Partitioning. Every user is owned by one worker, bus_route(user id);
+ * that worker's presence core (presence.h) holds the user's sessions and
+ * emits their transitions. A client's socket lives on whatever worker
+ * accepted it. So a client message becomes a bus message to the owner
+ * (ENGINE ops below) and the owner's answers and events travel back by bus
+ * message. With one worker every message goes to itself through the same
+ * path, so behaviour does not depend on the worker count.
+ *
+ * Watch lists are subscriptions per worker, not per socket: the owner of a
+ * user keeps a bitmask of the workers that have local watchers and sends
+ * each of them ONE message per transition, carrying one pre-framed shared
+ * payload; each worker writes it to its local watchers (and remembers it,
+ * so a later local watcher gets its snapshot without asking the owner).
+ * This is the seam the Redis mode will use: owners become nodes, worker
+ * masks become channels.
+ */
+#ifndef ENGINE_H
+#define ENGINE_H
+
+#include "conn.h"
+#include "http.h"
+#include "wsconn.h"
+
+struct engine;
+struct server;
+struct worker;
+
+/* Registers the engine's bus message handlers (before server_start). */
+void engine_register(void);
+/* The engine of worker w, created on its loop's wheel; aborts on OOM or a
+ * configuration the presence core refuses (config validation catches it
+ * first). */
+struct engine *engine_new(struct worker *w);
+/* Frees all state without events. NULL is a no-op. Worker thread, after
+ * its connections are gone. */
+void engine_free(struct engine *e);
+
+struct client;
+
+/* The WebSocket application on GET /v1/ws. Its app_data is a struct
+ * client made by engine_client_prepare(); the application owns it once
+ * on_open ran. */
+extern const struct ws_app engine_app;
+
+/* The request side of GET /v1/ws: reads ?user= (optional: without it the
+ * socket is an anonymous observer that can watch but has no session),
+ * ?device= (default web) and ?resume=<sessionId>. On a bad value answers
+ * 400 (bad_user, bad_device) and returns NULL. */
+struct client *engine_client_prepare(struct worker *w, struct conn *conn,
+                                     const struct http_request *req);
+/* Frees a prepared client whose upgrade failed (on_open never ran). */
+void engine_client_discard(struct client *c);
+
+#endif

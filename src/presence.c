@@ -1,0 +1,993 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * presence.c - the partition-local presence engine (see presence.h for the
+ * model and the contracts).
+ *
+ * Exports sessions, heartbeats, statuses, aggregation, debounced events,
+ * last seen and reads. It keeps two intrusive hash tables (users by id,
+ * sessions by id) and arms every timer on the caller's wheel: per session
+ * an end timer (TTL or reconnect grace), an idle timer and an expiry timer
+ * (BUSY/DND and custom status), per user a debounce timer. It never reads
+ * a clock, never blocks and never talks to a socket. The pure parts
+ * (validation, names, the age helper, JSON encoding) are in
+ * presence_format.c.
+ *
+ * ---- The hot path and the state it writes ----
+ *
+ * A heartbeat is one hash lookup, one comparison and, at most once per
+ * heartbeat_min_ms per session, one field write plus one O(1) wheel move.
+ * Nothing on that path allocates: timers are embedded in their sessions.
+ * Every engine allocation goes through palloc()/pstrdup(), which count, so
+ * tests can prove it (stats.allocations).
+ *
+ * ---- Debounce and emission ----
+ *
+ * Any operation that may change a user's view calls user_touch(), which
+ * arms the user's debounce timer if it is not armed: the operation itself
+ * never computes or compares views. When the timer fires,
+ * debounce_fired() computes the view from the sessions (user_compute: one
+ * pass over at most max_sessions_per_user sessions) and compares it with
+ * the last emitted one, which the user keeps as its own copy (pub).
+ * Equal: nothing happens, which is how a flap inside the window
+ * disappears. Different: pub is replaced by a copy *before* the callback
+ * runs, so the callback may change anything (even free the sessions whose
+ * strings the computed view borrowed) and a change it makes is compared
+ * against what it was told.
+ *
+ * ---- Lifetimes: what may be freed when ----
+ *
+ * A session is freed only by session_end(), after it was unlinked from
+ * every table and timer and after on_end returned. A user is freed only by
+ * user_settle(), when it has no session, no armed debounce timer and is not
+ * inside its own on_change (in_emit): it then either becomes a last-seen
+ * record on the LRU list (records beyond last_seen_max are evicted, oldest
+ * offline first) or is freed at once when last_seen_max is 0. Ending a
+ * session always arms its user's debounce timer first, so no callback can
+ * see its user disappear. Timer callbacks never touch their timer after
+ * freeing its owner, and the wheel never touches a timer after its
+ * callback, so freeing from a timer callback is safe.
+ */
+#include "presence.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hmap.h"
+#include "list.h"
+
+/* The content of a view that events compare (what users see change). */
+struct agg {
+    enum presence_status status;
+    enum presence_status devices[PRESENCE_DEVICE_COUNT];
+    char *text;              /* NULL = none; owned in user.pub, borrowed otherwise */
+    char *emoji;             /* ditto */
+    uint64_t custom_expires; /* 0 = none */
+};
+
+struct user {
+    struct hmap_node node;       /* in presence.users */
+    struct list sessions;        /* struct session.link, in start order */
+    struct list lru;             /* in presence.lru while a last-seen record */
+    struct wheel_timer debounce; /* armed while a change may be unpublished */
+    struct presence *p;          /* for the timer callback */
+    unsigned nsessions;          /* length of sessions */
+    bool in_emit;                /* on_change for this user is on the stack */
+    uint64_t last_seen;          /* latest beat/activity of an ended session */
+    uint64_t version;            /* of pub; 0 = nothing emitted */
+    struct agg pub;              /* the last emitted view, strings owned */
+    size_t uid_len;
+    char uid[]; /* NUL-terminated */
+};
+
+struct session {
+    struct hmap_node node;           /* in presence.sessions */
+    struct list link;                /* in user.sessions */
+    struct user *user;               /* owner; outlives the session */
+    struct wheel_timer end_timer;    /* TTL when attached, grace when not */
+    struct wheel_timer idle_timer;   /* armed while active */
+    struct wheel_timer expire_timer; /* earliest of the two expiries below */
+    void *conn_ref;                  /* the caller's */
+    uint64_t seq;                    /* start order, breaks recency ties */
+    uint64_t connected_at;
+    uint64_t last_beat;      /* last recorded heartbeat */
+    uint64_t last_activity;  /* last recorded activity */
+    uint64_t status_expires; /* BUSY/DND revert time, 0 = none */
+    uint64_t custom_expires; /* custom status clear time, 0 = none */
+    char *text;              /* custom text, NULL = none */
+    char *emoji;             /* custom emoji, NULL = none */
+    enum presence_device device;
+    enum presence_status manual; /* BUSY or DND when set, else OFFLINE */
+    bool active;                 /* not idle: ONLINE unless manual is set */
+    bool attached;               /* false while in the reconnect grace */
+    size_t sid_len;
+    char sid[]; /* NUL-terminated */
+};
+
+struct presence {
+    struct presence_config cfg;
+    struct wheel *wheel;
+    presence_change_cb *on_change;
+    presence_end_cb *on_end;
+    void *ctx;
+    struct hmap users;    /* struct user by uid */
+    struct hmap sessions; /* struct session by sid */
+    struct list lru;      /* last-seen records, oldest offline first */
+    uint64_t seq;         /* last version handed out */
+    uint64_t session_seq; /* last session.seq handed out */
+    unsigned depth;       /* callbacks on the stack */
+    struct presence_stats stats;
+};
+
+/* ---- allocation (counted) ---- */
+
+static void *palloc(struct presence *p, size_t n)
+{
+    p->stats.allocations++;
+    return xcalloc(1, n);
+}
+
+static char *pstrdup(struct presence *p, const char *s)
+{
+    p->stats.allocations++;
+    return xstrdup(s);
+}
+
+static bool is_set(const char *s)
+{
+    return s != NULL && s[0] != '\0';
+}
+
+/* NULL for NULL or "": the engine stores "none" as NULL. */
+static char *pstrdup_opt(struct presence *p, const char *s)
+{
+    return is_set(s) ? pstrdup(p, s) : NULL;
+}
+
+/* ---- lookup ---- */
+
+/* Length of id if it could be a stored id (1..PRESENCE_ID_MAX), else 0. */
+static size_t id_len(const char *id)
+{
+    size_t n;
+
+    if (id == NULL)
+        return 0;
+    n = strnlen(id, PRESENCE_ID_MAX + 1);
+    return n <= PRESENCE_ID_MAX ? n : 0;
+}
+
+static struct user *user_find(const struct presence *p, const char *uid)
+{
+    size_t n = id_len(uid);
+    uint64_t h = hash_bytes(uid, n);
+
+    if (n == 0)
+        return NULL;
+    for (struct hmap_node *x = hmap_find(&p->users, h); x; x = hmap_find_next(x, h)) {
+        struct user *u = container_of(x, struct user, node);
+
+        if (u->uid_len == n && memcmp(u->uid, uid, n) == 0)
+            return u;
+    }
+    return NULL;
+}
+
+static struct session *session_find(const struct presence *p, const char *sid)
+{
+    size_t n = id_len(sid);
+    uint64_t h = hash_bytes(sid, n);
+
+    if (n == 0)
+        return NULL;
+    for (struct hmap_node *x = hmap_find(&p->sessions, h); x; x = hmap_find_next(x, h)) {
+        struct session *s = container_of(x, struct session, node);
+
+        if (s->sid_len == n && memcmp(s->sid, sid, n) == 0)
+            return s;
+    }
+    return NULL;
+}
+
+/* ---- session status and aggregation ---- */
+
+static enum presence_status session_status(const struct session *s)
+{
+    if (s->manual != PRESENCE_OFFLINE)
+        return s->manual;
+    return s->active ? PRESENCE_ONLINE : PRESENCE_AWAY;
+}
+
+static bool session_has_custom(const struct session *s)
+{
+    return s->text != NULL || s->emoji != NULL;
+}
+
+/* True when a counts as more recently active than b. */
+static bool session_newer(const struct session *a, const struct session *b)
+{
+    if (a->last_activity != b->last_activity)
+        return a->last_activity > b->last_activity;
+    return a->seq > b->seq;
+}
+
+/* most-available order: online > busy > away > dnd > offline. */
+static int status_rank(enum presence_status st)
+{
+    static const int rank[] = {
+        [PRESENCE_OFFLINE] = 0, [PRESENCE_DND] = 1,    [PRESENCE_AWAY] = 2,
+        [PRESENCE_BUSY] = 3,    [PRESENCE_ONLINE] = 4,
+    };
+
+    return rank[st];
+}
+
+/* What a policy needs to know about a set of sessions. */
+struct merge {
+    enum presence_status best;    /* by status_rank */
+    const struct session *recent; /* most recently active; NULL = empty set */
+    bool any_dnd;
+    bool any_online;
+};
+
+static void merge_add(struct merge *m, const struct session *s)
+{
+    enum presence_status st = session_status(s);
+
+    if (status_rank(st) > status_rank(m->best))
+        m->best = st;
+    m->any_dnd |= st == PRESENCE_DND;
+    m->any_online |= st == PRESENCE_ONLINE;
+    if (m->recent == NULL || session_newer(s, m->recent))
+        m->recent = s;
+}
+
+static enum presence_status merge_result(const struct merge *m, enum presence_policy policy)
+{
+    enum presence_status st;
+
+    if (m->recent == NULL)
+        return PRESENCE_OFFLINE;
+    switch (policy) {
+    case PRESENCE_POLICY_DND_WINS:
+        return m->any_dnd ? PRESENCE_DND : m->best;
+    case PRESENCE_POLICY_MOST_RECENT:
+        /* Idle only if every session is idle. */
+        st = session_status(m->recent);
+        return st == PRESENCE_AWAY && m->any_online ? PRESENCE_ONLINE : st;
+    case PRESENCE_POLICY_MOST_AVAILABLE:
+    default:
+        return m->best;
+    }
+}
+
+/*
+ * The user's current view from its sessions, in one pass: one merge for
+ * all sessions, one per device type, and the most recently active session
+ * that has a custom status. Strings are borrowed from that session.
+ */
+static void user_compute(const struct presence *p, const struct user *u, struct agg *out)
+{
+    struct merge all = {0}, dev[PRESENCE_DEVICE_COUNT];
+    const struct session *custom = NULL;
+    const struct list *pos;
+
+    memset(dev, 0, sizeof(dev));
+    for (pos = u->sessions.next; pos != &u->sessions; pos = pos->next) {
+        const struct session *s = container_of(pos, struct session, link);
+
+        merge_add(&all, s);
+        merge_add(&dev[s->device], s);
+        if (session_has_custom(s) && (custom == NULL || session_newer(s, custom)))
+            custom = s;
+    }
+    out->status = merge_result(&all, p->cfg.policy);
+    for (unsigned d = 0; d < PRESENCE_DEVICE_COUNT; d++)
+        out->devices[d] = merge_result(&dev[d], p->cfg.policy);
+    out->text = custom ? custom->text : NULL;
+    out->emoji = custom ? custom->emoji : NULL;
+    out->custom_expires = custom ? custom->custom_expires : 0;
+}
+
+static bool str_equal(const char *a, const char *b)
+{
+    if (a == NULL || b == NULL)
+        return a == b;
+    return strcmp(a, b) == 0;
+}
+
+static bool agg_equal(const struct agg *a, const struct agg *b)
+{
+    if (a->status != b->status || a->custom_expires != b->custom_expires)
+        return false;
+    if (memcmp(a->devices, b->devices, sizeof(a->devices)) != 0)
+        return false;
+    return str_equal(a->text, b->text) && str_equal(a->emoji, b->emoji);
+}
+
+/* Frees the strings of an owned agg. */
+static void agg_release(struct agg *a)
+{
+    free(a->text);
+    free(a->emoji);
+    a->text = a->emoji = NULL;
+}
+
+/* Fills a public view from an agg (strings borrowed from it). */
+static void view_fill(const struct user *u, const struct agg *a, uint64_t version, uint64_t now,
+                      struct presence_view *v)
+{
+    memset(v, 0, sizeof(*v));
+    v->user = u->uid;
+    v->status = a->status;
+    memcpy(v->devices, a->devices, sizeof(v->devices));
+    v->custom.text = a->text ? a->text : "";
+    v->custom.emoji = a->emoji ? a->emoji : "";
+    v->custom.expires_at = a->custom_expires;
+    v->last_seen = a->status == PRESENCE_OFFLINE ? u->last_seen : 0;
+    v->version = version;
+    v->now = now;
+}
+
+/* ---- users: creation, records, eviction ---- */
+
+static void debounce_fired(struct wheel_timer *t, uint64_t now);
+
+static struct user *user_new(struct presence *p, const char *uid)
+{
+    size_t n = strlen(uid);
+    struct user *u = palloc(p, sizeof(*u) + n + 1);
+
+    list_init(&u->sessions);
+    list_init(&u->lru);
+    wheel_timer_init(&u->debounce, debounce_fired);
+    u->p = p;
+    u->uid_len = n;
+    memcpy(u->uid, uid, n + 1);
+    hmap_insert(&p->users, &u->node, hash_bytes(uid, n));
+    return u;
+}
+
+static void user_free(struct presence *p, struct user *u)
+{
+    /* Only settled users (no session, nothing pending) are freed. */
+    assert(u->nsessions == 0 && !wheel_is_linked(&u->debounce) && !u->in_emit);
+    if (list_is_linked(&u->lru)) {
+        list_del(&u->lru);
+        p->stats.records--;
+    }
+    hmap_remove(&p->users, &u->node);
+    agg_release(&u->pub);
+    free(u);
+}
+
+/*
+ * Puts u where its state says it belongs: a user with sessions or pending
+ * work is live and off the LRU list; one without becomes a last-seen
+ * record at the LRU's tail, and the oldest records beyond last_seen_max
+ * are evicted (u itself only when the bound is 0).
+ */
+static void user_settle(struct presence *p, struct user *u)
+{
+    bool record = u->nsessions == 0 && !wheel_is_linked(&u->debounce) && !u->in_emit;
+
+    if (!record) {
+        if (list_is_linked(&u->lru)) {
+            list_del(&u->lru);
+            p->stats.records--;
+        }
+        return;
+    }
+    if (list_is_linked(&u->lru))
+        return;
+    if (p->cfg.last_seen_max == 0) {
+        user_free(p, u);
+        return;
+    }
+    list_insert_tail(&p->lru, &u->lru);
+    p->stats.records++;
+    while (p->stats.records > p->cfg.last_seen_max) {
+        user_free(p, container_of(list_first(&p->lru), struct user, lru));
+        p->stats.evictions++;
+    }
+}
+
+/* A change to u's view may have happened: make sure a flush is due. */
+static void user_touch(struct presence *p, struct user *u, uint64_t now)
+{
+    if (!wheel_is_linked(&u->debounce))
+        wheel_add(p->wheel, &u->debounce, now + p->cfg.debounce_ms);
+}
+
+/* ---- emission ---- */
+
+/*
+ * The debounce timer: compare, publish a copy, then call on_change with the
+ * old and new views (see the file comment for why in this order).
+ */
+static void debounce_fired(struct wheel_timer *t, uint64_t now)
+{
+    struct user *u = container_of(t, struct user, debounce);
+    struct presence *p = u->p;
+    struct agg cur, old;
+    struct presence_view vold, vcur;
+    uint64_t old_version = u->version;
+
+    user_compute(p, u, &cur);
+    if (!agg_equal(&cur, &u->pub)) {
+        old = u->pub;
+        u->pub = cur;
+        u->pub.text = cur.text ? pstrdup(p, cur.text) : NULL;
+        u->pub.emoji = cur.emoji ? pstrdup(p, cur.emoji) : NULL;
+        u->version = ++p->seq;
+        p->stats.events++;
+        if (p->on_change) {
+            view_fill(u, &old, old_version, now, &vold);
+            view_fill(u, &u->pub, u->version, now, &vcur);
+            u->in_emit = true;
+            p->depth++;
+            p->on_change(p->ctx, &vold, &vcur);
+            p->depth--;
+            u->in_emit = false;
+        }
+        agg_release(&old);
+    }
+    user_settle(p, u);
+}
+
+/* ---- sessions: timers and lifetime ---- */
+
+static void end_fired(struct wheel_timer *t, uint64_t now);
+static void idle_fired(struct wheel_timer *t, uint64_t now);
+static void expire_fired(struct wheel_timer *t, uint64_t now);
+
+static struct presence *session_engine(const struct session *s)
+{
+    return s->user->p;
+}
+
+static void session_info(const struct session *s, struct presence_session_info *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->sid = s->sid;
+    out->user = s->user->uid;
+    out->device = s->device;
+    out->status = session_status(s);
+    out->idle = !s->active;
+    out->attached = s->attached;
+    out->conn_ref = s->conn_ref;
+    out->custom.text = s->text ? s->text : "";
+    out->custom.emoji = s->emoji ? s->emoji : "";
+    out->custom.expires_at = s->custom_expires;
+    out->status_expires_at = s->status_expires;
+    out->connected_at = s->connected_at;
+    out->last_heartbeat = s->last_beat;
+    out->last_activity = s->last_activity;
+}
+
+static struct session *session_new(struct presence *p, struct user *u, const char *sid,
+                                   enum presence_device device, void *conn_ref, uint64_t now)
+{
+    size_t n = strlen(sid);
+    struct session *s = palloc(p, sizeof(*s) + n + 1);
+
+    s->user = u;
+    s->device = device;
+    s->conn_ref = conn_ref;
+    s->seq = ++p->session_seq;
+    s->connected_at = s->last_beat = s->last_activity = now;
+    s->manual = PRESENCE_OFFLINE;
+    s->active = s->attached = true;
+    s->sid_len = n;
+    memcpy(s->sid, sid, n + 1);
+    wheel_timer_init(&s->end_timer, end_fired);
+    wheel_timer_init(&s->idle_timer, idle_fired);
+    wheel_timer_init(&s->expire_timer, expire_fired);
+    hmap_insert(&p->sessions, &s->node, hash_bytes(sid, n));
+    list_insert_tail(&u->sessions, &s->link);
+    if (u->nsessions++ == 0)
+        p->stats.users++;
+    p->stats.sessions++;
+    wheel_add(p->wheel, &s->end_timer, now + p->cfg.session_ttl_ms);
+    wheel_add(p->wheel, &s->idle_timer, now + p->cfg.idle_ms);
+    return s;
+}
+
+/* Removes s from every table and timer; its user stays. */
+static void session_unlink(struct presence *p, struct session *s)
+{
+    wheel_del(&s->end_timer);
+    wheel_del(&s->idle_timer);
+    wheel_del(&s->expire_timer);
+    hmap_remove(&p->sessions, &s->node);
+    list_del(&s->link);
+    if (--s->user->nsessions == 0)
+        p->stats.users--;
+    p->stats.sessions--;
+}
+
+static void session_free(struct session *s)
+{
+    free(s->text);
+    free(s->emoji);
+    free(s);
+}
+
+/*
+ * Ends s: record last seen, unlink, arm the user's flush (which also keeps
+ * the user alive through the callback), tell the caller, free, settle.
+ */
+static void session_end(struct presence *p, struct session *s, enum presence_end_reason reason,
+                        uint64_t now)
+{
+    struct user *u = s->user;
+    struct presence_session_info info;
+    uint64_t seen = MAX(s->last_beat, s->last_activity);
+
+    if (reason == PRESENCE_END_LEAVE)
+        seen = MAX(seen, now);
+    u->last_seen = MAX(u->last_seen, seen);
+    session_unlink(p, s);
+    user_touch(p, u, now);
+    p->stats.ended[reason]++;
+    p->stats.state_writes++;
+    if (p->on_end) {
+        session_info(s, &info);
+        p->depth++;
+        p->on_end(p->ctx, &info, reason);
+        p->depth--;
+    }
+    session_free(s);
+    user_settle(p, u);
+}
+
+static void end_fired(struct wheel_timer *t, uint64_t now)
+{
+    struct session *s = container_of(t, struct session, end_timer);
+
+    session_end(session_engine(s), s, s->attached ? PRESENCE_END_TTL : PRESENCE_END_GRACE, now);
+}
+
+static void idle_fired(struct wheel_timer *t, uint64_t now)
+{
+    struct session *s = container_of(t, struct session, idle_timer);
+    struct presence *p = session_engine(s);
+
+    s->active = false;
+    p->stats.state_writes++;
+    user_touch(p, s->user, now);
+}
+
+/* Arms the expiry timer for the earlier of the two expiries, if any. */
+static void session_arm_expiry(struct presence *p, struct session *s)
+{
+    uint64_t a = s->status_expires ? s->status_expires : UINT64_MAX;
+    uint64_t b = s->custom_expires ? s->custom_expires : UINT64_MAX;
+
+    if (MIN(a, b) == UINT64_MAX)
+        wheel_del(&s->expire_timer);
+    else
+        wheel_add(p->wheel, &s->expire_timer, MIN(a, b));
+}
+
+static void session_clear_custom(struct session *s)
+{
+    free(s->text);
+    free(s->emoji);
+    s->text = s->emoji = NULL;
+    s->custom_expires = 0;
+}
+
+/* BUSY/DND revert to the activity-driven status; a custom status clears. */
+static void expire_fired(struct wheel_timer *t, uint64_t now)
+{
+    struct session *s = container_of(t, struct session, expire_timer);
+    struct presence *p = session_engine(s);
+
+    if (s->status_expires != 0 && s->status_expires <= now) {
+        s->manual = PRESENCE_OFFLINE;
+        s->status_expires = 0;
+    }
+    if (s->custom_expires != 0 && s->custom_expires <= now)
+        session_clear_custom(s);
+    session_arm_expiry(p, s);
+    p->stats.state_writes++;
+    user_touch(p, s->user, now);
+}
+
+/*
+ * Records a heartbeat unless one was recorded less than heartbeat_min_ms
+ * ago (then nothing is written: see "Heartbeat storms" in presence.h).
+ * Returns whether it wrote.
+ */
+static bool session_beat(struct presence *p, struct session *s, uint64_t now)
+{
+    if (now < s->last_beat + p->cfg.heartbeat_min_ms)
+        return false;
+    s->last_beat = now;
+    wheel_add(p->wheel, &s->end_timer, now + p->cfg.session_ttl_ms);
+    return true;
+}
+
+/*
+ * Records activity: the session becomes (or stays) active and its idle
+ * timer restarts. Unless forced (an explicit status change), activity on an
+ * active session less than heartbeat_min_ms after the last recorded one
+ * writes nothing. Recency matters to the view only with several sessions.
+ */
+static bool session_mark_active(struct presence *p, struct session *s, uint64_t now, bool force)
+{
+    bool was_active = s->active;
+
+    if (!force && was_active && now < s->last_activity + p->cfg.heartbeat_min_ms)
+        return false;
+    s->active = true;
+    s->last_activity = now;
+    wheel_add(p->wheel, &s->idle_timer, now + p->cfg.idle_ms);
+    if (!was_active || s->user->nsessions > 1 || force)
+        user_touch(p, s->user, now);
+    return true;
+}
+
+/* The session's user says it is away: idle now, until the next activity. */
+static bool session_mark_idle(struct presence *p, struct session *s, uint64_t now)
+{
+    if (!s->active)
+        return false;
+    s->active = false;
+    wheel_del(&s->idle_timer);
+    user_touch(p, s->user, now);
+    return true;
+}
+
+/* ---- public: lifecycle ---- */
+
+void presence_config_init(struct presence_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->heartbeat_interval_ms = 15000;
+    c->heartbeat_min_ms = 5000;
+    c->session_ttl_ms = 45000;
+    c->reconnect_grace_ms = 5000;
+    c->idle_ms = 300000;
+    c->debounce_ms = 100;
+    c->max_sessions_per_user = 10;
+    c->last_seen_max = 100000;
+    c->version_start = 0;
+    c->policy = PRESENCE_POLICY_MOST_AVAILABLE;
+}
+
+int presence_config_check(const struct presence_config *c)
+{
+    if (c->heartbeat_min_ms == 0 || c->heartbeat_min_ms > c->heartbeat_interval_ms)
+        return PRESENCE_E_CONFIG;
+    if (c->heartbeat_interval_ms >= c->session_ttl_ms)
+        return PRESENCE_E_CONFIG;
+    if (c->idle_ms == 0 || c->max_sessions_per_user == 0)
+        return PRESENCE_E_CONFIG;
+    if ((unsigned)c->policy > PRESENCE_POLICY_MOST_RECENT)
+        return PRESENCE_E_CONFIG;
+    return 0;
+}
+
+struct presence *presence_new(const struct presence_config *cfg, struct wheel *w,
+                              presence_change_cb *on_change, presence_end_cb *on_end, void *ctx)
+{
+    struct presence *p;
+
+    /* The configuration module validates before anything starts. */
+    assert(presence_config_check(cfg) == 0);
+    p = xcalloc(1, sizeof(*p));
+    p->cfg = *cfg;
+    p->wheel = w;
+    p->on_change = on_change;
+    p->on_end = on_end;
+    p->ctx = ctx;
+    p->seq = cfg->version_start;
+    list_init(&p->lru);
+    p->stats.allocations = 1;
+    return p;
+}
+
+void presence_free(struct presence *p)
+{
+    struct hmap_node *n, *next;
+    size_t it;
+
+    if (p == NULL)
+        return;
+    /* Freeing the engine under one of its callbacks is not supported. */
+    assert(p->depth == 0);
+    for (n = hmap_first(&p->users, &it); n; n = next) {
+        struct user *u = container_of(n, struct user, node);
+
+        next = hmap_next(&p->users, n, &it);
+        while (!list_empty(&u->sessions)) {
+            struct session *s = container_of(list_first(&u->sessions), struct session, link);
+
+            session_unlink(p, s);
+            session_free(s);
+        }
+        wheel_del(&u->debounce);
+        u->in_emit = false;
+        user_free(p, u);
+    }
+    hmap_release(&p->users);
+    hmap_release(&p->sessions);
+    free(p);
+}
+
+/* ---- public: sessions ---- */
+
+int presence_session_start(struct presence *p, const char *sid, const char *uid,
+                           enum presence_device device, void *conn_ref, uint64_t now)
+{
+    struct user *u;
+
+    if (!presence_id_valid(sid) || !presence_id_valid(uid))
+        return PRESENCE_E_BAD_ID;
+    if ((unsigned)device >= PRESENCE_DEVICE_COUNT)
+        return PRESENCE_E_BAD_DEVICE;
+    if (session_find(p, sid) != NULL)
+        return PRESENCE_E_SESSION_EXISTS;
+    u = user_find(p, uid);
+    if (u != NULL && u->nsessions >= p->cfg.max_sessions_per_user)
+        return PRESENCE_E_TOO_MANY;
+    if (u == NULL)
+        u = user_new(p, uid);
+    session_new(p, u, sid, device, conn_ref, now);
+    p->stats.state_writes++;
+    user_touch(p, u, now);
+    user_settle(p, u);
+    return 0;
+}
+
+int presence_session_end(struct presence *p, const char *sid, uint64_t now)
+{
+    struct session *s = session_find(p, sid);
+
+    if (s == NULL)
+        return PRESENCE_E_NO_SESSION;
+    session_end(p, s, PRESENCE_END_LEAVE, now);
+    return 0;
+}
+
+int presence_session_kick(struct presence *p, const char *sid, uint64_t now)
+{
+    struct session *s = session_find(p, sid);
+
+    if (s == NULL)
+        return PRESENCE_E_NO_SESSION;
+    session_end(p, s, PRESENCE_END_KICKED, now);
+    return 0;
+}
+
+int presence_socket_closed(struct presence *p, const char *sid, const void *conn_ref, uint64_t now)
+{
+    struct session *s = session_find(p, sid);
+    uint64_t deadline;
+
+    if (s == NULL)
+        return PRESENCE_E_NO_SESSION;
+    if (s->conn_ref != conn_ref)
+        return PRESENCE_E_CONN;
+    if (!s->attached)
+        return 0;
+    /* A close never extends the session past its TTL. */
+    deadline = MIN(now + p->cfg.reconnect_grace_ms, s->last_beat + p->cfg.session_ttl_ms);
+    s->attached = false;
+    wheel_add(p->wheel, &s->end_timer, deadline);
+    p->stats.state_writes++;
+    return 0;
+}
+
+int presence_session_resume(struct presence *p, const char *uid, const char *sid, void *conn_ref,
+                            void **old_conn_ref, uint64_t now)
+{
+    struct session *s;
+
+    if (!presence_id_valid(uid))
+        return PRESENCE_E_BAD_ID;
+    s = session_find(p, sid);
+    if (s == NULL || strcmp(s->user->uid, uid) != 0)
+        return PRESENCE_E_NO_SESSION;
+    if (old_conn_ref != NULL)
+        *old_conn_ref = s->attached ? s->conn_ref : NULL;
+    s->conn_ref = conn_ref;
+    s->attached = true;
+    s->last_beat = MAX(s->last_beat, now);
+    wheel_add(p->wheel, &s->end_timer, s->last_beat + p->cfg.session_ttl_ms);
+    p->stats.state_writes++;
+    return 0;
+}
+
+/* Shared by heartbeat and activity: the live, attached session or an error. */
+static int beat_target(struct presence *p, const char *sid, struct session **out)
+{
+    struct session *s = session_find(p, sid);
+
+    if (s == NULL)
+        return PRESENCE_E_NO_SESSION;
+    if (!s->attached)
+        return PRESENCE_E_DETACHED;
+    *out = s;
+    return 0;
+}
+
+static void count_beat(struct presence *p, bool wrote)
+{
+    p->stats.heartbeats++;
+    if (wrote)
+        p->stats.state_writes++;
+    else
+        p->stats.heartbeats_throttled++;
+}
+
+int presence_heartbeat(struct presence *p, const char *sid, uint64_t now)
+{
+    struct session *s = NULL;
+    int rc = beat_target(p, sid, &s);
+
+    if (rc != 0)
+        return rc;
+    count_beat(p, session_beat(p, s, now));
+    return 0;
+}
+
+int presence_activity(struct presence *p, const char *sid, bool active, uint64_t now)
+{
+    struct session *s = NULL;
+    int rc = beat_target(p, sid, &s);
+    bool wrote;
+
+    if (rc != 0)
+        return rc;
+    wrote = session_beat(p, s, now);
+    if (active)
+        wrote |= session_mark_active(p, s, now, false);
+    else
+        wrote |= session_mark_idle(p, s, now);
+    count_beat(p, wrote);
+    return 0;
+}
+
+/* 0 when (status, expires_at) may be set at now. */
+static int status_check(enum presence_status status, uint64_t expires_at, uint64_t now)
+{
+    switch (status) {
+    case PRESENCE_ONLINE:
+    case PRESENCE_AWAY:
+        return expires_at == 0 ? 0 : PRESENCE_E_BAD_EXPIRY;
+    case PRESENCE_BUSY:
+    case PRESENCE_DND:
+        return expires_at == 0 || expires_at > now ? 0 : PRESENCE_E_BAD_EXPIRY;
+    case PRESENCE_OFFLINE:
+    default:
+        return PRESENCE_E_BAD_STATUS;
+    }
+}
+
+int presence_set_status(struct presence *p, const char *sid, enum presence_status status,
+                        uint64_t expires_at, uint64_t now)
+{
+    struct session *s = session_find(p, sid);
+    int rc;
+
+    if (s == NULL)
+        return PRESENCE_E_NO_SESSION;
+    rc = status_check(status, expires_at, now);
+    if (rc != 0)
+        return rc;
+    s->manual = status == PRESENCE_BUSY || status == PRESENCE_DND ? status : PRESENCE_OFFLINE;
+    s->status_expires = expires_at;
+    if (status == PRESENCE_AWAY) {
+        /* A user action (recency), but one that says "I am away". */
+        s->last_activity = MAX(s->last_activity, now);
+        session_mark_idle(p, s, now);
+    } else {
+        session_mark_active(p, s, now, true);
+    }
+    session_arm_expiry(p, s);
+    user_touch(p, s->user, now);
+    p->stats.state_writes++;
+    return 0;
+}
+
+int presence_set_custom(struct presence *p, const char *sid, const char *text, const char *emoji,
+                        uint64_t expires_at, uint64_t now)
+{
+    struct session *s = session_find(p, sid);
+    char *t, *e;
+    int rc;
+
+    if (s == NULL)
+        return PRESENCE_E_NO_SESSION;
+    rc = presence_custom_check(text, emoji);
+    if (rc != 0)
+        return rc;
+    if (!is_set(text) && !is_set(emoji))
+        expires_at = 0;
+    else if (expires_at != 0 && expires_at <= now)
+        return PRESENCE_E_BAD_EXPIRY;
+    t = pstrdup_opt(p, text);
+    e = pstrdup_opt(p, emoji);
+    session_clear_custom(s);
+    s->text = t;
+    s->emoji = e;
+    s->custom_expires = expires_at;
+    session_mark_active(p, s, now, true);
+    session_arm_expiry(p, s);
+    user_touch(p, s->user, now);
+    p->stats.state_writes++;
+    return 0;
+}
+
+/* ---- public: reads ---- */
+
+int presence_get_user(const struct presence *p, const char *uid, uint64_t now,
+                      struct presence_view *out)
+{
+    const struct user *u;
+
+    if (!presence_id_valid(uid))
+        return PRESENCE_E_BAD_ID;
+    u = user_find(p, uid);
+    if (u == NULL) {
+        memset(out, 0, sizeof(*out));
+        out->user = uid;
+        out->custom.text = out->custom.emoji = "";
+        out->now = now;
+        return 0;
+    }
+    view_fill(u, &u->pub, u->version, now, out);
+    return 0;
+}
+
+int presence_get_session(const struct presence *p, const char *sid,
+                         struct presence_session_info *out)
+{
+    const struct session *s = session_find(p, sid);
+
+    if (s == NULL)
+        return PRESENCE_E_NO_SESSION;
+    session_info(s, out);
+    return 0;
+}
+
+size_t presence_list_sessions(const struct presence *p, const char *uid,
+                              struct presence_session_info *out, size_t cap)
+{
+    const struct user *u = user_find(p, uid);
+    const struct list *pos;
+    size_t n = 0;
+
+    if (u == NULL)
+        return 0;
+    for (pos = u->sessions.next; pos != &u->sessions; pos = pos->next, n++)
+        if (n < cap)
+            session_info(container_of(pos, struct session, link), &out[n]);
+    return n;
+}
+
+int presence_last_seen(const struct presence *p, const char *uid, uint64_t *at)
+{
+    const struct user *u = user_find(p, uid);
+    const struct list *pos;
+    uint64_t seen;
+
+    if (u == NULL)
+        return PRESENCE_E_UNKNOWN_USER;
+    seen = u->last_seen;
+    for (pos = u->sessions.next; pos != &u->sessions; pos = pos->next) {
+        const struct session *s = container_of(pos, struct session, link);
+
+        seen = MAX(seen, MAX(s->last_beat, s->last_activity));
+    }
+    *at = seen;
+    return 0;
+}
+
+void presence_get_stats(const struct presence *p, struct presence_stats *out)
+{
+    *out = p->stats;
+}
