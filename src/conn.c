@@ -353,6 +353,20 @@ static void on_input(struct conn *c, const char *p, size_t n)
         conn_close(c);
 }
 
+void conn_replay_input(struct conn *c)
+{
+    size_t used;
+
+    if (c->in.len == 0 || (c->flags & (CONN_CLOSING | CONN_READ_PAUSED)))
+        return;
+    used = deliver(c, c->in.data, c->in.len);
+    if (c->flags & CONN_CLOSING)
+        return;
+    buf_consume(&c->in, used);
+    if (c->in.len == 0)
+        buf_release(&c->in);
+}
+
 static void on_eof(struct conn *c)
 {
     if (c->flags & (CONN_SHUT_WR | CONN_CLOSE_AFTER)) {

@@ -130,6 +130,9 @@ bool conn_is_closing(const struct conn *c); /* closing or close-after-flush */
 /* Arms c->timer (ops->on_timer) delay_ms from now; re-arms if armed. */
 void conn_timer_start(struct conn *c, uint64_t delay_ms);
 void conn_timer_stop(struct conn *c);
+/* Presents the buffered leftover input to the protocol again (after it
+ * paused, e.g. an HTTP request answered later). Not from inside on_data. */
+void conn_replay_input(struct conn *c);
 /* Switches protocol (e.g. HTTP -> WebSocket). Old proto state must already be released. */
 void conn_set_ops(struct conn *c, const struct conn_ops *ops, void *proto);
 

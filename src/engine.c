@@ -57,6 +57,9 @@ enum engine_op {
     OP_UNWATCH,   /* ditto: stop */
     OP_VIEW,      /* owner -> watcher worker: the current view (snapshot) */
     OP_PRESENCE,  /* owner -> watcher worker: a transition */
+    OP_QUERY,     /* HTTP worker -> owner: read one user (arg = query kind) */
+    OP_HTTP_BEAT, /* HTTP worker -> owner: an HTTP session's heartbeat */
+    OP_ANSWER,    /* owner -> HTTP worker: one JSON part of a query's answer */
 };
 
 /* One bus message of the engine. Strings are inline (ids are bounded);
@@ -70,6 +73,8 @@ struct emsg {
     uint64_t conn_id;    /* the client connection concerned */
     uint64_t expires_in; /* OP_STATUS/OP_CUSTOM: ms, 0 = none */
     uint64_t version;    /* OP_VIEW/OP_PRESENCE */
+    uint64_t query;      /* OP_QUERY/OP_ANSWER: the origin's struct query */
+    uint32_t index;      /* OP_QUERY/OP_ANSWER: position in the answer */
     char uid[PRESENCE_ID_MAX + 1];
     char sid[PRESENCE_ID_MAX + 1];
     char ref[PROTO_REF_MAX]; /* the client's ref as JSON text */
@@ -274,8 +279,8 @@ static void on_end(void *ctx, const struct presence_session_info *s, enum presen
     uint64_t conn_id = (uint64_t)(uintptr_t)s->conn_ref;
     struct emsg *em;
 
-    if (why == PRESENCE_END_GRACE || !s->attached)
-        return; /* its socket is already gone */
+    if (why == PRESENCE_END_GRACE || !s->attached || conn_id == 0)
+        return; /* its socket is already gone, or it is an HTTP session */
     em = emsg_new(OP_ENDED, conn_id);
     em->arg = (int8_t)why;
     copy_id(em->sid, s->sid);
@@ -525,6 +530,10 @@ static void on_presence(struct engine *e, struct emsg *em)
     }
 }
 
+static void op_query(struct engine *e, struct emsg *req);
+static void op_http_beat(struct engine *e, struct emsg *req);
+static void on_answer(struct engine *e, struct emsg *em);
+
 static void on_msg(struct worker *w, struct bus_msg *m)
 {
     struct engine *e = engine_of(w);
@@ -552,6 +561,15 @@ static void on_msg(struct worker *w, struct bus_msg *m)
     case OP_REPLY:
         if ((c = find_client(e, em->conn_id)) != NULL)
             ws_send_payload(c->ws, em->frame);
+        break;
+    case OP_QUERY:
+        op_query(e, em);
+        break;
+    case OP_HTTP_BEAT:
+        op_http_beat(e, em);
+        break;
+    case OP_ANSWER:
+        on_answer(e, em);
         break;
     case OP_KICK:
         if ((c = find_client(e, em->conn_id)) != NULL) {
@@ -1049,4 +1067,259 @@ out_free:
 void engine_client_discard(struct client *c)
 {
     free(c);
+}
+
+/* ---- HTTP reads and HTTP heartbeats ----
+ *
+ * An HTTP request about users is answered by their owners: the worker
+ * that holds the request sends one OP_QUERY per user to its owner, defers
+ * the HTTP answer (httpd_defer), and collects the OP_ANSWER parts by index,
+ * so the answer lists users in the order asked. If the client goes away
+ * first, the query is marked orphaned and freed when the last part comes
+ * back. */
+
+enum query_kind { QUERY_PRESENCE, QUERY_LASTSEEN, QUERY_BEAT };
+
+#define QUERY_MAX_USERS 100 /* users in one HTTP read */
+
+struct query {
+    struct conn *conn; /* NULL once the client went away */
+    enum query_kind kind;
+    size_t n;               /* parts expected */
+    size_t remaining;       /* parts still to come */
+    struct payload **parts; /* by index; raw JSON, not framed */
+};
+
+static void query_abort(void *data)
+{
+    ((struct query *)data)->conn = NULL;
+}
+
+static void query_free(struct query *q)
+{
+    for (size_t i = 0; i < q->n; i++)
+        payload_unref(q->parts[i]);
+    free(q->parts);
+    free(q);
+}
+
+static void query_finish(struct query *q)
+{
+    struct buf b = {0};
+
+    if (q->kind == QUERY_BEAT) {
+        struct payload *p = q->parts[0];
+        httpd_respond(q->conn, p->data[0] == '{' ? 200 : 400, "application/json", NULL,
+                      p->data + (p->data[0] != '{'), p->len - (p->data[0] != '{'));
+        return;
+    }
+    buf_append_str(&b, "{\"users\":[");
+    for (size_t i = 0; i < q->n; i++) {
+        if (i)
+            buf_append(&b, ",", 1);
+        buf_append(&b, q->parts[i]->data, q->parts[i]->len);
+    }
+    buf_append_str(&b, "]}\n");
+    httpd_respond(q->conn, 200, "application/json", "Cache-Control: no-store\r\n", b.data, b.len);
+    buf_release(&b);
+}
+
+static void on_answer(struct engine *e, struct emsg *em)
+{
+    struct query *q = (struct query *)(uintptr_t)em->query;
+
+    (void)e;
+    q->parts[em->index] = payload_ref(em->frame);
+    if (--q->remaining > 0)
+        return;
+    if (q->conn)
+        query_finish(q);
+    query_free(q);
+}
+
+static struct payload *buf_payload(struct buf *b)
+{
+    struct payload *p = payload_from(b->data ? b->data : "", b->len);
+
+    buf_release(b);
+    return p;
+}
+
+/* Owner side: one user's part of a read. */
+static struct payload *encode_lastseen(struct engine *e, const struct presence_view *v)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"user\":");
+    json_append_cstr(&b, v->user);
+    buf_printf(&b, ",\"online\":%s", v->status == PRESENCE_OFFLINE ? "false" : "true");
+    if (v->status == PRESENCE_OFFLINE && v->last_seen) {
+        struct presence_age age = presence_age_of(v->now - v->last_seen);
+        buf_printf(&b, ",\"lastSeen\":{\"at\":%lld,\"ago\":\"%s\"",
+                   (long long)((int64_t)v->last_seen + wall_offset(e)),
+                   presence_age_unit_name(age.unit));
+        if (age.unit <= PRESENCE_AGE_MINUTES)
+            buf_printf(&b, ",\"value\":%u", age.value);
+        buf_append_str(&b, "}");
+    }
+    buf_append_str(&b, "}");
+    return buf_payload(&b);
+}
+
+static void answer(struct engine *e, const struct emsg *req, struct payload *part)
+{
+    struct emsg *em = emsg_new(OP_ANSWER, 0);
+
+    em->query = req->query;
+    em->index = req->index;
+    em->frame = part;
+    send_to(e, req->msg.from, em);
+}
+
+static void op_query(struct engine *e, struct emsg *req)
+{
+    struct presence_view v;
+    struct buf b = {0};
+
+    presence_get_user(e->pres, req->uid, loop_now(e->w->loop), &v);
+    if (req->arg == QUERY_LASTSEEN) {
+        answer(e, req, encode_lastseen(e, &v));
+        return;
+    }
+    presence_encode_user(&v, wall_offset(e), &b);
+    answer(e, req, buf_payload(&b));
+}
+
+/* Owner side: a heartbeat over HTTP starts the session if needed (an HTTP
+ * session has no socket: no grace, its TTL alone ends it), or ends it when
+ * the client says it leaves. Errors come back as "!" + JSON. */
+static void op_http_beat(struct engine *e, struct emsg *req)
+{
+    uint64_t now = loop_now(e->w->loop);
+    const struct config *cfg = &e->w->srv->cfg;
+    struct presence_session_info si;
+    struct buf b = {0};
+    bool known = req->sid[0] && presence_get_session(e->pres, req->sid, &si) == 0 &&
+                 strcmp(si.user, req->uid) == 0 && si.conn_ref == NULL;
+    int r = 0;
+
+    if (req->arg) { /* leave */
+        if (known)
+            presence_session_end(e->pres, req->sid, now);
+        buf_printf(&b, "{\"sessionId\":\"%s\",\"ended\":true}\n", req->sid);
+        answer(e, req, buf_payload(&b));
+        return;
+    }
+    if (known) {
+        presence_heartbeat(e->pres, req->sid, now);
+    } else {
+        new_sid(req->sid);
+        r = presence_session_start(e->pres, req->sid, req->uid, (enum presence_device)req->device,
+                                   NULL, now);
+    }
+    if (r < 0) {
+        buf_append_str(&b, "!{\"error\":{\"code\":\"too_many_sessions\",\"message\":");
+        json_append_cstr(&b, presence_strerror(r));
+        buf_append_str(&b, "}}\n");
+    } else {
+        buf_printf(&b,
+                   "{\"sessionId\":\"%s\",\"created\":%s,\"heartbeatMs\":%lld,"
+                   "\"sessionTtlMs\":%lld}\n",
+                   req->sid, known ? "false" : "true", (long long)cfg->heartbeat_interval_ms,
+                   (long long)cfg->session_ttl_ms);
+    }
+    answer(e, req, buf_payload(&b));
+}
+
+static struct query *query_new(struct conn *c, enum query_kind kind, size_t n)
+{
+    struct query *q = xcalloc(1, sizeof(*q));
+
+    q->conn = c;
+    q->kind = kind;
+    q->n = q->remaining = n;
+    q->parts = xcalloc(n, sizeof(*q->parts));
+    httpd_defer(c, query_abort, q);
+    return q;
+}
+
+static void http_read(struct conn *c, const struct http_request *req, struct worker *w,
+                      enum query_kind kind)
+{
+    struct engine *e = engine_of(w);
+    char ids[QUERY_MAX_USERS][PRESENCE_ID_MAX + 1];
+    size_t pos = 0, n = 0;
+    struct query *q;
+
+    while (n <= QUERY_MAX_USERS) {
+        char id[PRESENCE_ID_MAX + 1];
+        ssize_t r = http_query_next(req->query, req->query_len, "user", &pos, id, sizeof(id));
+        if (r < 0)
+            break; /* no more (an undecodable one ends the list) */
+        if (!presence_id_valid(id)) {
+            httpd_error(c, 400, "bad_user", "user must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
+            return;
+        }
+        if (n == QUERY_MAX_USERS) {
+            httpd_error(c, 400, "too_many_users", "at most 100 users per request");
+            return;
+        }
+        memcpy(ids[n++], id, sizeof(id));
+    }
+    if (n == 0) {
+        httpd_error(c, 400, "bad_user", "give one or more ?user= parameters");
+        return;
+    }
+    q = query_new(c, kind, n);
+    for (size_t i = 0; i < n; i++) {
+        struct emsg *em = emsg_new(OP_QUERY, 0);
+        copy_id(em->uid, ids[i]);
+        em->arg = (int8_t)kind;
+        em->query = (uint64_t)(uintptr_t)q;
+        em->index = (uint32_t)i;
+        send_to(e, owner_of(e, ids[i]), em);
+    }
+}
+
+void engine_http_presence(struct conn *c, const struct http_request *req, struct worker *w)
+{
+    http_read(c, req, w, QUERY_PRESENCE);
+}
+
+void engine_http_lastseen(struct conn *c, const struct http_request *req, struct worker *w)
+{
+    http_read(c, req, w, QUERY_LASTSEEN);
+}
+
+/* POST /v1/heartbeat {"user":"alice","sessionId":"…","device":"web","leave":false} */
+void engine_http_heartbeat(struct conn *c, const struct http_request *req, struct worker *w)
+{
+    struct engine *e = engine_of(w);
+    cJSON *root = cJSON_ParseWithLength(req->body ? req->body : "", req->body_len);
+    const cJSON *user = cJSON_GetObjectItemCaseSensitive(root, "user");
+    const cJSON *sid = cJSON_GetObjectItemCaseSensitive(root, "sessionId");
+    const cJSON *dev = cJSON_GetObjectItemCaseSensitive(root, "device");
+    const cJSON *leave = cJSON_GetObjectItemCaseSensitive(root, "leave");
+    int d = PRESENCE_DEVICE_WEB;
+    struct emsg *em;
+
+    if (!cJSON_IsObject(root) || !cJSON_IsString(user) || !presence_id_valid(user->valuestring) ||
+        (sid && (!cJSON_IsString(sid) || !presence_id_valid(sid->valuestring))) ||
+        (dev && (!cJSON_IsString(dev) || (d = presence_device_parse(dev->valuestring)) < 0)) ||
+        (leave && !cJSON_IsBool(leave))) {
+        httpd_error(c, 400, "bad_request",
+                    "body must be {\"user\":id, \"sessionId\"?:id, \"device\"?:name, "
+                    "\"leave\"?:bool}");
+        cJSON_Delete(root);
+        return;
+    }
+    em = emsg_new(OP_HTTP_BEAT, 0);
+    copy_id(em->uid, user->valuestring);
+    if (sid)
+        copy_id(em->sid, sid->valuestring);
+    em->device = (uint8_t)d;
+    em->arg = cJSON_IsTrue(leave);
+    em->query = (uint64_t)(uintptr_t)query_new(c, QUERY_BEAT, 1);
+    send_to(e, owner_of(e, em->uid), em);
+    cJSON_Delete(root);
 }

@@ -53,6 +53,14 @@ extern const struct ws_app engine_app;
  * 400 (bad_user, bad_device) and returns NULL. */
 struct client *engine_client_prepare(struct worker *w, struct conn *conn,
                                      const struct http_request *req);
+/* GET /v1/presence?user=a&user=b: {"users":[<presence objects>]}, in the
+ * order asked, at most 100 users. GET /v1/lastseen?user=…: {"users":
+ * [{"user":..,"online":..,"lastSeen":{..}}]}. POST /v1/heartbeat: a
+ * session without a socket (see docs/api.md). Answered when the owners
+ * replied (the request is deferred meanwhile). */
+void engine_http_presence(struct conn *c, const struct http_request *req, struct worker *w);
+void engine_http_lastseen(struct conn *c, const struct http_request *req, struct worker *w);
+void engine_http_heartbeat(struct conn *c, const struct http_request *req, struct worker *w);
 /* Frees a prepared client whose upgrade failed (on_open never ran). */
 void engine_client_discard(struct client *c);
 

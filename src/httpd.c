@@ -67,6 +67,34 @@ static const char *http_date(void)
     return cache;
 }
 
+static void arm_timer(struct conn *c, enum httpd_state st);
+
+/* A deferred request was answered: go on with the connection, including
+ * any pipelined requests that waited in the input buffer. */
+static void finish_deferred(struct conn *c)
+{
+    struct httpd_conn *h = proto(c);
+
+    h->deferred = 0;
+    h->abort_cb = NULL;
+    if (!h->keep_alive) {
+        conn_close_after_flush(c);
+        return;
+    }
+    h->state = HTTPD_WAITING;
+    arm_timer(c, HTTPD_WAITING);
+    conn_replay_input(c);
+}
+
+void httpd_defer(struct conn *c, void (*abort_cb)(void *data), void *data)
+{
+    struct httpd_conn *h = proto(c);
+
+    h->deferred = 1;
+    h->abort_cb = abort_cb;
+    h->abort_data = data;
+}
+
 void httpd_respond(struct conn *c, int status, const char *content_type, const char *extra_headers,
                    const void *body, size_t len)
 {
@@ -104,6 +132,8 @@ void httpd_respond(struct conn *c, int status, const char *content_type, const c
     if (status >= 500)
         log_warnx("http", "status=%d conn=%llu req=%llu", status, (unsigned long long)c->id,
                   (unsigned long long)h->req_seq);
+    if (h->deferred)
+        finish_deferred(c);
 }
 
 void httpd_error(struct conn *c, int status, const char *code, const char *message)
@@ -208,7 +238,7 @@ static bool serve(struct conn *c, const struct http_request *req)
     METRIC_ADD(&w->metrics, http_requests, 1);
     conn_timer_stop(c);
     route_dispatch(c, req, w);
-    if (c->ops != &httpd_ops || conn_is_closing(c))
+    if (c->ops != &httpd_ops || conn_is_closing(c) || h->deferred)
         return false;
     if (!h->responded)
         httpd_error(c, 500, "internal", "handler did not answer");
@@ -237,6 +267,8 @@ static size_t httpd_on_data(struct conn *c, const char *p, size_t n)
     size_t max_body = (size_t)h->worker->srv->cfg.http_max_body_bytes;
     size_t off = 0;
 
+    if (h->deferred)
+        return 0; /* the next request waits for the current answer */
     while (off < n) {
         struct http_request req;
         ssize_t r = http_parse_request(p + off, n - off, max_body, &req);
@@ -253,7 +285,9 @@ static size_t httpd_on_data(struct conn *c, const char *p, size_t n)
         if (!serve(c, &req)) {
             if (c->ops != &httpd_ops)
                 free(h); /* taken over: the new protocol owns c->proto */
-            return c->ops != &httpd_ops ? off : n;
+            if (c->ops != &httpd_ops || (h->deferred && !conn_is_closing(c)))
+                return off;
+            return n;
         }
         h->state = HTTPD_WAITING;
     }
@@ -291,6 +325,8 @@ static void httpd_on_close(struct conn *c)
 {
     struct httpd_conn *h = proto(c);
 
+    if (h->deferred && h->abort_cb)
+        h->abort_cb(h->abort_data);
     METRIC_SUB(&h->worker->metrics, conns_http, 1);
     free(h);
 }

@@ -26,13 +26,16 @@ extern const struct conn_ops httpd_ops;
 
 /* Per-connection HTTP state (conn->proto while speaking HTTP). */
 struct httpd_conn {
-    struct worker *worker; /* borrowed */
-    uint64_t req_seq;      /* requests seen on this connection */
-    int responded;         /* current request answered (or taken over) */
-    int keep_alive;        /* current request allows keep-alive */
-    int head_only;         /* current request is HEAD: no body bytes */
-    int draining;          /* shutdown: answer with Connection: close */
-    int state;             /* waiting for a request, or one is partial */
+    struct worker *worker;        /* borrowed */
+    uint64_t req_seq;             /* requests seen on this connection */
+    int responded;                /* current request answered (or taken over) */
+    int keep_alive;               /* current request allows keep-alive */
+    int head_only;                /* current request is HEAD: no body bytes */
+    int draining;                 /* shutdown: answer with Connection: close */
+    int state;                    /* waiting for a request, or one is partial */
+    int deferred;                 /* the current request is answered later */
+    void (*abort_cb)(void *data); /* deferred: called if the connection closes first */
+    void *abort_data;             /* for abort_cb */
 };
 
 /* Starts HTTP on a freshly accepted connection. */
@@ -50,6 +53,13 @@ uint64_t httpd_request_id(const struct conn *c);
 /* Marks the current request as answered by a protocol switch (WebSocket,
  * SSE): httpd stops managing the connection. */
 void httpd_taken_over(struct conn *c);
+/* Defers the answer to the current request: the handler returns without
+ * answering and httpd reads no further request on c until httpd_respond()
+ * or httpd_error() answers it later, on this worker, outside the handler
+ * (pipelined requests behind it wait in the input buffer). If c closes
+ * first, abort_cb(data) is called once, from c's deferred free; after that
+ * c must not be used. */
+void httpd_defer(struct conn *c, void (*abort_cb)(void *data), void *data);
 /* Shutdown: closes c now if it is between requests, else after the
  * response to the request in progress (answered with Connection: close). */
 void httpd_drain(struct conn *c);

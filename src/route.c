@@ -103,6 +103,9 @@ static const struct route routes[] = {
     {"GET", "/readyz", get_readyz},
     {"GET", "/metrics", get_metrics},
     {"GET", "/v1/ws", get_ws},
+    {"GET", "/v1/presence", engine_http_presence},
+    {"GET", "/v1/lastseen", engine_http_lastseen},
+    {"POST", "/v1/heartbeat", engine_http_heartbeat},
 #ifdef PRESENCED_TESTING
     {"GET", "/test/echo", get_test_echo},
     {"GET", "/test/sse", get_test_sse},

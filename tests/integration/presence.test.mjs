@@ -272,6 +272,86 @@ for (const workers of ['1', '4']) {
       await w.close();
     });
 
+    test('GET /v1/presence answers for several users in the order asked', async () => {
+      const a = uid('ha');
+      const b = uid('hb');
+      const ca = await Client.open(srv, { user: a, device: 'mobile' });
+      await sleep(150); // past the debounce window: reads return emitted views
+      const r = await fetch(`${srv.url}/v1/presence?user=${b}&user=${a}`);
+      assert.equal(r.status, 200);
+      const body = await r.json();
+      assert.deepEqual(body.users.map((u) => u.user), [b, a]);
+      assert.equal(body.users[0].status, 'offline');
+      assert.equal(body.users[1].status, 'online');
+      assert.deepEqual(body.users[1].devices, { mobile: 'online' });
+      await ca.close();
+    });
+
+    test('GET /v1/lastseen gives age-based last seen after a leave', async () => {
+      const a = uid('ls');
+      const ca = await Client.open(srv, { user: a });
+      ca.send({ type: 'leave' });
+      await ca.closed;
+      await sleep(150);
+      const body = await (await fetch(`${srv.url}/v1/lastseen?user=${a}&user=${uid('never')}`)).json();
+      assert.equal(body.users[0].online, false);
+      assert.ok(body.users[0].lastSeen.at <= Date.now() + 5);
+      assert.equal(body.users[0].lastSeen.ago, 'seconds');
+      assert.equal(body.users[1].online, false);
+      assert.equal(body.users[1].lastSeen, undefined, 'never seen: no last seen');
+    });
+
+    test('HTTP reads: bad input is a 400 JSON error; pipelined reads are answered in order', async () => {
+      assert.equal((await fetch(`${srv.url}/v1/presence`)).status, 400);
+      assert.equal((await (await fetch(`${srv.url}/v1/presence?user=bad%20id`)).json()).error.code, 'bad_user');
+      const many = Array.from({ length: 101 }, (_, i) => `user=u${i}`).join('&');
+      assert.equal((await (await fetch(`${srv.url}/v1/presence?${many}`)).json()).error.code, 'too_many_users');
+      const { connect, parseResponses } = await import('./lib/raw.mjs');
+      const c = await connect(srv.port);
+      await c.write('GET /v1/presence?user=p1 HTTP/1.1\r\nHost: x\r\n\r\n' +
+        'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/lastseen?user=p2 HTTP/1.1\r\nHost: x\r\n\r\n');
+      const res = parseResponses(await c.until((d) => parseResponses(d).length === 3));
+      assert.deepEqual(res.map((x) => x.status), [200, 200, 200]);
+      assert.equal(JSON.parse(res[0].body).users[0].user, 'p1');
+      assert.equal(JSON.parse(res[1].body).status, 'ok');
+      assert.equal(JSON.parse(res[2].body).users[0].user, 'p2');
+      c.close();
+    });
+
+    test('POST /v1/heartbeat keeps a socketless session; leave and TTL end it', async () => {
+      const user = uid('http');
+      const w = await watcher(user);
+      await w.presenceOf(user);
+      const post = (body) => fetch(`${srv.url}/v1/heartbeat`, { method: 'POST', body: JSON.stringify(body) });
+      let r = await post({ user, device: 'mobile' });
+      assert.equal(r.status, 200);
+      const first = await r.json();
+      assert.equal(first.created, true);
+      assert.match(first.sessionId, /^[0-9a-f]{32}$/);
+      assert.equal(first.sessionTtlMs, 2000);
+      assert.deepEqual((await w.presenceOf(user)).devices, { mobile: 'online' });
+      for (let i = 0; i < 4; i++) {
+        await sleep(700);
+        r = await (await post({ user, sessionId: first.sessionId })).json();
+        assert.equal(r.created, false, 'the same session is kept alive');
+      }
+      assert.deepEqual(w.drainPresence(user), [], 'heartbeats cause no events');
+      await post({ user, sessionId: first.sessionId, leave: true });
+      assert.equal((await w.presenceOf(user)).status, 'offline');
+      const again = await (await post({ user })).json();
+      assert.equal((await w.presenceOf(user)).status, 'online');
+      const t0 = Date.now();
+      assert.equal((await w.presenceOf(user, 4000)).status, 'offline', 'no heartbeats: the TTL ends it');
+      assert.ok(Date.now() - t0 >= 1500);
+      void again;
+      for (const bad of ['', '[]', '{"user":"bad id"}', '{"user":"u","device":"toaster"}', '{"user":"u","leave":"x"}']) {
+        const x = await fetch(`${srv.url}/v1/heartbeat`, { method: 'POST', body: bad });
+        assert.equal(x.status, 400, bad);
+        assert.equal((await x.json()).error.code, 'bad_request');
+      }
+      await w.close();
+    });
+
     test('unwatch stops updates; others are never told about unwatched users', async () => {
       const user = uid('unw');
       const other = uid('other');
