@@ -35,6 +35,7 @@
 #include "log.h"
 #include "presence.h"
 #include "proto.h"
+#include "sse.h"
 #include "util.h"
 #include "worker.h"
 #include "ws.h"
@@ -93,7 +94,8 @@ struct watch_link {
 struct client {
     struct hmap_node node; /* e->clients, by conn_id */
     struct engine *e;
-    struct wsconn *ws; /* NULL before open */
+    struct wsconn *ws;      /* NULL before open, and for an event stream */
+    struct sse_stream *sse; /* an event stream (GET /v1/presence/events) */
     uint64_t conn_id;
     char uid[PRESENCE_ID_MAX + 1]; /* "" for an anonymous observer */
     char sid[PRESENCE_ID_MAX + 1]; /* session id once started (or asked to resume) */
@@ -110,9 +112,10 @@ struct client {
 struct watch {
     struct hmap_node node; /* e->watches, by uid */
     char uid[PRESENCE_ID_MAX + 1];
-    struct list links;    /* struct watch_link.link */
-    struct payload *last; /* last presence frame, NULL until the owner answered */
-    uint64_t version;     /* of last */
+    struct list links;        /* struct watch_link.link */
+    struct payload *last;     /* last presence frame, NULL until the owner answered */
+    struct payload *last_sse; /* the same as an SSE event, made on first need */
+    uint64_t version;         /* of last */
 };
 
 struct sub {
@@ -503,6 +506,35 @@ static void on_ended(struct engine *e, struct emsg *em)
         ws_close(c->ws, 4000, "session ended");
 }
 
+/* The JSON inside a server WebSocket frame (unmasked, so the header is
+ * 2, 4 or 10 bytes by the 7-bit length field). */
+static void frame_json(const struct payload *f, const char **p, size_t *n)
+{
+    unsigned len7 = (unsigned char)f->data[1] & 0x7fu;
+    size_t hdr = len7 < 126 ? 2 : len7 == 126 ? 4 : 10;
+
+    *p = f->data + hdr;
+    *n = f->len - hdr;
+}
+
+/* Sends a watch's last state to one watcher, as a WebSocket frame or an
+ * SSE event (formatted once per version, shared by all streams). */
+static void client_send_state(struct client *c, struct watch *wt)
+{
+    const char *json;
+    size_t n;
+
+    if (c->ws) {
+        ws_send_payload(c->ws, wt->last);
+        return;
+    }
+    if (!wt->last_sse) {
+        frame_json(wt->last, &json, &n);
+        wt->last_sse = sse_format("presence", wt->version ? wt->version : 1, json, n);
+    }
+    sse_send_payload(c->sse, wt->last_sse);
+}
+
 /* Delivers a presence frame to the local watchers of em->uid: a newer
  * version goes to every watcher; a snapshot (OP_VIEW) that brings nothing
  * newer only to the watchers still waiting for their first state. */
@@ -517,7 +549,9 @@ static void on_presence(struct engine *e, struct emsg *em)
     newer = !wt->last || em->version > wt->version;
     if (newer) {
         payload_unref(wt->last);
+        payload_unref(wt->last_sse);
         wt->last = payload_ref(em->frame);
+        wt->last_sse = NULL;
         wt->version = em->version;
     }
     list_foreach_safe(pos, tmp, &wt->links)
@@ -525,7 +559,7 @@ static void on_presence(struct engine *e, struct emsg *em)
         struct watch_link *l = container_of(pos, struct watch_link, link);
 
         if (newer || l->need_snapshot)
-            ws_send_payload(l->client->ws, wt->last);
+            client_send_state(l->client, wt);
         l->need_snapshot = false;
     }
 }
@@ -772,7 +806,7 @@ static void watch_add(struct client *c, const char *uid)
     }
     c->links[c->nlinks++] = l;
     if (wt->last)
-        ws_send_payload(c->ws, wt->last); /* snapshot from the local copy */
+        client_send_state(c, wt); /* snapshot from the local copy */
 }
 
 static void watch_remove(struct client *c, size_t idx)
@@ -788,6 +822,7 @@ static void watch_remove(struct client *c, size_t idx)
     watch_request(c->e, wt->uid, OP_UNWATCH);
     hmap_remove(&c->e->watches, &wt->node);
     payload_unref(wt->last);
+    payload_unref(wt->last_sse);
     free(wt);
 }
 
@@ -1322,4 +1357,51 @@ void engine_http_heartbeat(struct conn *c, const struct http_request *req, struc
     em->query = (uint64_t)(uintptr_t)query_new(c, QUERY_BEAT, 1);
     send_to(e, owner_of(e, em->uid), em);
     cJSON_Delete(root);
+}
+
+/* ---- event streams: GET /v1/presence/events?user=a&user=b ----
+ *
+ * A read-only watcher: the stream starts with one "presence" event per
+ * user (the current state), then one per transition, each with the user's
+ * version as its id. Presence is state, not a log, so a reconnect (with
+ * or without Last-Event-ID) gets the current state again; versions let the
+ * client drop what it already has. */
+
+static void sse_closed(struct sse_stream *s, void *data)
+{
+    struct client *c = data;
+
+    (void)s;
+    while (c->nlinks > 0)
+        watch_remove(c, c->nlinks - 1);
+    free(c->links);
+    free(c);
+}
+
+void engine_sse_presence(struct conn *conn, const struct http_request *req, struct worker *w)
+{
+    char ids[QUERY_MAX_USERS][PRESENCE_ID_MAX + 1];
+    struct client *c;
+    size_t pos = 0, n = 0, idx;
+
+    for (;;) {
+        char id[PRESENCE_ID_MAX + 1];
+        if (http_query_next(req->query, req->query_len, "user", &pos, id, sizeof(id)) < 0)
+            break;
+        if (!presence_id_valid(id) || n == QUERY_MAX_USERS) {
+            httpd_error(conn, 400, "bad_user", "1 to 100 valid ?user= parameters");
+            return;
+        }
+        memcpy(ids[n++], id, sizeof(id));
+    }
+    if (n == 0) {
+        httpd_error(conn, 400, "bad_user", "give one or more ?user= parameters");
+        return;
+    }
+    c = xcalloc(1, sizeof(*c));
+    c->e = engine_of(w);
+    c->sse = sse_start(conn, w, sse_closed, c);
+    for (size_t i = 0; i < n; i++)
+        if (!find_link(c, ids[i], &idx))
+            watch_add(c, ids[i]);
 }

@@ -61,6 +61,10 @@ struct client *engine_client_prepare(struct worker *w, struct conn *conn,
 void engine_http_presence(struct conn *c, const struct http_request *req, struct worker *w);
 void engine_http_lastseen(struct conn *c, const struct http_request *req, struct worker *w);
 void engine_http_heartbeat(struct conn *c, const struct http_request *req, struct worker *w);
+/* GET /v1/presence/events?user=…: a Server-Sent Events stream of the
+ * users' presence (snapshot, then transitions; event "presence", id = the
+ * user's version). */
+void engine_sse_presence(struct conn *c, const struct http_request *req, struct worker *w);
 /* Frees a prepared client whose upgrade failed (on_open never ran). */
 void engine_client_discard(struct client *c);
 

@@ -105,6 +105,7 @@ static const struct route routes[] = {
     {"GET", "/v1/ws", get_ws},
     {"GET", "/v1/presence", engine_http_presence},
     {"GET", "/v1/lastseen", engine_http_lastseen},
+    {"GET", "/v1/presence/events", engine_sse_presence},
     {"POST", "/v1/heartbeat", engine_http_heartbeat},
 #ifdef PRESENCED_TESTING
     {"GET", "/test/echo", get_test_echo},
