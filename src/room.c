@@ -1,0 +1,1184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * room.c - room presence of one partition: rooms and members in intrusive
+ * hash tables, a dirty list and one flush timer per room for batched
+ * deltas, a per-room ring of encoded deltas for resume, and a per-seq
+ * snapshot cache. The ephemeral lane lives in room_ephemeral.c.
+ *
+ * Every member record keeps two states: the current one, changed by the
+ * calls, and the published one, which is what the last delta told
+ * subscribers. Flushing a room turns the difference into one delta. This
+ * file does not know connections, subscriptions or frames: output is
+ * payloads handed to callbacks (see room.h).
+ */
+#include "room_internal.h"
+
+#include <assert.h>
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hmap.h"
+#include "json.h"
+#include "list.h"
+#include "utf8.h"
+
+#define EPOCH_MASK ((UINT64_C(1) << 53) - 1) /* epochs stay exact as JSON numbers */
+#define RING_MIN   8u                        /* first ring allocation, in entries */
+
+/* ---- ids, JSON input ---- */
+
+static bool id_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.' || c == '~' || c == ':' || c == '@';
+}
+
+bool room__id_ok(const char *s, size_t max)
+{
+    size_t n;
+
+    if (s == NULL)
+        return false;
+    for (n = 0; s[n]; n++)
+        if (n >= max || !id_char((unsigned char)s[n]))
+            return false;
+    return n > 0;
+}
+
+static bool is_json_ws(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* Parses (p, n) as exactly one JSON value with optional whitespace around
+ * it; NULL when it is not. cJSON would accept a leading BOM and trailing
+ * bytes, and does not check UTF-8, so those are checked here. */
+static cJSON *parse_json(const char *p, size_t n)
+{
+    const char *end = NULL;
+    cJSON *v;
+
+    if (n == 0 || !utf8_valid(p, n) || (n >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0))
+        return NULL;
+    v = cJSON_ParseWithLengthOpts(p, n, &end, false);
+    if (v == NULL)
+        return NULL;
+    while (end < p + n && is_json_ws(*end))
+        end++;
+    if (end != p + n) {
+        cJSON_Delete(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* cJSON reports out-of-memory as NULL; the project aborts on OOM. */
+static void *must(void *p)
+{
+    if (p == NULL)
+        abort();
+    return p;
+}
+
+/* Parses (p, n) and returns its compact form (free() it), or NULL with *err
+ * set: size_err when the text or its compact form exceeds max, json_err
+ * when it is not one JSON value. */
+char *room__compact_json(const char *p, size_t n, size_t max, int size_err, int json_err, int *err)
+{
+    cJSON *v;
+    char *s;
+
+    if (n > max) {
+        *err = size_err;
+        return NULL;
+    }
+    v = parse_json(p, n);
+    if (v == NULL) {
+        *err = json_err;
+        return NULL;
+    }
+    s = must(cJSON_PrintUnformatted(v));
+    cJSON_Delete(v);
+    if (strlen(s) > max) {
+        free(s);
+        *err = size_err;
+        return NULL;
+    }
+    return s;
+}
+
+/* Moves a compact JSON string from room__compact_json() into a new payload. */
+static struct payload *payload_take(char *s)
+{
+    struct payload *p = payload_from(s, strlen(s));
+
+    free(s);
+    return p;
+}
+
+/*
+ * RFC 7386 MergePatch(target, patch): consumes target, borrows patch and
+ * returns the result. An object patch merges key by key into an object
+ * target (a non-object target becomes {} first): a null value deletes the
+ * key, an object value merges recursively, anything else replaces. A
+ * non-object patch replaces the whole target. Keys keep their position when
+ * replaced in place, so patching a value to what it was leaves the compact
+ * form byte-identical and produces no delta.
+ */
+static cJSON *merge_patch(cJSON *target, const cJSON *patch)
+{
+    const cJSON *p;
+
+    if (!cJSON_IsObject(patch)) {
+        cJSON_Delete(target);
+        return must(cJSON_Duplicate(patch, true));
+    }
+    if (!cJSON_IsObject(target)) {
+        cJSON_Delete(target);
+        target = must(cJSON_CreateObject());
+    }
+    cJSON_ArrayForEach(p, patch)
+    {
+        cJSON *old = cJSON_GetObjectItemCaseSensitive(target, p->string);
+
+        if (cJSON_IsNull(p)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(target, p->string);
+        } else if (cJSON_IsObject(old) && cJSON_IsObject(p)) {
+            merge_patch(old, p); /* in place: returns old */
+        } else if (old != NULL) {
+            cJSON_ReplaceItemInObjectCaseSensitive(target, p->string, merge_patch(NULL, p));
+        } else {
+            cJSON_AddItemToObject(target, p->string, merge_patch(NULL, p));
+        }
+    }
+    return target;
+}
+
+/* ---- lookups ---- */
+
+static struct room *room_find(const struct room_engine *e, const char *id)
+{
+    uint64_t h = hash_bytes(id, strlen(id));
+    struct hmap_node *n;
+
+    for (n = hmap_find(&e->rooms, h); n; n = hmap_find_next(n, h)) {
+        struct room *r = container_of(n, struct room, node);
+        if (strcmp(r->id, id) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+static struct member *member_find(const struct room *r, const char *user)
+{
+    uint64_t h = hash_bytes(user, strlen(user));
+    struct hmap_node *n;
+
+    for (n = hmap_find(&r->members, h); n; n = hmap_find_next(n, h)) {
+        struct member *m = container_of(n, struct member, node);
+        if (strcmp(m->user, user) == 0)
+            return m;
+    }
+    return NULL;
+}
+
+/* Index of session in m's sessions, or -1. */
+static long session_index(const struct member *m, const char *session)
+{
+    for (size_t i = 0; i < m->nsessions; i++)
+        if (strcmp(m->sessions[i], session) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* Common lookup of the mutating calls: validates the ids and finds the
+ * member, which must hold a session. */
+int room__find_member(const struct room_engine *e, const char *room, const char *user,
+                      struct member **out)
+{
+    struct room *r;
+    struct member *m;
+
+    if (!room__id_ok(room, ROOM_ID_MAX))
+        return ROOM_E_ROOM_ID;
+    if (!room__id_ok(user, ROOM_ID_MAX))
+        return ROOM_E_USER_ID;
+    r = room_find(e, room);
+    if (r == NULL)
+        return ROOM_E_NO_ROOM;
+    m = member_find(r, user);
+    if (m == NULL || m->nsessions == 0)
+        return ROOM_E_NOT_MEMBER;
+    *out = m;
+    return 0;
+}
+
+/* ---- encoding ---- */
+
+struct room_msg room__make_msg(const struct room_engine *e, const struct buf *b, uint64_t seq)
+{
+    struct room_msg msg;
+
+    msg.payload = e->cfg.frame ? e->cfg.frame(b->data, b->len) : payload_from(b->data, b->len);
+    /* The frame function's contract: the JSON is the payload's tail. */
+    assert(msg.payload->len >= b->len);
+    msg.json = msg.payload->data + (msg.payload->len - b->len);
+    msg.json_len = b->len;
+    msg.seq = seq;
+    return msg;
+}
+
+/* {"user":"u","joinedAt":T,"meta":M} as published. */
+static void append_member(struct buf *b, const struct member *m)
+{
+    buf_append_str(b, "{\"user\":");
+    json_append_cstr(b, m->user);
+    buf_append_str(b, ",\"joinedAt\":");
+    json_append_u64(b, m->pub_joined_at);
+    buf_append_str(b, ",\"meta\":");
+    buf_append(b, m->pub_meta->data, m->pub_meta->len);
+    buf_append_str(b, "}");
+}
+
+/* "room":"r","epoch":E,"seq":N,"mode":"m","count":C (no braces). */
+static void append_head(struct buf *b, const char *id, uint64_t epoch, uint64_t seq,
+                        enum room_mode mode, size_t count)
+{
+    buf_append_str(b, "\"room\":");
+    json_append_cstr(b, id);
+    buf_append_str(b, ",\"epoch\":");
+    json_append_u64(b, epoch);
+    buf_append_str(b, ",\"seq\":");
+    json_append_u64(b, seq);
+    buf_append_str(b, ",\"mode\":");
+    json_append_cstr(b, room_mode_name(mode));
+    buf_append_str(b, ",\"count\":");
+    json_append_u64(b, count);
+}
+
+/* A snapshot (type != NULL) or info object of the published room, listing
+ * at most limit published members in join order. r may be NULL: the empty
+ * room of epoch 0. */
+static void encode_state(struct buf *b, const char *type, const char *id, const struct room *r,
+                         size_t limit)
+{
+    struct list *pos;
+    size_t listed = 0;
+
+    buf_append_str(b, "{");
+    if (type) {
+        buf_append_str(b, "\"type\":");
+        json_append_cstr(b, type);
+        buf_append_str(b, ",");
+    }
+    if (r == NULL) {
+        append_head(b, id, 0, 0, ROOM_MODE_NORMAL, 0);
+        buf_append_str(b, ",\"members\":[]}");
+        return;
+    }
+    append_head(b, id, r->epoch, r->seq, r->mode, r->published);
+    buf_append_str(b, ",\"members\":[");
+    for (pos = r->order.next; pos != &r->order && listed < limit; pos = pos->next) {
+        const struct member *m = container_of(pos, struct member, order);
+        if (!m->pub)
+            continue;
+        if (listed++)
+            buf_append_str(b, ",");
+        append_member(b, m);
+    }
+    buf_append_str(b, "]}");
+}
+
+static size_t snapshot_limit(const struct room *r)
+{
+    return r->mode == ROOM_MODE_INTERVAL ? r->e->cfg.snapshot_limit : SIZE_MAX;
+}
+
+/* A new snapshot message of r's published state. */
+static struct room_msg encode_snapshot(struct room_engine *e, const struct room *r)
+{
+    struct room_msg msg;
+
+    e->out.len = 0;
+    encode_state(&e->out, "room_snapshot", r->id, r, snapshot_limit(r));
+    msg = room__make_msg(e, &e->out, r->seq);
+    e->stats.snapshots++;
+    return msg;
+}
+
+enum { DELTA_JOINS, DELTA_LEAVES, DELTA_PATCHES }; /* the lists of a delta */
+
+/* Per-flush lists: entries and totals. */
+struct delta_lists {
+    size_t total[3]; /* changes of each kind */
+    size_t listed[3];
+    size_t limit; /* entries listed per list */
+};
+
+static void delta_add(struct room_engine *e, struct delta_lists *d, int which,
+                      const struct member *m)
+{
+    struct buf *b = &e->lists[which];
+
+    d->total[which]++;
+    if (d->listed[which] >= d->limit)
+        return;
+    if (d->listed[which]++)
+        buf_append_str(b, ",");
+    if (which == DELTA_LEAVES)
+        json_append_cstr(b, m->user);
+    else
+        append_member(b, m);
+}
+
+static struct room_msg encode_delta(struct room_engine *e, const struct room *r,
+                                    const struct delta_lists *d)
+{
+    static const char *const names[3] = {"joins", "leaves", "patches"};
+    static const char *const counts[3] = {"joinCount", "leaveCount", "patchCount"};
+    struct buf *b = &e->out;
+
+    b->len = 0;
+    buf_append_str(b, "{\"type\":\"room_delta\",");
+    append_head(b, r->id, r->epoch, r->seq, r->mode, r->published);
+    for (int i = 0; i < 3; i++) {
+        buf_printf(b, ",\"%s\":[", names[i]);
+        buf_append(b, e->lists[i].data, e->lists[i].len);
+        buf_append_str(b, "]");
+    }
+    for (int i = 0; r->mode == ROOM_MODE_INTERVAL && i < 3; i++) {
+        buf_printf(b, ",\"%s\":", counts[i]);
+        json_append_u64(b, d->total[i]);
+    }
+    buf_append_str(b, "}");
+    return room__make_msg(e, b, r->seq);
+}
+
+/* ---- ring ---- */
+
+static void ring_pop(struct ring *g)
+{
+    struct ring_entry *x = &g->v[g->head];
+
+    g->bytes -= x->payload->len;
+    payload_unref(x->payload);
+    g->head = (g->head + 1) % g->cap;
+    g->n--;
+}
+
+static void ring_release(struct ring *g)
+{
+    while (g->n)
+        ring_pop(g);
+    free(g->v);
+    *g = (struct ring){0};
+}
+
+static void ring_grow(struct ring *g, size_t max)
+{
+    size_t cap = g->cap ? MIN(g->cap * 2, max) : MIN(RING_MIN, max);
+    struct ring_entry *v = xcalloc(cap, sizeof(*v));
+
+    for (size_t i = 0; i < g->n; i++)
+        v[i] = g->v[(g->head + i) % g->cap];
+    free(g->v);
+    g->v = v;
+    g->cap = cap;
+    g->head = 0;
+}
+
+/* Keeps a reference to msg as the newest entry, evicting the oldest ones
+ * beyond ring_len entries or ring_bytes bytes. A message larger than
+ * ring_bytes empties the ring (keeping older ones would leave a gap). */
+static void ring_push(struct room_engine *e, struct ring *g, const struct room_msg *msg)
+{
+    size_t len = msg->payload->len;
+    struct ring_entry *x;
+
+    if (len > e->cfg.ring_bytes) {
+        while (g->n)
+            ring_pop(g);
+        return;
+    }
+    while (g->n && (g->n >= e->cfg.ring_len || g->bytes + len > e->cfg.ring_bytes))
+        ring_pop(g);
+    if (g->n == g->cap)
+        ring_grow(g, e->cfg.ring_len);
+    x = &g->v[(g->head + g->n) % g->cap];
+    x->payload = payload_ref(msg->payload);
+    x->json_len = msg->json_len;
+    x->seq = msg->seq;
+    g->n++;
+    g->bytes += len;
+}
+
+/* ---- rooms and members ---- */
+
+static void on_flush_timer(struct wheel_timer *t, uint64_t now);
+
+/* splitmix64: spreads consecutive counters over 53 bits. */
+static uint64_t next_epoch(struct room_engine *e)
+{
+    uint64_t z = e->cfg.epoch_seed + ++e->rooms_created * UINT64_C(0x9E3779B97F4A7C15);
+
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    z = (z ^ (z >> 31)) & EPOCH_MASK;
+    return z ? z : 1;
+}
+
+static struct room *room_create(struct room_engine *e, const char *id)
+{
+    struct room *r = xcalloc(1, sizeof(*r));
+
+    r->e = e;
+    memcpy(r->id, id, strlen(id) + 1);
+    r->epoch = next_epoch(e);
+    r->mode = ROOM_MODE_NORMAL;
+    list_init(&r->order);
+    list_init(&r->dirty);
+    wheel_timer_init(&r->flush_timer, on_flush_timer);
+    hmap_insert(&e->rooms, &r->node, hash_bytes(id, strlen(id)));
+    e->stats.rooms++;
+    return r;
+}
+
+static struct member *member_create(struct room *r, const char *user, uint64_t now)
+{
+    struct member *m = xcalloc(1, sizeof(*m));
+
+    m->room = r;
+    m->user = xstrdup(user);
+    m->meta = payload_ref(r->e->empty_meta);
+    m->joined_at = now + (uint64_t)r->e->cfg.wall_offset_ms;
+    m->visible = true;
+    list_init(&m->dirty);
+    list_insert_tail(&r->order, &m->order);
+    hmap_insert(&r->members, &m->node, hash_bytes(user, strlen(user)));
+    r->e->stats.members++;
+    return m;
+}
+
+static void member_free(struct member *m)
+{
+    struct room *r = m->room;
+
+    hmap_remove(&r->members, &m->node);
+    list_del(&m->order);
+    list_del(&m->dirty);
+    room__sender_free(m);
+    for (size_t i = 0; i < m->nsessions; i++)
+        free(m->sessions[i]);
+    free(m->sessions);
+    payload_unref(m->meta);
+    payload_unref(m->pub_meta);
+    free(m->user);
+    free(m);
+    r->e->stats.members--;
+}
+
+static void room_free(struct room *r)
+{
+    struct room_engine *e = r->e;
+    struct list *pos, *tmp;
+
+    list_foreach_safe(pos, tmp, &r->order)
+    {
+        member_free(container_of(pos, struct member, order));
+    }
+    hmap_release(&r->members);
+    hmap_remove(&e->rooms, &r->node);
+    wheel_del(&r->flush_timer);
+    ring_release(&r->ring);
+    payload_unref(r->snap.payload);
+    free(r);
+    e->stats.rooms--;
+}
+
+/* Deletes r if nobody is in it and no callback for it is running. Returns
+ * true when r is gone. */
+bool room__maybe_delete(struct room *r)
+{
+    if (r->busy || r->members.count)
+        return false;
+    room_free(r);
+    return true;
+}
+
+/* Marks m changed: it joins the room's dirty list, and the room's flush
+ * timer is armed for the end of the current window if it is not yet. */
+static void touch(struct member *m, uint64_t now)
+{
+    struct room *r = m->room;
+    const struct room_config *c = &r->e->cfg;
+
+    if (!list_is_linked(&m->dirty))
+        list_insert_tail(&r->dirty, &m->dirty);
+    if (!wheel_is_linked(&r->flush_timer))
+        wheel_add(r->e->wheel, &r->flush_timer,
+                  now + (r->mode == ROOM_MODE_INTERVAL ? c->interval_ms : c->batch_ms));
+}
+
+/* Calls cb with msg, keeping r (and the engine) alive across it. */
+void room__emit(struct room *r, room_emit_cb *cb, const struct room_msg *msg, const char *user)
+{
+    struct room_engine *e = r->e;
+    struct room_event ev = {
+        .room = r->id,
+        .epoch = r->epoch,
+        .seq = msg->seq,
+        .user = user,
+        .msg = *msg,
+        .droppable = user != NULL,
+    };
+
+    if (cb == NULL)
+        return;
+    r->busy++;
+    e->depth++;
+    cb(e->ctx, &ev);
+    e->depth--;
+    r->busy--;
+}
+
+/* ---- flushing ----
+ *
+ * A room's pending batch is its dirty list: the members whose current
+ * state (present = has a session, visible, metadata, joinedAt) changed
+ * since the last flush, in the order of their first change. Each member
+ * also remembers its published state (pub, pub_meta, pub_joined_at). The
+ * flush, run by the room's timer at the end of the window (batch_ms, or
+ * interval_ms in interval mode) or by room_flush(), walks the dirty list
+ * once per pass:
+ *
+ *   1. Count pass: the visible count after the flush is published +
+ *      (members becoming seen) - (members no longer seen). It decides the
+ *      mode with hysteresis: normal -> interval at >= interval_enter,
+ *      interval -> normal at <= interval_leave. Deciding first lets the
+ *      lists be capped while they are built, so a large interval batch
+ *      costs O(dirty) but encodes at most 3 * interval_list_limit entries.
+ *   2. Apply pass: per member, seen = present && visible. !pub && seen is
+ *      a join, pub && !seen a leave, pub && seen with other metadata or
+ *      joinedAt a patch; anything else (join+leave, leave+rejoin with the
+ *      same metadata, patches that cancel out) is nothing. The published
+ *      state becomes the current one, and records without sessions are
+ *      freed (their leave is now published).
+ *   3. If nothing changed: no seq, no message. Otherwise seq + 1 and one
+ *      message: a room_delta, or, when the room went back to normal mode,
+ *      a full room_snapshot (restoring exact lists for clients that held a
+ *      sample). It enters the ring, then on_delta runs.
+ *   4. A room left without member records is deleted, after the callback.
+ *
+ * Snapshots and reads use only published state, so at every moment the
+ * published state equals "apply deltas 1..seq to the empty room".
+ */
+
+static size_t count_after(const struct room *r)
+{
+    size_t count = r->published;
+    const struct list *pos;
+
+    for (pos = r->dirty.next; pos != &r->dirty; pos = pos->next) {
+        const struct member *m = container_of(pos, struct member, dirty);
+        bool seen = m->nsessions > 0 && m->visible;
+
+        if (seen && !m->pub)
+            count++;
+        else if (!seen && m->pub)
+            count--;
+    }
+    return count;
+}
+
+static enum room_mode next_mode(const struct room_config *c, enum room_mode mode, size_t count)
+{
+    if (mode == ROOM_MODE_NORMAL && count >= c->interval_enter)
+        return ROOM_MODE_INTERVAL;
+    if (mode == ROOM_MODE_INTERVAL && count <= c->interval_leave)
+        return ROOM_MODE_NORMAL;
+    return mode;
+}
+
+/* Publishes m's current state; returns which list it belongs to, or -1. */
+static int publish_member(struct member *m)
+{
+    bool seen = m->nsessions > 0 && m->visible;
+    int which = -1;
+
+    if (seen && !m->pub)
+        which = DELTA_JOINS;
+    else if (!seen && m->pub)
+        which = DELTA_LEAVES;
+    else if (seen && (m->pub_joined_at != m->joined_at || m->pub_meta->len != m->meta->len ||
+                      memcmp(m->pub_meta->data, m->meta->data, m->meta->len) != 0))
+        which = DELTA_PATCHES;
+    m->pub = seen;
+    payload_unref(m->pub_meta);
+    m->pub_meta = seen ? payload_ref(m->meta) : NULL;
+    m->pub_joined_at = m->joined_at;
+    return which;
+}
+
+/* The apply pass; d collects list entries (NULL: count only). Returns the
+ * number of changes. */
+static size_t apply_dirty(struct room *r, struct delta_lists *d)
+{
+    struct room_engine *e = r->e;
+    struct list *pos, *tmp;
+    size_t changes = 0;
+
+    list_foreach_safe(pos, tmp, &r->dirty)
+    {
+        struct member *m = container_of(pos, struct member, dirty);
+        int which = publish_member(m);
+
+        list_del(&m->dirty);
+        if (which == DELTA_JOINS)
+            r->published++;
+        else if (which == DELTA_LEAVES)
+            r->published--;
+        if (which >= 0 && d)
+            delta_add(e, d, which, m);
+        changes += which >= 0;
+        if (m->nsessions == 0)
+            member_free(m);
+    }
+    return changes;
+}
+
+/* Flushes r's batch (see the essay above). Returns true when r was
+ * deleted. */
+static bool flush_room(struct room *r)
+{
+    struct room_engine *e = r->e;
+    enum room_mode old = r->mode;
+    struct delta_lists d = {.limit = SIZE_MAX};
+    struct room_msg msg;
+    bool reset;
+
+    wheel_del(&r->flush_timer);
+    r->mode = next_mode(&e->cfg, old, count_after(r));
+    reset = old == ROOM_MODE_INTERVAL && r->mode == ROOM_MODE_NORMAL;
+    if (r->mode == ROOM_MODE_INTERVAL)
+        d.limit = e->cfg.interval_list_limit;
+    for (int i = 0; i < 3; i++)
+        e->lists[i].len = 0;
+    if (apply_dirty(r, reset ? NULL : &d) == 0) {
+        assert(r->mode == old); /* the mode follows the count, which did not move */
+        return room__maybe_delete(r);
+    }
+    r->seq++;
+    if (reset) {
+        msg = encode_snapshot(e, r);
+        payload_unref(r->snap.payload);
+        r->snap = msg;
+        payload_ref(msg.payload);
+    } else {
+        msg = encode_delta(e, r, &d);
+    }
+    ring_push(e, &r->ring, &msg);
+    e->stats.deltas++;
+    room__emit(r, e->on_delta, &msg, NULL);
+    payload_unref(msg.payload);
+    return room__maybe_delete(r);
+}
+
+static void on_flush_timer(struct wheel_timer *t, uint64_t now)
+{
+    (void)now;
+    flush_room(container_of(t, struct room, flush_timer));
+}
+
+/* ---- public: engine ---- */
+
+void room_config_init(struct room_config *c)
+{
+    *c = (struct room_config){
+        .max_members = 10000,
+        .max_sessions = 32,
+        .max_meta_bytes = 1024,
+        .batch_ms = 50,
+        .interval_ms = 1000,
+        .interval_enter = 1000,
+        .interval_leave = 800,
+        .snapshot_limit = 100,
+        .interval_list_limit = 100,
+        .ring_len = 256,
+        .ring_bytes = 65536,
+        .ephemeral_rate = 15,
+        .max_ephemeral_bytes = 1024,
+        .max_ephemeral_kinds = 8,
+    };
+}
+
+int room_config_check(const struct room_config *c)
+{
+    const uint32_t positive[] = {
+        c->max_members,        c->max_sessions,   c->max_meta_bytes, c->batch_ms,
+        c->interval_ms,        c->interval_enter, c->snapshot_limit, c->interval_list_limit,
+        c->ring_len,           c->ring_bytes,     c->ephemeral_rate, c->max_ephemeral_bytes,
+        c->max_ephemeral_kinds};
+
+    for (size_t i = 0; i < ARRAY_SIZE(positive); i++)
+        if (positive[i] == 0)
+            return ROOM_E_CONFIG;
+    if (c->max_meta_bytes > (1u << 20) || c->max_ephemeral_bytes > (1u << 20))
+        return ROOM_E_CONFIG;
+    if (c->interval_leave >= c->interval_enter || c->ephemeral_rate > 1000)
+        return ROOM_E_CONFIG;
+    return 0;
+}
+
+struct room_engine *room_engine_new(const struct room_config *cfg, struct wheel *w,
+                                    room_emit_cb *on_delta, room_emit_cb *on_ephemeral, void *ctx)
+{
+    struct room_engine *e = xcalloc(1, sizeof(*e));
+
+    assert(room_config_check(cfg) == 0); /* the caller validated its configuration */
+    e->cfg = *cfg;
+    e->wheel = w;
+    e->on_delta = on_delta;
+    e->on_ephemeral = on_ephemeral;
+    e->ctx = ctx;
+    e->ephemeral_period = (1000 + cfg->ephemeral_rate - 1) / cfg->ephemeral_rate;
+    e->empty_meta = payload_from("{}", 2);
+    return e;
+}
+
+void room_engine_free(struct room_engine *e)
+{
+    struct hmap_node *n, *next;
+    size_t it;
+
+    if (e == NULL)
+        return;
+    assert(e->depth == 0); /* never from a callback: the caller is using it */
+    for (n = hmap_first(&e->rooms, &it); n; n = next) {
+        next = hmap_next(&e->rooms, n, &it);
+        room_free(container_of(n, struct room, node));
+    }
+    hmap_release(&e->rooms);
+    for (int i = 0; i < 3; i++)
+        buf_release(&e->lists[i]);
+    buf_release(&e->out);
+    payload_unref(e->empty_meta);
+    free(e);
+}
+
+void room_engine_set_wall_offset(struct room_engine *e, int64_t wall_offset_ms)
+{
+    e->cfg.wall_offset_ms = wall_offset_ms;
+}
+
+/* ---- public: membership ---- */
+
+/* The id checks of room_join() and room_leave(), in that order. */
+static int check_ids(const char *room, const char *user, const char *session)
+{
+    if (!room__id_ok(room, ROOM_ID_MAX))
+        return ROOM_E_ROOM_ID;
+    if (!room__id_ok(user, ROOM_ID_MAX))
+        return ROOM_E_USER_ID;
+    if (!room__id_ok(session, ROOM_ID_MAX))
+        return ROOM_E_SESSION_ID;
+    return 0;
+}
+
+/* The checks of room_join() that need the room; 0 when the join may go. */
+static int join_check(const struct room_engine *e, const struct room *r, const struct member *m,
+                      const char *session)
+{
+    if (m && session_index(m, session) >= 0)
+        return ROOM_E_JOINED;
+    if (m && m->nsessions >= e->cfg.max_sessions)
+        return ROOM_E_SESSIONS;
+    if ((m == NULL || m->nsessions == 0) && r && r->present >= e->cfg.max_members)
+        return ROOM_E_FULL;
+    return 0;
+}
+
+static void session_add(struct member *m, const char *session)
+{
+    if (m->nsessions == m->cap_sessions) {
+        m->cap_sessions = m->cap_sessions ? m->cap_sessions * 2 : 2;
+        m->sessions = xrealloc(m->sessions, m->cap_sessions * sizeof(*m->sessions));
+    }
+    m->sessions[m->nsessions++] = xstrdup(session);
+}
+
+/* m's metadata becomes meta (a reference, consumed); true when it changed. */
+static bool meta_replace(struct member *m, struct payload *meta)
+{
+    bool same = meta->len == m->meta->len && memcmp(meta->data, m->meta->data, meta->len) == 0;
+
+    payload_unref(m->meta);
+    m->meta = meta;
+    return !same;
+}
+
+int room_join(struct room_engine *e, const char *room, const char *user, const char *session,
+              const char *meta, size_t meta_len, uint64_t now)
+{
+    struct payload *pm = NULL;
+    struct room *r;
+    struct member *m;
+    bool changed;
+    int rc;
+
+    rc = check_ids(room, user, session);
+    if (rc)
+        return rc;
+    if (meta) {
+        char *s = room__compact_json(meta, meta_len, e->cfg.max_meta_bytes, ROOM_E_META_SIZE,
+                                     ROOM_E_META_JSON, &rc);
+        if (s == NULL)
+            return rc;
+        pm = payload_take(s);
+    }
+    r = room_find(e, room);
+    m = r ? member_find(r, user) : NULL;
+    rc = join_check(e, r, m, session);
+    if (rc) {
+        payload_unref(pm);
+        return rc;
+    }
+    if (r == NULL)
+        r = room_create(e, room);
+    if (m == NULL)
+        m = member_create(r, user, now);
+    changed = m->nsessions == 0;
+    if (changed) {
+        /* Back from zero sessions: a new membership, unless its leave was
+         * never published, which it then cancels (joinedAt stays). */
+        r->present++;
+        m->visible = true;
+        if (!m->pub)
+            m->joined_at = now + (uint64_t)e->cfg.wall_offset_ms;
+    }
+    session_add(m, session);
+    if (pm && meta_replace(m, pm))
+        changed = true;
+    if (changed)
+        touch(m, now);
+    return 0;
+}
+
+/* Removes session i of m; with the last one the member leaves. */
+static void session_remove(struct member *m, size_t i, uint64_t now)
+{
+    free(m->sessions[i]);
+    memmove(&m->sessions[i], &m->sessions[i + 1], (m->nsessions - i - 1) * sizeof(*m->sessions));
+    if (--m->nsessions > 0)
+        return;
+    m->room->present--;
+    room__sender_free(m);
+    touch(m, now);
+}
+
+int room_leave(struct room_engine *e, const char *room, const char *user, const char *session,
+               uint64_t now)
+{
+    struct member *m;
+    long i;
+    int rc;
+
+    rc = check_ids(room, user, session);
+    if (rc == 0)
+        rc = room__find_member(e, room, user, &m);
+    if (rc)
+        return rc;
+    i = session_index(m, session);
+    if (i < 0)
+        return ROOM_E_NO_SESSION;
+    session_remove(m, (size_t)i, now);
+    return 0;
+}
+
+int room_kick(struct room_engine *e, const char *room, const char *user, uint64_t now)
+{
+    struct member *m;
+    int rc = room__find_member(e, room, user, &m);
+
+    if (rc)
+        return rc;
+    while (m->nsessions)
+        session_remove(m, m->nsessions - 1, now);
+    return 0;
+}
+
+/* room_patch (merge) and room_set_meta (replace). */
+static int update_meta(struct room_engine *e, const char *room, const char *user, const char *text,
+                       size_t len, bool merge, uint64_t now)
+{
+    struct member *m;
+    cJSON *v;
+    char *s;
+    int rc = room__find_member(e, room, user, &m);
+
+    if (rc)
+        return rc;
+    if (len > e->cfg.max_meta_bytes)
+        return ROOM_E_META_SIZE;
+    v = parse_json(text, len);
+    if (v == NULL)
+        return ROOM_E_META_JSON;
+    if (merge) {
+        /* Stored metadata is always valid JSON of our own making. */
+        cJSON *target = must(cJSON_ParseWithLength(m->meta->data, m->meta->len));
+        cJSON *patch = v;
+
+        v = merge_patch(target, patch);
+        cJSON_Delete(patch);
+    }
+    s = must(cJSON_PrintUnformatted(v));
+    cJSON_Delete(v);
+    if (strlen(s) > e->cfg.max_meta_bytes) {
+        free(s);
+        return ROOM_E_META_SIZE;
+    }
+    if (meta_replace(m, payload_take(s)))
+        touch(m, now);
+    return 0;
+}
+
+int room_patch(struct room_engine *e, const char *room, const char *user, const char *patch,
+               size_t len, uint64_t now)
+{
+    return update_meta(e, room, user, patch, len, true, now);
+}
+
+int room_set_meta(struct room_engine *e, const char *room, const char *user, const char *meta,
+                  size_t len, uint64_t now)
+{
+    return update_meta(e, room, user, meta, len, false, now);
+}
+
+int room_set_visible(struct room_engine *e, const char *room, const char *user, bool visible,
+                     uint64_t now)
+{
+    struct member *m;
+    int rc = room__find_member(e, room, user, &m);
+
+    if (rc)
+        return rc;
+    if (m->visible == visible)
+        return 0;
+    m->visible = visible;
+    if (!visible)
+        room__sender_free(m);
+    touch(m, now);
+    return 0;
+}
+
+int room_flush(struct room_engine *e, const char *room, uint64_t now)
+{
+    struct room *r;
+
+    (void)now;
+    if (!room__id_ok(room, ROOM_ID_MAX))
+        return ROOM_E_ROOM_ID;
+    r = room_find(e, room);
+    if (r == NULL)
+        return ROOM_E_NO_ROOM;
+    flush_room(r);
+    return 0;
+}
+
+/* ---- public: snapshots, resume, reads ---- */
+
+int room_snapshot(struct room_engine *e, const char *room, struct room_msg *out)
+{
+    struct room *r;
+
+    if (!room__id_ok(room, ROOM_ID_MAX))
+        return ROOM_E_ROOM_ID;
+    r = room_find(e, room);
+    if (r == NULL) {
+        e->out.len = 0;
+        encode_state(&e->out, "room_snapshot", room, NULL, 0);
+        *out = room__make_msg(e, &e->out, 0);
+        return 0;
+    }
+    if (r->snap.payload == NULL || r->snap.seq != r->seq) {
+        payload_unref(r->snap.payload);
+        r->snap = encode_snapshot(e, r);
+    }
+    *out = r->snap;
+    payload_ref(out->payload);
+    return 0;
+}
+
+/* The deltas after since, when the ring has all of them; false if not. */
+static bool resume_deltas(const struct room *r, uint64_t since, struct room_resume *out)
+{
+    const struct ring *g = &r->ring;
+    uint64_t first;
+    size_t k;
+
+    if (since == r->seq)
+        return true;
+    if (since > r->seq || g->n == 0)
+        return false;
+    first = g->v[g->head].seq;
+    /* Ring entries are consecutive and end at the room's seq. */
+    assert(first + g->n - 1 == r->seq);
+    if (since + 1 < first)
+        return false;
+    k = (size_t)(since + 1 - first);
+    out->n = g->n - k;
+    out->msgs = xcalloc(out->n, sizeof(*out->msgs));
+    for (size_t i = 0; i < out->n; i++) {
+        const struct ring_entry *x = &g->v[(g->head + k + i) % g->cap];
+        out->msgs[i] = (struct room_msg){
+            .payload = payload_ref(x->payload),
+            .json = x->payload->data + (x->payload->len - x->json_len),
+            .json_len = x->json_len,
+            .seq = x->seq,
+        };
+    }
+    return true;
+}
+
+int room_resume(struct room_engine *e, const char *room, uint64_t epoch, uint64_t since,
+                struct room_resume *out)
+{
+    const struct room *r;
+    bool fresh = epoch == 0 && since == 0; /* a client with the empty model */
+
+    *out = (struct room_resume){.kind = ROOM_RESUME_DELTAS};
+    if (!room__id_ok(room, ROOM_ID_MAX))
+        return ROOM_E_ROOM_ID;
+    r = room_find(e, room);
+    if ((r == NULL && fresh) ||
+        (r && (fresh || epoch == r->epoch) && resume_deltas(r, since, out))) {
+        e->stats.resumes_deltas++;
+        return ROOM_RESUME_DELTAS;
+    }
+    out->kind = ROOM_RESUME_SNAPSHOT;
+    out->n = 1;
+    out->msgs = xcalloc(1, sizeof(*out->msgs));
+    room_snapshot(e, room, &out->msgs[0]);
+    e->stats.resumes_snapshot++;
+    return ROOM_RESUME_SNAPSHOT;
+}
+
+void room_resume_release(struct room_resume *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        payload_unref(r->msgs[i].payload);
+    free(r->msgs);
+    *r = (struct room_resume){.kind = ROOM_RESUME_DELTAS};
+}
+
+int room_get_info(const struct room_engine *e, const char *room, struct room_info *out)
+{
+    const struct room *r;
+
+    *out = (struct room_info){.mode = ROOM_MODE_NORMAL};
+    if (!room__id_ok(room, ROOM_ID_MAX))
+        return ROOM_E_ROOM_ID;
+    r = room_find(e, room);
+    if (r == NULL)
+        return ROOM_E_NO_ROOM;
+    out->epoch = r->epoch;
+    out->seq = r->seq;
+    out->mode = r->mode;
+    out->count = r->published;
+    out->members = r->present;
+    out->pending = !list_empty(&r->dirty);
+    return 0;
+}
+
+int room_get_member(const struct room_engine *e, const char *room, const char *user,
+                    struct room_member_view *out)
+{
+    struct member *m;
+    int rc = room__find_member(e, room, user, &m);
+
+    if (rc)
+        return rc;
+    *out = (struct room_member_view){
+        .user = m->user,
+        .meta = m->meta->data,
+        .meta_len = m->meta->len,
+        .joined_at = m->joined_at,
+        .session_ids = (const char *const *)m->sessions,
+        .nsessions = m->nsessions,
+        .visible = m->visible,
+        .published = m->pub,
+    };
+    return 0;
+}
+
+int room_encode_info(const struct room_engine *e, const char *room, size_t limit, struct buf *out)
+{
+    if (!room__id_ok(room, ROOM_ID_MAX))
+        return ROOM_E_ROOM_ID;
+    encode_state(out, NULL, room, room_find(e, room), limit);
+    return 0;
+}
+
+void room_get_stats(const struct room_engine *e, struct room_stats *out)
+{
+    *out = e->stats;
+}
+
+/* ---- public: pure helpers ---- */
+
+bool room_id_valid(const char *id)
+{
+    return room__id_ok(id, ROOM_ID_MAX);
+}
+
+const char *room_mode_name(enum room_mode m)
+{
+    switch (m) {
+    case ROOM_MODE_NORMAL:
+        return "normal";
+    case ROOM_MODE_INTERVAL:
+        return "interval";
+    }
+    return "?";
+}
+
+const char *room_strerror(int err)
+{
+    switch (err) {
+    case ROOM_E_ROOM_ID:
+        return "invalid room id";
+    case ROOM_E_USER_ID:
+        return "invalid user id";
+    case ROOM_E_SESSION_ID:
+        return "invalid session id";
+    case ROOM_E_META_SIZE:
+        return "metadata too large";
+    case ROOM_E_META_JSON:
+        return "metadata is not valid JSON";
+    case ROOM_E_FULL:
+        return "room is full";
+    case ROOM_E_SESSIONS:
+        return "too many sessions in the room";
+    case ROOM_E_JOINED:
+        return "session already in the room";
+    case ROOM_E_NO_ROOM:
+        return "no such room";
+    case ROOM_E_NOT_MEMBER:
+        return "not a member of the room";
+    case ROOM_E_NO_SESSION:
+        return "session not in the room";
+    case ROOM_E_INVISIBLE:
+        return "invisible members cannot publish";
+    case ROOM_E_KIND:
+        return "invalid ephemeral kind";
+    case ROOM_E_KINDS:
+        return "too many ephemeral kinds";
+    case ROOM_E_DATA_SIZE:
+        return "ephemeral data too large";
+    case ROOM_E_DATA_JSON:
+        return "ephemeral data is not valid JSON";
+    case ROOM_E_CONFIG:
+        return "invalid room configuration";
+    }
+    return "unknown error";
+}

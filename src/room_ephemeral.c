@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * room_ephemeral.c - the ephemeral lane of room.h: per member (sender), one
+ * slot per kind holding the latest value, and a rate limit of one message
+ * per period (1000 / ephemeral_rate ms) enforced with one wheel timer per
+ * sender. Messages get no seq and never enter the delta ring; they leave
+ * through on_ephemeral, marked droppable.
+ *
+ * The policy, in short: a publish after a quiet period is sent at once
+ * (lowest latency for sparse updates such as typing flags); a publish
+ * within the period is stored in its kind's slot, replacing a pending
+ * value of that kind (latest wins), and the sender's timer sends the
+ * oldest pending kind when the period is over, then re-arms while values
+ * wait. So a sender never exceeds the rate, the last value of every kind
+ * is always delivered, and memory per sender is bounded by
+ * max_ephemeral_kinds * max_ephemeral_bytes. A sender whose join is not
+ * published yet waits for the flush that publishes it.
+ */
+#include "room_internal.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "util.h"
+
+/* ---- senders ---- */
+
+void room__sender_free(struct member *m)
+{
+    struct sender *s = m->sender;
+
+    if (s == NULL)
+        return;
+    wheel_del(&s->timer);
+    for (size_t i = 0; i < s->nslots; i++)
+        buf_release(&s->slots[i].data);
+    free(s);
+    m->sender = NULL;
+}
+
+static struct slot *slot_find(struct sender *s, const char *kind)
+{
+    for (size_t i = 0; s && i < s->nslots; i++)
+        if (strcmp(s->slots[i].kind, kind) == 0)
+            return &s->slots[i];
+    return NULL;
+}
+
+static struct slot *oldest_pending(struct sender *s)
+{
+    struct slot *best = NULL;
+
+    for (size_t i = 0; i < s->nslots; i++)
+        if (s->slots[i].order && (best == NULL || s->slots[i].order < best->order))
+            best = &s->slots[i];
+    return best;
+}
+
+/* While m's join waits in the batch, its values wait for the flush that
+ * publishes it, so that no ephemeral message precedes its sender's join
+ * (and a joiner's cursor never forces an early flush, which would defeat
+ * interval mode). Returns when to try: the flush time, or the next tick. */
+static uint64_t after_join(const struct member *m, uint64_t now)
+{
+    const struct wheel_timer *t = &m->room->flush_timer;
+
+    return wheel_is_linked(t) && t->expire_at > now ? t->expire_at : now + 1;
+}
+
+/* Emits s's oldest pending value and re-arms the timer if more wait. The
+ * event's strings are copied first: the callback may end the membership. */
+static void sender_emit(struct sender *s, uint64_t now)
+{
+    struct room *r = s->m->room;
+    struct room_engine *e = r->e;
+    struct slot *x = oldest_pending(s);
+    char user[ROOM_ID_MAX + 1];
+    struct room_msg msg;
+
+    assert(x != NULL); /* the timer is armed only while values wait */
+    if (!s->m->pub) {
+        /* This timer ran before the flush in the same tick: wait more. */
+        wheel_add(e->wheel, &s->timer, after_join(s->m, now));
+        return;
+    }
+    e->out.len = 0;
+    buf_append_str(&e->out, "{\"type\":\"ephemeral\",\"room\":");
+    json_append_cstr(&e->out, r->id);
+    buf_append_str(&e->out, ",\"user\":");
+    json_append_cstr(&e->out, s->m->user);
+    buf_append_str(&e->out, ",\"kind\":");
+    json_append_cstr(&e->out, x->kind);
+    buf_append_str(&e->out, ",\"data\":");
+    buf_append(&e->out, x->data.data, x->data.len);
+    buf_append_str(&e->out, "}");
+    msg = room__make_msg(e, &e->out, 0);
+    x->order = 0;
+    s->last_emit = now;
+    s->emitted = true;
+    if (oldest_pending(s))
+        wheel_add(e->wheel, &s->timer, now + e->ephemeral_period);
+    memcpy(user, s->m->user, strlen(s->m->user) + 1);
+    e->stats.ephemeral_sent++;
+    room__emit(r, e->on_ephemeral, &msg, user);
+    payload_unref(msg.payload);
+    room__maybe_delete(r);
+}
+
+static void on_sender_timer(struct wheel_timer *t, uint64_t now)
+{
+    sender_emit(container_of(t, struct sender, timer), now);
+}
+
+static struct sender *sender_get(struct room_engine *e, struct member *m)
+{
+    struct sender *s = m->sender;
+
+    if (s)
+        return s;
+    s = xcalloc(1, sizeof(*s) + e->cfg.max_ephemeral_kinds * sizeof(s->slots[0]));
+    s->m = m;
+    wheel_timer_init(&s->timer, on_sender_timer);
+    m->sender = s;
+    return s;
+}
+
+/* Stores value (compact JSON) as m's latest of kind, then emits at once
+ * when the sender's period has passed (sender_emit() itself defers while
+ * the join is unpublished), else leaves it to the timer. */
+static void sender_publish(struct room_engine *e, struct member *m, const char *kind,
+                           const char *value, uint64_t now)
+{
+    struct sender *s = sender_get(e, m);
+    struct slot *x = slot_find(s, kind);
+
+    if (x == NULL) {
+        x = &s->slots[s->nslots++];
+        memcpy(x->kind, kind, strlen(kind) + 1);
+    }
+    if (x->order)
+        e->stats.ephemeral_coalesced++;
+    else
+        x->order = ++e->ephemeral_order;
+    x->data.len = 0;
+    buf_append_str(&x->data, value);
+    if (wheel_is_linked(&s->timer))
+        return;
+    if (!s->emitted || now >= s->last_emit + e->ephemeral_period)
+        sender_emit(s, now);
+    else
+        wheel_add(e->wheel, &s->timer, s->last_emit + e->ephemeral_period);
+}
+
+/* ---- public ---- */
+
+/* ROOM_E_KINDS when m cannot take a value of a new kind, else 0. */
+static int kinds_check(const struct room_engine *e, const struct member *m, const char *kind)
+{
+    if (m->sender && m->sender->nslots >= e->cfg.max_ephemeral_kinds &&
+        slot_find(m->sender, kind) == NULL)
+        return ROOM_E_KINDS;
+    return 0;
+}
+
+/* room__find_member() plus the checks of a publisher. */
+static int find_publisher(const struct room_engine *e, const char *room, const char *user,
+                          const char *kind, struct member **out)
+{
+    int rc = room__find_member(e, room, user, out);
+
+    if (rc)
+        return rc;
+    if (!(*out)->visible)
+        return ROOM_E_INVISIBLE;
+    return kinds_check(e, *out, kind);
+}
+
+int room_ephemeral(struct room_engine *e, const char *room, const char *user, const char *kind,
+                   const char *data, size_t len, uint64_t now)
+{
+    struct member *m;
+    char *value;
+    int rc;
+
+    if (!room__id_ok(room, ROOM_ID_MAX))
+        return ROOM_E_ROOM_ID;
+    if (!room__id_ok(user, ROOM_ID_MAX))
+        return ROOM_E_USER_ID;
+    if (!room__id_ok(kind, ROOM_KIND_MAX))
+        return ROOM_E_KIND;
+    rc = find_publisher(e, room, user, kind, &m);
+    if (rc)
+        return rc;
+    value = room__compact_json(data, len, e->cfg.max_ephemeral_bytes, ROOM_E_DATA_SIZE,
+                               ROOM_E_DATA_JSON, &rc);
+    if (value == NULL)
+        return rc;
+    sender_publish(e, m, kind, value, now);
+    free(value);
+    return 0;
+}

@@ -1,0 +1,1822 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_room.c - the room presence core against a fake clock.
+ *
+ * The engine never reads a clock: every test drives `now` and runs the
+ * wheel itself (advance()). Both callbacks record what they get (a
+ * reference to each payload, so resume can be checked for byte-identical,
+ * pointer-identical payloads), and every recorded message is parsed back
+ * with cJSON. The on_delta recorder also checks, for every test, that a
+ * room's messages come with consecutive sequence numbers.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <cJSON.h>
+
+#include "buf.h"
+#include "room.h"
+#include "util.h"
+#include "wheel.h"
+
+#define T0 1000000u /* the fake clock's start */
+
+struct fx;
+typedef void fx_hook(struct fx *f, const struct room_event *ev);
+
+/* One recorded emission. */
+struct rec {
+    struct payload *p; /* a reference */
+    const char *json;
+    size_t json_len;
+    uint64_t seq;
+    uint64_t epoch;
+    uint64_t at; /* the fake now when it was emitted */
+    char room[ROOM_ID_MAX + 1];
+    char user[ROOM_ID_MAX + 1];
+    bool droppable;
+    unsigned order; /* emission order across both callbacks */
+};
+
+/* Last seq seen per room epoch, for the consecutive-seq check. */
+struct seen {
+    char room[ROOM_ID_MAX + 1];
+    uint64_t epoch;
+    uint64_t seq;
+};
+
+struct fx {
+    struct wheel *w;
+    struct room_engine *e;
+    struct room_config cfg;
+    uint64_t now;
+    struct rec *d; /* deltas */
+    size_t nd;
+    struct rec *x; /* ephemeral */
+    size_t nx;
+    unsigned order;
+    struct seen seen[16];
+    size_t nseen;
+    fx_hook *hook; /* extra action inside the callbacks */
+    void *arg;     /* for the hook */
+};
+
+static void check_seq(struct fx *f, const struct room_event *ev)
+{
+    for (size_t i = 0; i < f->nseen; i++) {
+        struct seen *s = &f->seen[i];
+        if (strcmp(s->room, ev->room) != 0)
+            continue;
+        if (s->epoch == ev->epoch) {
+            assert_int_equal(ev->seq, s->seq + 1);
+        } else {
+            assert_int_equal(ev->seq, 1); /* a new epoch starts at 1 */
+            s->epoch = ev->epoch;
+        }
+        s->seq = ev->seq;
+        return;
+    }
+    assert_true(f->nseen < ARRAY_SIZE(f->seen));
+    assert_int_equal(ev->seq, 1);
+    snprintf(f->seen[f->nseen].room, sizeof(f->seen[0].room), "%s", ev->room);
+    f->seen[f->nseen].epoch = ev->epoch;
+    f->seen[f->nseen++].seq = ev->seq;
+}
+
+static void record(struct fx *f, struct rec **v, size_t *n, const struct room_event *ev)
+{
+    struct rec *r;
+
+    if ((*n & (*n - 1)) == 0) /* 0, 1, 2, 4, ...: double the array */
+        *v = xrealloc(*v, (*n ? *n * 2 : 1) * sizeof(**v));
+    r = &(*v)[(*n)++];
+    *r = (struct rec){
+        .p = payload_ref(ev->msg.payload),
+        .json = ev->msg.json,
+        .json_len = ev->msg.json_len,
+        .seq = ev->seq,
+        .epoch = ev->epoch,
+        .at = f->now,
+        .droppable = ev->droppable,
+        .order = f->order++,
+    };
+    snprintf(r->room, sizeof(r->room), "%s", ev->room);
+    snprintf(r->user, sizeof(r->user), "%s", ev->user ? ev->user : "");
+    /* The JSON is the payload's tail. */
+    assert_true(ev->msg.json == ev->msg.payload->data + ev->msg.payload->len - ev->msg.json_len);
+}
+
+static void on_delta(void *ctx, const struct room_event *ev)
+{
+    struct fx *f = ctx;
+
+    assert_false(ev->droppable);
+    assert_null(ev->user);
+    assert_int_equal(ev->seq, ev->msg.seq);
+    check_seq(f, ev);
+    record(f, &f->d, &f->nd, ev);
+    if (f->hook)
+        f->hook(f, ev);
+}
+
+static void on_ephemeral(void *ctx, const struct room_event *ev)
+{
+    struct fx *f = ctx;
+
+    assert_true(ev->droppable);
+    assert_non_null(ev->user);
+    assert_int_equal(ev->seq, 0);
+    record(f, &f->x, &f->nx, ev);
+    if (f->hook)
+        f->hook(f, ev);
+}
+
+static struct fx *fx_new(const struct room_config *cfg)
+{
+    struct fx *f = xcalloc(1, sizeof(*f));
+
+    if (cfg)
+        f->cfg = *cfg;
+    else
+        room_config_init(&f->cfg);
+    assert_int_equal(room_config_check(&f->cfg), 0);
+    f->now = T0;
+    f->w = wheel_new(T0);
+    f->e = room_engine_new(&f->cfg, f->w, on_delta, on_ephemeral, f);
+    return f;
+}
+
+static void fx_clear(struct fx *f)
+{
+    for (size_t i = 0; i < f->nd; i++)
+        payload_unref(f->d[i].p);
+    for (size_t i = 0; i < f->nx; i++)
+        payload_unref(f->x[i].p);
+    free(f->d);
+    free(f->x);
+    f->d = f->x = NULL;
+    f->nd = f->nx = 0;
+}
+
+static void fx_free(struct fx *f)
+{
+    room_engine_free(f->e);
+    wheel_free(f->w);
+    fx_clear(f);
+    free(f);
+}
+
+/* Moves the fake clock forward by ms, running the wheel every tick like
+ * the loop does. */
+static void advance(struct fx *f, uint64_t ms)
+{
+    uint64_t end = f->now + ms;
+
+    while (f->now < end) {
+        f->now = MIN(end, f->now + WHEEL_TICK_MS);
+        wheel_run(f->w, f->now);
+    }
+}
+
+static int join(struct fx *f, const char *room, const char *user, const char *session,
+                const char *meta)
+{
+    return room_join(f->e, room, user, session, meta, meta ? strlen(meta) : 0, f->now);
+}
+
+static int leave(struct fx *f, const char *room, const char *user, const char *session)
+{
+    return room_leave(f->e, room, user, session, f->now);
+}
+
+static int patch(struct fx *f, const char *room, const char *user, const char *p)
+{
+    return room_patch(f->e, room, user, p, strlen(p), f->now);
+}
+
+static int eph(struct fx *f, const char *room, const char *user, const char *kind, const char *data)
+{
+    return room_ephemeral(f->e, room, user, kind, data, strlen(data), f->now);
+}
+
+static cJSON *parse_msg(const char *json, size_t n)
+{
+    cJSON *v = cJSON_ParseWithLength(json, n);
+
+    assert_non_null(v);
+    return v;
+}
+
+static cJSON *rec_json(const struct rec *r)
+{
+    return parse_msg(r->json, r->json_len);
+}
+
+static cJSON *snapshot(struct fx *f, const char *room)
+{
+    struct room_msg m;
+    cJSON *v;
+
+    assert_int_equal(room_snapshot(f->e, room, &m), 0);
+    v = parse_msg(m.json, m.json_len);
+    payload_unref(m.payload);
+    return v;
+}
+
+static const char *jstr(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    assert_true(cJSON_IsString(v));
+    return v->valuestring;
+}
+
+static uint64_t jnum(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    assert_true(cJSON_IsNumber(v));
+    return (uint64_t)v->valuedouble;
+}
+
+static const cJSON *jarr(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    assert_true(cJSON_IsArray(v));
+    return v;
+}
+
+static int jlen(const cJSON *o, const char *key)
+{
+    return cJSON_GetArraySize(jarr(o, key));
+}
+
+/* True when JSON text a and b are the same value. */
+static bool json_same(const char *a, const char *b)
+{
+    cJSON *x = cJSON_Parse(a), *y = cJSON_Parse(b);
+    bool same;
+
+    assert_non_null(x);
+    assert_non_null(y);
+    same = cJSON_Compare(x, y, true);
+    cJSON_Delete(x);
+    cJSON_Delete(y);
+    return same;
+}
+
+/* The member's metadata as a C string (static buffer). */
+static const char *meta_of(struct fx *f, const char *room, const char *user)
+{
+    static char buf[4096];
+    struct room_member_view v;
+
+    assert_int_equal(room_get_member(f->e, room, user, &v), 0);
+    assert_true(v.meta_len < sizeof(buf));
+    memcpy(buf, v.meta, v.meta_len);
+    buf[v.meta_len] = '\0';
+    return buf;
+}
+
+static size_t rooms(struct fx *f)
+{
+    struct room_stats st;
+
+    room_get_stats(f->e, &st);
+    return st.rooms;
+}
+
+/* ---- ids, errors, configuration ---- */
+
+static void test_ids_and_errors(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    char id[ROOM_ID_MAX + 2];
+    const int codes[] = {ROOM_E_ROOM_ID,   ROOM_E_USER_ID,    ROOM_E_SESSION_ID, ROOM_E_META_SIZE,
+                         ROOM_E_META_JSON, ROOM_E_FULL,       ROOM_E_SESSIONS,   ROOM_E_JOINED,
+                         ROOM_E_NO_ROOM,   ROOM_E_NOT_MEMBER, ROOM_E_NO_SESSION, ROOM_E_INVISIBLE,
+                         ROOM_E_KIND,      ROOM_E_KINDS,      ROOM_E_DATA_SIZE,  ROOM_E_DATA_JSON,
+                         ROOM_E_CONFIG};
+
+    (void)state;
+    memset(id, 'a', ROOM_ID_MAX);
+    id[ROOM_ID_MAX] = '\0';
+    assert_true(room_id_valid(id));
+    assert_true(room_id_valid("A-z_0.9~:@"));
+    id[ROOM_ID_MAX] = 'a';
+    id[ROOM_ID_MAX + 1] = '\0';
+    assert_false(room_id_valid(id));
+    assert_false(room_id_valid(""));
+    assert_false(room_id_valid(NULL));
+    assert_false(room_id_valid("a b"));
+    assert_false(room_id_valid("a/b"));
+    assert_false(room_id_valid("caf\xc3\xa9"));
+    assert_int_equal(join(f, "", "u", "s", NULL), ROOM_E_ROOM_ID);
+    assert_int_equal(join(f, id, "u", "s", NULL), ROOM_E_ROOM_ID);
+    assert_int_equal(join(f, "r", "u\"", "s", NULL), ROOM_E_USER_ID);
+    assert_int_equal(join(f, "r", "u", "s s", NULL), ROOM_E_SESSION_ID);
+    assert_int_equal(leave(f, "r?", "u", "s"), ROOM_E_ROOM_ID);
+    assert_int_equal(leave(f, "r", "u", ""), ROOM_E_SESSION_ID);
+    assert_int_equal(rooms(f), 0);
+    for (size_t i = 0; i < ARRAY_SIZE(codes); i++) {
+        assert_string_not_equal(room_strerror(codes[i]), "unknown error");
+        for (size_t j = 0; j < i; j++) {
+            assert_int_not_equal(codes[i], codes[j]);
+            assert_string_not_equal(room_strerror(codes[i]), room_strerror(codes[j]));
+        }
+    }
+    assert_string_equal(room_strerror(0), "unknown error");
+    assert_string_equal(room_mode_name(ROOM_MODE_NORMAL), "normal");
+    assert_string_equal(room_mode_name(ROOM_MODE_INTERVAL), "interval");
+    fx_free(f);
+}
+
+static void test_config_check(void **state)
+{
+    struct room_config c;
+
+    (void)state;
+    room_config_init(&c);
+    assert_int_equal(room_config_check(&c), 0);
+    assert_int_equal(c.batch_ms, 50);
+    assert_int_equal(c.max_meta_bytes, 1024);
+    assert_int_equal(c.ephemeral_rate, 15);
+    c.interval_leave = c.interval_enter;
+    assert_int_equal(room_config_check(&c), ROOM_E_CONFIG);
+    room_config_init(&c);
+    c.ring_len = 0;
+    assert_int_equal(room_config_check(&c), ROOM_E_CONFIG);
+    room_config_init(&c);
+    c.ephemeral_rate = 1001;
+    assert_int_equal(room_config_check(&c), ROOM_E_CONFIG);
+    room_config_init(&c);
+    c.max_meta_bytes = (1u << 20) + 1;
+    assert_int_equal(room_config_check(&c), ROOM_E_CONFIG);
+}
+
+/* ---- membership ---- */
+
+static void test_two_tabs_one_member(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    struct room_member_view v;
+    struct room_info info;
+    cJSON *d, *s;
+
+    (void)state;
+    assert_int_equal(join(f, "r", "u1", "tab1", "{\"name\":\"Ann\"}"), 0);
+    assert_int_equal(join(f, "r", "u1", "tab2", NULL), 0);
+    assert_int_equal(f->nd, 0); /* batched: nothing before the window ends */
+    advance(f, 49);
+    assert_int_equal(f->nd, 0);
+    advance(f, 1);
+    assert_int_equal(f->nd, 1);
+    d = rec_json(&f->d[0]);
+    assert_string_equal(jstr(d, "type"), "room_delta");
+    assert_string_equal(jstr(d, "room"), "r");
+    assert_int_equal(jnum(d, "seq"), 1);
+    assert_int_equal(jnum(d, "count"), 1);
+    assert_string_equal(jstr(d, "mode"), "normal");
+    assert_int_equal(jlen(d, "joins"), 1);
+    assert_int_equal(jlen(d, "leaves"), 0);
+    assert_int_equal(jlen(d, "patches"), 0);
+    assert_string_equal(jstr(cJSON_GetArrayItem(jarr(d, "joins"), 0), "user"), "u1");
+    assert_int_equal(jnum(cJSON_GetArrayItem(jarr(d, "joins"), 0), "joinedAt"), T0);
+    assert_null(cJSON_GetObjectItem(d, "joinCount")); /* normal mode: lists are complete */
+    cJSON_Delete(d);
+
+    assert_int_equal(room_get_member(f->e, "r", "u1", &v), 0);
+    assert_int_equal(v.nsessions, 2);
+    assert_string_equal(v.session_ids[0], "tab1");
+    assert_string_equal(v.session_ids[1], "tab2");
+    assert_true(v.published);
+    assert_int_equal(room_get_info(f->e, "r", &info), 0);
+    assert_int_equal(info.count, 1);
+    assert_int_equal(info.members, 1);
+
+    /* Closing one tab changes nothing anyone sees. */
+    assert_int_equal(leave(f, "r", "u1", "tab1"), 0);
+    advance(f, 200);
+    assert_int_equal(f->nd, 1);
+    /* The last one: a leave. */
+    assert_int_equal(leave(f, "r", "u1", "tab2"), 0);
+    assert_int_equal(room_get_member(f->e, "r", "u1", &v), ROOM_E_NOT_MEMBER);
+    s = snapshot(f, "r"); /* still published until the flush */
+    assert_int_equal(jnum(s, "count"), 1);
+    cJSON_Delete(s);
+    advance(f, 50);
+    assert_int_equal(f->nd, 2);
+    d = rec_json(&f->d[1]);
+    assert_int_equal(jnum(d, "seq"), 2);
+    assert_int_equal(jnum(d, "count"), 0);
+    assert_int_equal(jlen(d, "leaves"), 1);
+    assert_string_equal(cJSON_GetArrayItem(jarr(d, "leaves"), 0)->valuestring, "u1");
+    assert_int_equal(jlen(d, "joins"), 0);
+    cJSON_Delete(d);
+    fx_free(f);
+}
+
+static void test_join_leave_in_window_is_nothing(void **state)
+{
+    struct fx *f = fx_new(NULL);
+
+    (void)state;
+    assert_int_equal(join(f, "r", "u1", "s1", NULL), 0);
+    assert_int_equal(join(f, "r", "u2", "s1", NULL), 0);
+    advance(f, 20);
+    assert_int_equal(leave(f, "r", "u1", "s1"), 0);
+    advance(f, 100);
+    assert_int_equal(f->nd, 1); /* only u2's join */
+    {
+        cJSON *d = rec_json(&f->d[0]);
+        assert_int_equal(jlen(d, "joins"), 1);
+        assert_string_equal(jstr(cJSON_GetArrayItem(jarr(d, "joins"), 0), "user"), "u2");
+        assert_int_equal(jlen(d, "leaves"), 0);
+        cJSON_Delete(d);
+    }
+    /* A room whose only member came and went inside one window: nothing,
+     * and the room is gone. */
+    assert_int_equal(join(f, "q", "u1", "s1", NULL), 0);
+    assert_int_equal(rooms(f), 2);
+    assert_int_equal(leave(f, "q", "u1", "s1"), 0);
+    advance(f, 100);
+    assert_int_equal(f->nd, 1);
+    assert_int_equal(rooms(f), 1);
+    fx_free(f);
+}
+
+static void test_leave_rejoin_in_window(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    cJSON *d;
+
+    (void)state;
+    assert_int_equal(join(f, "r", "u1", "s1", "{\"c\":\"red\"}"), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 1);
+    /* A reload: leave and come back with the same metadata. */
+    advance(f, 1000);
+    assert_int_equal(leave(f, "r", "u1", "s1"), 0);
+    assert_int_equal(join(f, "r", "u1", "s2", "{\"c\":\"red\"}"), 0);
+    advance(f, 100);
+    assert_int_equal(f->nd, 1);
+    /* Again, with other metadata: one patch, joinedAt kept. */
+    assert_int_equal(leave(f, "r", "u1", "s2"), 0);
+    assert_int_equal(join(f, "r", "u1", "s3", "{\"c\":\"blue\"}"), 0);
+    advance(f, 100);
+    assert_int_equal(f->nd, 2);
+    d = rec_json(&f->d[1]);
+    assert_int_equal(jlen(d, "joins"), 0);
+    assert_int_equal(jlen(d, "leaves"), 0);
+    assert_int_equal(jlen(d, "patches"), 1);
+    assert_int_equal(jnum(cJSON_GetArrayItem(jarr(d, "patches"), 0), "joinedAt"), T0);
+    assert_string_equal(
+        jstr(cJSON_GetObjectItem(cJSON_GetArrayItem(jarr(d, "patches"), 0), "meta"), "c"), "blue");
+    cJSON_Delete(d);
+    /* A rejoin without metadata keeps the member's. */
+    assert_int_equal(leave(f, "r", "u1", "s3"), 0);
+    assert_int_equal(join(f, "r", "u1", "s4", NULL), 0);
+    advance(f, 100);
+    assert_int_equal(f->nd, 2);
+    assert_string_equal(meta_of(f, "r", "u1"), "{\"c\":\"blue\"}");
+    fx_free(f);
+}
+
+static void test_patch_in_place(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    cJSON *d;
+
+    (void)state;
+    assert_int_equal(join(f, "r", "u1", "s1", "{\"name\":\"Ann\",\"x\":1}"), 0);
+    assert_int_equal(join(f, "r", "u2", "s1", NULL), 0);
+    advance(f, 50);
+    assert_int_equal(patch(f, "r", "u1", "{\"x\":2}"), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 2);
+    d = rec_json(&f->d[1]);
+    assert_int_equal(jnum(d, "seq"), 2);
+    assert_int_equal(jnum(d, "count"), 2);
+    assert_int_equal(jlen(d, "joins"), 0);
+    assert_int_equal(jlen(d, "leaves"), 0);
+    assert_int_equal(jlen(d, "patches"), 1);
+    {
+        const cJSON *m = cJSON_GetArrayItem(jarr(d, "patches"), 0);
+        assert_string_equal(jstr(m, "user"), "u1");
+        assert_int_equal(jnum(m, "joinedAt"), T0);
+        assert_int_equal(jnum(cJSON_GetObjectItem(m, "meta"), "x"), 2);
+        assert_string_equal(jstr(cJSON_GetObjectItem(m, "meta"), "name"), "Ann");
+    }
+    cJSON_Delete(d);
+    /* Several patches in one window: one patch with the final state. */
+    assert_int_equal(patch(f, "r", "u1", "{\"x\":3}"), 0);
+    assert_int_equal(patch(f, "r", "u1", "{\"x\":4}"), 0);
+    assert_int_equal(patch(f, "r", "u1", "{\"y\":true}"), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 3);
+    d = rec_json(&f->d[2]);
+    assert_int_equal(jlen(d, "patches"), 1);
+    {
+        char *m = cJSON_PrintUnformatted(
+            cJSON_GetObjectItem(cJSON_GetArrayItem(jarr(d, "patches"), 0), "meta"));
+        assert_true(json_same(m, "{\"name\":\"Ann\",\"x\":4,\"y\":true}"));
+        free(m);
+    }
+    cJSON_Delete(d);
+    /* Patches that cancel out, or change nothing: no delta, no seq. */
+    assert_int_equal(patch(f, "r", "u1", "{\"x\":5}"), 0);
+    assert_int_equal(patch(f, "r", "u1", "{\"x\":4}"), 0);
+    assert_int_equal(patch(f, "r", "u1", "{\"name\":\"Ann\"}"), 0);
+    advance(f, 100);
+    assert_int_equal(f->nd, 3);
+    /* Patch errors. */
+    assert_int_equal(patch(f, "r", "nobody", "{}"), ROOM_E_NOT_MEMBER);
+    assert_int_equal(patch(f, "nowhere", "u1", "{}"), ROOM_E_NO_ROOM);
+    assert_int_equal(patch(f, "r", "u1", "{"), ROOM_E_META_JSON);
+    fx_free(f);
+}
+
+static void test_merge_patch_semantics(void **state)
+{
+    struct fx *f = fx_new(NULL);
+
+    (void)state;
+    assert_int_equal(
+        join(f, "r", "u", "s", "{\"name\":\"Ann\",\"color\":\"red\",\"pos\":{\"x\":1,\"y\":2}}"),
+        0);
+    /* null deletes, objects merge recursively, other values replace. */
+    assert_int_equal(
+        patch(f, "r", "u",
+              "{\"color\":null,\"pos\":{\"y\":3,\"z\":null},\"tag\":[1,{\"a\":null}]}"),
+        0);
+    assert_string_equal(meta_of(f, "r", "u"),
+                        "{\"name\":\"Ann\",\"pos\":{\"x\":1,\"y\":3},\"tag\":[1,{\"a\":null}]}");
+    /* A nested object patch where the target is not an object: nulls
+     * inside it are dropped (RFC 7386 section 2). */
+    assert_int_equal(patch(f, "r", "u", "{\"name\":{\"first\":\"Ann\",\"last\":null}}"), 0);
+    assert_string_equal(meta_of(f, "r", "u"),
+                        "{\"name\":{\"first\":\"Ann\"},\"pos\":{\"x\":1,\"y\":3},\"tag\":[1,{\"a\":"
+                        "null}]}");
+    /* Deleting a key that is not there is a no-op. */
+    assert_int_equal(patch(f, "r", "u", "{\"nope\":null}"), 0);
+    assert_string_equal(meta_of(f, "r", "u"),
+                        "{\"name\":{\"first\":\"Ann\"},\"pos\":{\"x\":1,\"y\":3},\"tag\":[1,{\"a\":"
+                        "null}]}");
+    /* A non-object patch replaces everything; an object patch on a
+     * non-object starts from {}. */
+    assert_int_equal(patch(f, "r", "u", "  [1, 2]  "), 0);
+    assert_string_equal(meta_of(f, "r", "u"), "[1,2]");
+    assert_int_equal(patch(f, "r", "u", "{\"a\":1,\"b\":null}"), 0);
+    assert_string_equal(meta_of(f, "r", "u"), "{\"a\":1}");
+    /* room_set_meta replaces. */
+    assert_int_equal(room_set_meta(f->e, "r", "u", "{\"z\" : 9}", 9, f->now), 0);
+    assert_string_equal(meta_of(f, "r", "u"), "{\"z\":9}");
+    /* Key order is kept when a value is replaced in place. */
+    assert_int_equal(room_set_meta(f->e, "r", "u", "{\"a\":1,\"b\":2,\"c\":3}", 19, f->now), 0);
+    assert_int_equal(patch(f, "r", "u", "{\"a\":7}"), 0);
+    assert_string_equal(meta_of(f, "r", "u"), "{\"a\":7,\"b\":2,\"c\":3}");
+    fx_free(f);
+}
+
+/* "{"a":"xxx..."}" of exactly n bytes (n >= 8). */
+static char *meta_of_size(size_t n)
+{
+    char *s = xmalloc(n + 1);
+
+    memcpy(s, "{\"a\":\"", 6);
+    memset(s + 6, 'x', n - 8);
+    memcpy(s + n - 2, "\"}", 3);
+    return s;
+}
+
+static void test_meta_limits(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    char *ok = meta_of_size(1024), *big = meta_of_size(1025);
+    struct room_member_view v;
+
+    (void)state;
+    assert_int_equal(strlen(ok), 1024);
+    assert_int_equal(join(f, "r", "u1", "s", ok), 0);
+    assert_int_equal(join(f, "r", "u2", "s", big), ROOM_E_META_SIZE);
+    assert_int_equal(join(f, "r", "u2", "s", "{\"a\":"), ROOM_E_META_JSON);
+    assert_int_equal(join(f, "r", "u2", "s", "{} {}"), ROOM_E_META_JSON);
+    assert_int_equal(join(f, "r", "u2", "s", "{}x"), ROOM_E_META_JSON);
+    assert_int_equal(join(f, "r", "u2", "s", "\xEF\xBB\xBF{}"), ROOM_E_META_JSON);
+    assert_int_equal(join(f, "r", "u2", "s", "\"\xff\""), ROOM_E_META_JSON);
+    assert_int_equal(join(f, "r", "u2", "s", ""), ROOM_E_META_JSON);
+    assert_int_equal(room_join(f->e, "r", "u2", "s", "{}\0", 3, f->now), ROOM_E_META_JSON);
+    /* Nothing changed by the failures. */
+    assert_int_equal(room_get_member(f->e, "r", "u2", &v), ROOM_E_NOT_MEMBER);
+    /* Any JSON value, stored compactly. */
+    assert_int_equal(join(f, "r", "u3", "s", " \"Ann\" "), 0);
+    assert_string_equal(meta_of(f, "r", "u3"), "\"Ann\"");
+    assert_int_equal(join(f, "r", "u4", "s", "{ \"a\" : [ 1 , 2 ] }\n"), 0);
+    assert_string_equal(meta_of(f, "r", "u4"), "{\"a\":[1,2]}");
+    assert_int_equal(join(f, "r", "u5", "s", NULL), 0);
+    assert_string_equal(meta_of(f, "r", "u5"), "{}");
+    /* 1025 bytes with spaces that would compact below the limit: the text
+     * as given is limited too. */
+    big[1023] = ' ';
+    big[1024] = '}';
+    big[1022] = '"';
+    assert_int_equal(join(f, "r", "u6", "s", big), ROOM_E_META_SIZE);
+    /* A patch whose result would be too large: error, nothing changes. */
+    assert_int_equal(patch(f, "r", "u1", "{\"b\":1}"), ROOM_E_META_SIZE);
+    assert_string_equal(meta_of(f, "r", "u1"), ok);
+    assert_int_equal(room_set_meta(f->e, "r", "u1", big, 1025, f->now), ROOM_E_META_SIZE);
+    free(ok);
+    free(big);
+    fx_free(f);
+}
+
+static void test_limits_and_leave_errors(void **state)
+{
+    struct room_config c;
+    struct fx *f;
+
+    (void)state;
+    room_config_init(&c);
+    c.max_members = 3;
+    c.max_sessions = 2;
+    f = fx_new(&c);
+    assert_int_equal(join(f, "r", "u1", "s1", NULL), 0);
+    assert_int_equal(join(f, "r", "u2", "s1", NULL), 0);
+    assert_int_equal(join(f, "r", "u3", "s1", NULL), 0);
+    assert_int_equal(join(f, "r", "u4", "s1", NULL), ROOM_E_FULL);
+    assert_int_equal(join(f, "r", "u1", "s2", NULL), 0); /* not a new member */
+    assert_int_equal(join(f, "r", "u1", "s3", NULL), ROOM_E_SESSIONS);
+    assert_int_equal(join(f, "r", "u1", "s2", NULL), ROOM_E_JOINED);
+    assert_int_equal(join(f, "other", "u4", "s1", NULL), 0); /* per room */
+    assert_int_equal(leave(f, "r", "u1", "s9"), ROOM_E_NO_SESSION);
+    assert_int_equal(leave(f, "r", "u9", "s1"), ROOM_E_NOT_MEMBER);
+    assert_int_equal(leave(f, "nowhere", "u1", "s1"), ROOM_E_NO_ROOM);
+    /* A leaving member frees its place at once. */
+    assert_int_equal(leave(f, "r", "u3", "s1"), 0);
+    assert_int_equal(leave(f, "r", "u3", "s1"), ROOM_E_NOT_MEMBER);
+    assert_int_equal(join(f, "r", "u4", "s1", NULL), 0);
+    assert_int_equal(join(f, "r", "u3", "s1", NULL), ROOM_E_FULL);
+    advance(f, 50);
+    {
+        struct room_info i;
+        assert_int_equal(room_get_info(f->e, "r", &i), 0);
+        assert_int_equal(i.count, 3);
+        assert_int_equal(i.members, 3);
+        assert_false(i.pending);
+    }
+    fx_free(f);
+}
+
+static void test_kick(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    cJSON *d;
+
+    (void)state;
+    assert_int_equal(join(f, "r", "u1", "a", NULL), 0);
+    assert_int_equal(join(f, "r", "u1", "b", NULL), 0);
+    assert_int_equal(join(f, "r", "u2", "a", NULL), 0);
+    advance(f, 50);
+    assert_int_equal(room_kick(f->e, "r", "u1", f->now), 0);
+    assert_int_equal(room_kick(f->e, "r", "u1", f->now), ROOM_E_NOT_MEMBER);
+    advance(f, 50);
+    assert_int_equal(f->nd, 2);
+    d = rec_json(&f->d[1]);
+    assert_int_equal(jlen(d, "leaves"), 1);
+    assert_int_equal(jnum(d, "count"), 1);
+    cJSON_Delete(d);
+    fx_free(f);
+}
+
+/* ---- sequence numbers, snapshots, resume ---- */
+
+static void test_seq_by_one(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    char user[16];
+
+    (void)state;
+    for (int i = 0; i < 20; i++) {
+        snprintf(user, sizeof(user), "u%d", i);
+        assert_int_equal(join(f, "r", user, "s", NULL), 0);
+        if (i % 3 == 0) /* a window with a net change of nothing */
+            assert_int_equal(leave(f, "r", user, "s"), 0);
+        advance(f, 60);
+    }
+    for (size_t i = 0; i < f->nd; i++) {
+        cJSON *d = rec_json(&f->d[i]);
+        assert_int_equal(jnum(d, "seq"), i + 1);
+        assert_int_equal(f->d[i].seq, i + 1);
+        assert_int_equal(jnum(d, "epoch"), f->d[i].epoch);
+        cJSON_Delete(d);
+    }
+    assert_int_equal(f->nd, 13);
+    fx_free(f);
+}
+
+static void test_snapshot_is_published_state(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    struct room_msg a, b;
+    cJSON *s;
+
+    (void)state;
+    /* A room that does not exist: the empty room of epoch 0. */
+    s = snapshot(f, "r");
+    assert_string_equal(jstr(s, "type"), "room_snapshot");
+    assert_int_equal(jnum(s, "epoch"), 0);
+    assert_int_equal(jnum(s, "seq"), 0);
+    assert_int_equal(jnum(s, "count"), 0);
+    assert_int_equal(jlen(s, "members"), 0);
+    cJSON_Delete(s);
+    assert_int_equal(room_snapshot(f->e, "bad id", &a), ROOM_E_ROOM_ID);
+
+    assert_int_equal(join(f, "r", "u1", "s", "{\"n\":1}"), 0);
+    advance(f, 50);
+    assert_int_equal(join(f, "r", "u2", "s", NULL), 0);
+    assert_int_equal(patch(f, "r", "u1", "{\"n\":2}"), 0);
+    /* Pending changes are not in the snapshot: it matches seq 1 exactly. */
+    s = snapshot(f, "r");
+    assert_int_equal(jnum(s, "seq"), 1);
+    assert_int_equal(jnum(s, "epoch"), f->d[0].epoch);
+    assert_string_equal(jstr(s, "mode"), "normal");
+    assert_int_equal(jnum(s, "count"), 1);
+    assert_int_equal(jlen(s, "members"), 1);
+    assert_int_equal(
+        jnum(cJSON_GetObjectItem(cJSON_GetArrayItem(jarr(s, "members"), 0), "meta"), "n"), 1);
+    cJSON_Delete(s);
+    /* Encoded once per seq: the same payload until the seq moves. */
+    assert_int_equal(room_snapshot(f->e, "r", &a), 0);
+    assert_int_equal(room_snapshot(f->e, "r", &b), 0);
+    assert_ptr_equal(a.payload, b.payload);
+    payload_unref(b.payload);
+    /* room_flush publishes early. */
+    assert_int_equal(room_flush(f->e, "r", f->now), 0);
+    assert_int_equal(f->nd, 2);
+    assert_int_equal(room_snapshot(f->e, "r", &b), 0);
+    assert_ptr_not_equal(a.payload, b.payload);
+    s = parse_msg(b.json, b.json_len);
+    assert_int_equal(jnum(s, "seq"), 2);
+    assert_int_equal(jnum(s, "count"), 2);
+    /* Members in join order. */
+    assert_string_equal(jstr(cJSON_GetArrayItem(jarr(s, "members"), 0), "user"), "u1");
+    assert_string_equal(jstr(cJSON_GetArrayItem(jarr(s, "members"), 1), "user"), "u2");
+    cJSON_Delete(s);
+    payload_unref(a.payload);
+    payload_unref(b.payload);
+    assert_int_equal(room_flush(f->e, "nowhere", f->now), ROOM_E_NO_ROOM);
+    fx_free(f);
+}
+
+/* A fixture with ring_len 6 whose room "r" has emitted seqs 1..10. */
+static struct fx *ten_deltas(void)
+{
+    struct room_config c;
+    struct fx *f;
+    char user[16];
+
+    room_config_init(&c);
+    c.ring_len = 6;
+    f = fx_new(&c);
+    for (int i = 0; i < 10; i++) {
+        snprintf(user, sizeof(user), "u%d", i);
+        assert_int_equal(join(f, "r", user, "s", NULL), 0);
+        advance(f, 50);
+    }
+    assert_int_equal(f->nd, 10);
+    return f;
+}
+
+static void test_resume_missed_deltas(void **state)
+{
+    struct fx *f = ten_deltas();
+    uint64_t epoch = f->d[0].epoch;
+    struct room_resume res;
+
+    (void)state;
+    /* Missed 6..10: exactly those, the very payloads that went out. */
+    assert_int_equal(room_resume(f->e, "r", epoch, 5, &res), ROOM_RESUME_DELTAS);
+    assert_int_equal(res.kind, ROOM_RESUME_DELTAS);
+    assert_int_equal(res.n, 5);
+    for (size_t i = 0; i < res.n; i++) {
+        assert_ptr_equal(res.msgs[i].payload, f->d[5 + i].p);
+        assert_int_equal(res.msgs[i].seq, 6 + i);
+        assert_int_equal(res.msgs[i].json_len, f->d[5 + i].json_len);
+        assert_memory_equal(res.msgs[i].json, f->d[5 + i].json, f->d[5 + i].json_len);
+    }
+    room_resume_release(&res);
+    assert_int_equal(res.n, 0);
+    assert_null(res.msgs);
+    /* The oldest the ring reaches: 4 (ring of 6 holds 5..10). */
+    assert_int_equal(room_resume(f->e, "r", epoch, 4, &res), ROOM_RESUME_DELTAS);
+    assert_int_equal(res.n, 6);
+    room_resume_release(&res);
+    /* Up to date: nothing. */
+    assert_int_equal(room_resume(f->e, "r", epoch, 10, &res), ROOM_RESUME_DELTAS);
+    assert_int_equal(res.n, 0);
+    room_resume_release(&res);
+    /* An empty-model client (epoch 0, seq 0) in a young room: deltas. */
+    assert_int_equal(join(f, "young", "u", "s", NULL), 0);
+    advance(f, 50);
+    assert_int_equal(room_resume(f->e, "young", 0, 0, &res), ROOM_RESUME_DELTAS);
+    assert_int_equal(res.n, 1);
+    assert_ptr_equal(res.msgs[0].payload, f->d[f->nd - 1].p);
+    room_resume_release(&res);
+    /* A room that does not exist: an empty model is up to date. */
+    assert_int_equal(room_resume(f->e, "none", 0, 0, &res), ROOM_RESUME_DELTAS);
+    assert_int_equal(res.n, 0);
+    room_resume_release(&res);
+    fx_free(f);
+}
+
+static void test_resume_gets_snapshot(void **state)
+{
+    struct fx *f = ten_deltas();
+    uint64_t epoch = f->d[0].epoch;
+    struct room_resume res;
+    struct room_stats st;
+    cJSON *s;
+
+    (void)state;
+    /* Older than the ring, from the future, another epoch: a snapshot. */
+    for (int k = 0; k < 3; k++) {
+        uint64_t e = k == 2 ? epoch + 1 : epoch, since = k == 0 ? 3 : (k == 1 ? 11 : 9);
+        assert_int_equal(room_resume(f->e, "r", e, since, &res), ROOM_RESUME_SNAPSHOT);
+        assert_int_equal(res.kind, ROOM_RESUME_SNAPSHOT);
+        assert_int_equal(res.n, 1);
+        s = parse_msg(res.msgs[0].json, res.msgs[0].json_len);
+        assert_string_equal(jstr(s, "type"), "room_snapshot");
+        assert_int_equal(jnum(s, "seq"), 10);
+        assert_int_equal(jnum(s, "epoch"), epoch);
+        assert_int_equal(jnum(s, "count"), 10);
+        cJSON_Delete(s);
+        room_resume_release(&res);
+    }
+    /* An empty-model client when the ring no longer reaches seq 1. */
+    assert_int_equal(room_resume(f->e, "r", 0, 0, &res), ROOM_RESUME_SNAPSHOT);
+    room_resume_release(&res);
+    /* A room that does not exist: the epoch-0 empty snapshot. */
+    assert_int_equal(room_resume(f->e, "none", epoch, 3, &res), ROOM_RESUME_SNAPSHOT);
+    s = parse_msg(res.msgs[0].json, res.msgs[0].json_len);
+    assert_int_equal(jnum(s, "epoch"), 0);
+    assert_int_equal(jnum(s, "count"), 0);
+    cJSON_Delete(s);
+    room_resume_release(&res);
+    assert_int_equal(room_resume(f->e, "bad/id", 0, 0, &res), ROOM_E_ROOM_ID);
+    assert_int_equal(res.n, 0);
+    room_get_stats(f->e, &st);
+    assert_int_equal(st.resumes_deltas, 0);
+    assert_int_equal(st.resumes_snapshot, 5);
+    fx_free(f);
+}
+
+static void test_ring_byte_bound(void **state)
+{
+    struct room_config c;
+    struct room_resume res;
+    struct fx *f;
+    char user[16];
+    size_t one;
+    char *huge;
+
+    (void)state;
+    room_config_init(&c);
+    c.ring_bytes = 400;
+    f = fx_new(&c);
+    for (int i = 0; i < 10; i++) {
+        snprintf(user, sizeof(user), "u%d", i);
+        assert_int_equal(join(f, "r", user, "s", NULL), 0);
+        advance(f, 50);
+    }
+    one = f->d[9].p->len;
+    assert_true(one * 2 <= 400 && one * 5 > 400);
+    /* The ring keeps as many of the newest as fit in 400 bytes. */
+    {
+        size_t fit = 0, bytes = 0;
+        for (size_t i = 10; i-- > 0 && bytes + f->d[i].p->len <= 400;)
+            bytes += f->d[i].p->len, fit++;
+        assert_int_equal(room_resume(f->e, "r", f->d[0].epoch, 10 - fit, &res), ROOM_RESUME_DELTAS);
+        assert_int_equal(res.n, fit);
+        room_resume_release(&res);
+        assert_int_equal(room_resume(f->e, "r", f->d[0].epoch, 10 - fit - 1, &res),
+                         ROOM_RESUME_SNAPSHOT);
+        room_resume_release(&res);
+    }
+    /* A delta larger than the bound empties the ring. */
+    huge = meta_of_size(600);
+    assert_int_equal(join(f, "r", "big", "s", huge), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 11);
+    assert_int_equal(room_resume(f->e, "r", f->d[0].epoch, 10, &res), ROOM_RESUME_SNAPSHOT);
+    room_resume_release(&res);
+    assert_int_equal(room_resume(f->e, "r", f->d[0].epoch, 11, &res), ROOM_RESUME_DELTAS);
+    assert_int_equal(res.n, 0);
+    room_resume_release(&res);
+    /* and the ring restarts with the next one. */
+    assert_int_equal(join(f, "r", "after", "s", NULL), 0);
+    advance(f, 50);
+    assert_int_equal(room_resume(f->e, "r", f->d[0].epoch, 11, &res), ROOM_RESUME_DELTAS);
+    assert_int_equal(res.n, 1);
+    room_resume_release(&res);
+    free(huge);
+    fx_free(f);
+}
+
+static void test_empty_room_deleted(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    struct room_info info;
+    uint64_t epoch;
+    cJSON *d;
+
+    (void)state;
+    assert_int_equal(join(f, "r", "u1", "s", NULL), 0);
+    advance(f, 50);
+    epoch = f->d[0].epoch;
+    assert_int_equal(leave(f, "r", "u1", "s"), 0);
+    assert_int_equal(rooms(f), 1); /* until the leave is flushed */
+    advance(f, 50);
+    assert_int_equal(f->nd, 2);
+    assert_int_equal(rooms(f), 0);
+    assert_int_equal(room_get_info(f->e, "r", &info), ROOM_E_NO_ROOM);
+    assert_int_equal(info.epoch, 0);
+    assert_int_equal(info.count, 0);
+    /* Re-created: another epoch, seq from 1 again. */
+    assert_int_equal(join(f, "r", "u2", "s", NULL), 0);
+    advance(f, 50);
+    d = rec_json(&f->d[2]);
+    assert_int_equal(jnum(d, "seq"), 1);
+    assert_int_not_equal(jnum(d, "epoch"), epoch);
+    assert_true(jnum(d, "epoch") > 0 && jnum(d, "epoch") < (UINT64_C(1) << 53));
+    cJSON_Delete(d);
+    fx_free(f);
+}
+
+/* A frame function that prepends a 4-byte header, like a WebSocket frame. */
+static struct payload *test_frame(const char *json, size_t n)
+{
+    struct payload *p = payload_new(n + 4);
+
+    payload_append(p, "HDR:", 4);
+    payload_append(p, json, n);
+    return p;
+}
+
+static void test_frame_hook(void **state)
+{
+    struct room_config c;
+    struct room_resume res;
+    struct room_msg m;
+    struct fx *f;
+
+    (void)state;
+    room_config_init(&c);
+    c.frame = test_frame;
+    f = fx_new(&c);
+    assert_int_equal(join(f, "r", "u1", "s", NULL), 0);
+    advance(f, 50);
+    assert_int_equal(eph(f, "r", "u1", "cursor", "{\"x\":1}"), 0);
+    assert_int_equal(f->nd, 1);
+    assert_int_equal(f->nx, 1);
+    assert_memory_equal(f->d[0].p->data, "HDR:{", 5);
+    assert_ptr_equal(f->d[0].json, f->d[0].p->data + 4);
+    assert_memory_equal(f->x[0].p->data, "HDR:{\"type\":\"ephemeral\"", 23);
+    assert_int_equal(room_resume(f->e, "r", f->d[0].epoch, 0, &res), ROOM_RESUME_DELTAS);
+    assert_ptr_equal(res.msgs[0].payload, f->d[0].p);
+    assert_ptr_equal(res.msgs[0].json, f->d[0].p->data + 4);
+    room_resume_release(&res);
+    assert_int_equal(room_snapshot(f->e, "r", &m), 0);
+    assert_memory_equal(m.payload->data, "HDR:{\"type\":\"room_snapshot\"", 27);
+    assert_int_equal(m.json_len + 4, m.payload->len);
+    payload_unref(m.payload);
+    fx_free(f);
+}
+
+/* ---- large rooms ---- */
+
+static void join_n(struct fx *f, const char *room, int from, int to)
+{
+    char user[16];
+
+    for (int i = from; i < to; i++) {
+        snprintf(user, sizeof(user), "u%03d", i);
+        assert_int_equal(join(f, room, user, "s", NULL), 0);
+    }
+}
+
+static void leave_n(struct fx *f, const char *room, int from, int to)
+{
+    char user[16];
+
+    for (int i = from; i < to; i++) {
+        snprintf(user, sizeof(user), "u%03d", i);
+        assert_int_equal(leave(f, room, user, "s"), 0);
+    }
+}
+
+/* c with interval thresholds 10 / 6 and small lists. */
+static void small_interval_config(struct room_config *c)
+{
+    room_config_init(c);
+    c->interval_enter = 10;
+    c->interval_leave = 6;
+    c->snapshot_limit = 3;
+    c->interval_list_limit = 2;
+}
+
+static void test_interval_mode_enter(void **state)
+{
+    struct room_config c;
+    struct room_info info;
+    struct fx *f;
+    cJSON *d, *s;
+
+    (void)state;
+    small_interval_config(&c);
+    f = fx_new(&c);
+    join_n(f, "r", 0, 9);
+    /* Invisible members do not count toward the threshold. */
+    assert_int_equal(join(f, "r", "hidden", "s", NULL), 0);
+    assert_int_equal(room_set_visible(f->e, "r", "hidden", false, f->now), 0);
+    advance(f, 50);
+    d = rec_json(&f->d[0]);
+    assert_string_equal(jstr(d, "mode"), "normal");
+    assert_int_equal(jnum(d, "count"), 9);
+    assert_int_equal(jlen(d, "joins"), 9);
+    cJSON_Delete(d);
+    /* The 10th member switches the room; the delta says so, capped. */
+    join_n(f, "r", 9, 12);
+    advance(f, 50);
+    assert_int_equal(f->nd, 2);
+    d = rec_json(&f->d[1]);
+    assert_string_equal(jstr(d, "mode"), "interval");
+    assert_int_equal(jnum(d, "count"), 12);
+    assert_int_equal(jlen(d, "joins"), 2);
+    assert_int_equal(jnum(d, "joinCount"), 3);
+    assert_int_equal(jnum(d, "leaveCount"), 0);
+    assert_int_equal(jnum(d, "patchCount"), 0);
+    cJSON_Delete(d);
+    s = snapshot(f, "r");
+    assert_string_equal(jstr(s, "mode"), "interval");
+    assert_int_equal(jnum(s, "count"), 12);
+    assert_int_equal(jlen(s, "members"), 3); /* the first 3, in join order */
+    assert_string_equal(jstr(cJSON_GetArrayItem(jarr(s, "members"), 0), "user"), "u000");
+    assert_string_equal(jstr(cJSON_GetArrayItem(jarr(s, "members"), 2), "user"), "u002");
+    cJSON_Delete(s);
+    assert_int_equal(room_get_info(f->e, "r", &info), 0);
+    assert_int_equal(info.mode, ROOM_MODE_INTERVAL);
+    /* Interval batches: nothing after 50 ms, one delta after 1 s. */
+    leave_n(f, "r", 0, 3);
+    assert_int_equal(patch(f, "r", "u005", "{\"x\":1}"), 0);
+    advance(f, 990);
+    assert_int_equal(f->nd, 2);
+    advance(f, 10);
+    assert_int_equal(f->nd, 3);
+    d = rec_json(&f->d[2]);
+    assert_string_equal(jstr(d, "type"), "room_delta");
+    assert_string_equal(jstr(d, "mode"), "interval"); /* 9 > 6: hysteresis */
+    assert_int_equal(jnum(d, "count"), 9);
+    assert_int_equal(jlen(d, "leaves"), 2);
+    assert_int_equal(jnum(d, "leaveCount"), 3);
+    assert_int_equal(jlen(d, "patches"), 1);
+    assert_int_equal(jnum(d, "patchCount"), 1);
+    cJSON_Delete(d);
+    fx_free(f);
+}
+
+static void test_interval_mode_hysteresis(void **state)
+{
+    struct room_config c;
+    struct room_msg m;
+    struct room_resume res;
+    struct fx *f;
+    cJSON *d;
+
+    (void)state;
+    small_interval_config(&c);
+    f = fx_new(&c);
+    join_n(f, "r", 0, 12);
+    advance(f, 50);
+    d = rec_json(&f->d[0]);
+    assert_string_equal(jstr(d, "mode"), "interval");
+    cJSON_Delete(d);
+    /* Down to 7, still interval; to 6, back to normal with a full
+     * snapshot as the message for that seq. */
+    leave_n(f, "r", 0, 5);
+    advance(f, 1000);
+    d = rec_json(&f->d[1]);
+    assert_string_equal(jstr(d, "mode"), "interval");
+    assert_int_equal(jnum(d, "count"), 7);
+    cJSON_Delete(d);
+    leave_n(f, "r", 5, 6);
+    advance(f, 1000);
+    assert_int_equal(f->nd, 3);
+    d = rec_json(&f->d[2]);
+    assert_string_equal(jstr(d, "type"), "room_snapshot");
+    assert_string_equal(jstr(d, "mode"), "normal");
+    assert_int_equal(jnum(d, "seq"), 3);
+    assert_int_equal(jnum(d, "count"), 6);
+    assert_int_equal(jlen(d, "members"), 6);
+    cJSON_Delete(d);
+    /* It is also the cached snapshot, and in the ring. */
+    assert_int_equal(room_snapshot(f->e, "r", &m), 0);
+    assert_ptr_equal(m.payload, f->d[2].p);
+    payload_unref(m.payload);
+    assert_int_equal(room_resume(f->e, "r", f->d[0].epoch, 1, &res), ROOM_RESUME_DELTAS);
+    assert_int_equal(res.n, 2);
+    assert_ptr_equal(res.msgs[1].payload, f->d[2].p);
+    room_resume_release(&res);
+    /* Back in normal mode: 50 ms windows; up to 9 stays normal, 10
+     * switches again. */
+    join_n(f, "r", 100, 103);
+    advance(f, 50);
+    d = rec_json(&f->d[3]);
+    assert_string_equal(jstr(d, "mode"), "normal");
+    assert_int_equal(jnum(d, "count"), 9);
+    assert_int_equal(jlen(d, "joins"), 3);
+    cJSON_Delete(d);
+    join_n(f, "r", 103, 104);
+    advance(f, 50);
+    d = rec_json(&f->d[4]);
+    assert_string_equal(jstr(d, "mode"), "interval");
+    assert_int_equal(jnum(d, "count"), 10);
+    cJSON_Delete(d);
+    fx_free(f);
+}
+
+/* ---- visibility ---- */
+
+static void test_invisible_members(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    struct room_info info;
+    struct room_member_view v;
+    cJSON *d, *s;
+
+    (void)state;
+    /* Joining invisibly: nothing is ever published. */
+    assert_int_equal(join(f, "r", "ghost", "s", NULL), 0);
+    assert_int_equal(room_set_visible(f->e, "r", "ghost", false, f->now), 0);
+    assert_int_equal(join(f, "r", "u1", "s", NULL), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 1);
+    d = rec_json(&f->d[0]);
+    assert_int_equal(jnum(d, "count"), 1);
+    assert_int_equal(jlen(d, "joins"), 1);
+    assert_string_equal(jstr(cJSON_GetArrayItem(jarr(d, "joins"), 0), "user"), "u1");
+    cJSON_Delete(d);
+    s = snapshot(f, "r");
+    assert_int_equal(jnum(s, "count"), 1);
+    assert_int_equal(jlen(s, "members"), 1);
+    cJSON_Delete(s);
+    assert_int_equal(room_get_info(f->e, "r", &info), 0);
+    assert_int_equal(info.count, 1);
+    assert_int_equal(info.members, 2);
+    assert_int_equal(room_get_member(f->e, "r", "ghost", &v), 0);
+    assert_false(v.visible);
+    assert_false(v.published);
+    /* Its patches stay private. */
+    assert_int_equal(patch(f, "r", "ghost", "{\"a\":1}"), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 1);
+    /* Becoming visible is a join; invisible again a leave. */
+    assert_int_equal(room_set_visible(f->e, "r", "ghost", true, f->now), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 2);
+    d = rec_json(&f->d[1]);
+    assert_int_equal(jlen(d, "joins"), 1);
+    assert_int_equal(
+        jnum(cJSON_GetObjectItem(cJSON_GetArrayItem(jarr(d, "joins"), 0), "meta"), "a"), 1);
+    assert_int_equal(jnum(d, "count"), 2);
+    cJSON_Delete(d);
+    assert_int_equal(room_set_visible(f->e, "r", "ghost", false, f->now), 0);
+    advance(f, 50);
+    d = rec_json(&f->d[2]);
+    assert_int_equal(jlen(d, "leaves"), 1);
+    assert_int_equal(jnum(d, "count"), 1);
+    cJSON_Delete(d);
+    /* A flip and back inside a window is nothing; setting the same value
+     * is a no-op. */
+    assert_int_equal(room_set_visible(f->e, "r", "ghost", true, f->now), 0);
+    assert_int_equal(room_set_visible(f->e, "r", "ghost", false, f->now), 0);
+    assert_int_equal(room_set_visible(f->e, "r", "ghost", false, f->now), 0);
+    advance(f, 100);
+    assert_int_equal(f->nd, 3);
+    /* Invisible members keep a room alive and count toward the limit, and
+     * leaving is not announced. */
+    assert_int_equal(leave(f, "r", "u1", "s"), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 4);
+    assert_int_equal(rooms(f), 1);
+    assert_int_equal(leave(f, "r", "ghost", "s"), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 4);
+    assert_int_equal(rooms(f), 0);
+    assert_int_equal(room_set_visible(f->e, "r", "ghost", true, f->now), ROOM_E_NO_ROOM);
+    fx_free(f);
+}
+
+/* ---- ephemeral lane ---- */
+
+static void test_ephemeral_rate_and_coalescing(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    char data[64];
+    uint64_t start;
+    cJSON *x;
+
+    (void)state;
+    assert_int_equal(join(f, "r", "u1", "s", NULL), 0);
+    advance(f, 50);
+    start = f->now;
+    /* 100 cursor updates in one second, one every 10 ms. */
+    for (int i = 0; i < 100; i++) {
+        snprintf(data, sizeof(data), "{\"x\":%d,\"y\":%d}", i, -i);
+        assert_int_equal(eph(f, "r", "u1", "cursor", data), 0);
+        advance(f, 10);
+    }
+    /* At most one message per 1000/15 ms: no more than 15 in any second. */
+    for (size_t i = 1; i < f->nx; i++)
+        assert_true(f->x[i].at - f->x[i - 1].at >= 67);
+    for (size_t i = 0; i < f->nx; i++) {
+        size_t in_window = 0;
+        for (size_t j = i; j < f->nx && f->x[j].at < f->x[i].at + 1000; j++)
+            in_window++;
+        assert_true(in_window <= 15);
+    }
+    assert_true(f->nx >= 14);
+    advance(f, 200);
+    assert_true(f->nx <= 16);
+    /* The last value is always delivered. */
+    x = rec_json(&f->x[f->nx - 1]);
+    assert_string_equal(jstr(x, "type"), "ephemeral");
+    assert_string_equal(jstr(x, "room"), "r");
+    assert_string_equal(jstr(x, "user"), "u1");
+    assert_string_equal(jstr(x, "kind"), "cursor");
+    assert_int_equal(jnum(cJSON_GetObjectItem(x, "data"), "x"), 99);
+    cJSON_Delete(x);
+    /* The first one went out at once. */
+    assert_int_equal(f->x[0].at, start);
+    assert_string_equal(f->x[0].user, "u1");
+    /* Never a lifecycle delta, never a seq. */
+    assert_int_equal(f->nd, 1);
+    {
+        struct room_info info;
+        struct room_stats st;
+        assert_int_equal(room_get_info(f->e, "r", &info), 0);
+        assert_int_equal(info.seq, 1);
+        room_get_stats(f->e, &st);
+        assert_int_equal(st.ephemeral_sent, f->nx);
+        assert_int_equal(st.ephemeral_sent + st.ephemeral_coalesced, 100);
+    }
+    fx_free(f);
+}
+
+static void test_ephemeral_senders_and_kinds(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    struct room_resume res;
+    int u1 = 0, u2 = 0;
+
+    (void)state;
+    assert_int_equal(join(f, "r", "u1", "s", NULL), 0);
+    assert_int_equal(join(f, "r", "u2", "s", NULL), 0);
+    advance(f, 50);
+    /* Two senders are independent: both go out at once. */
+    assert_int_equal(eph(f, "r", "u1", "cursor", "1"), 0);
+    assert_int_equal(eph(f, "r", "u2", "cursor", "2"), 0);
+    assert_int_equal(f->nx, 2);
+    for (int i = 0; i < 20; i++) {
+        assert_int_equal(eph(f, "r", "u1", "cursor", "1"), 0);
+        assert_int_equal(eph(f, "r", "u2", "cursor", "2"), 0);
+        advance(f, 10);
+    }
+    for (size_t i = 0; i < f->nx; i++) {
+        u1 += strcmp(f->x[i].user, "u1") == 0;
+        u2 += strcmp(f->x[i].user, "u2") == 0;
+    }
+    assert_int_equal(u1, u2);
+    assert_true(u1 >= 3);
+    advance(f, 500);
+    /* Two kinds of one sender: each kind's latest value is delivered, one
+     * message per period. */
+    {
+        size_t before = f->nx;
+        cJSON *a, *b;
+        assert_int_equal(eph(f, "r", "u1", "cursor", "{\"x\":1}"), 0); /* at once */
+        assert_int_equal(eph(f, "r", "u1", "typing", "true"), 0);
+        assert_int_equal(eph(f, "r", "u1", "cursor", "{\"x\":2}"), 0);
+        assert_int_equal(eph(f, "r", "u1", "typing", "false"), 0);
+        assert_int_equal(f->nx, before + 1);
+        advance(f, 70);
+        assert_int_equal(f->nx, before + 2);
+        advance(f, 70);
+        assert_int_equal(f->nx, before + 3);
+        advance(f, 500);
+        assert_int_equal(f->nx, before + 3);
+        a = rec_json(&f->x[before + 1]);
+        b = rec_json(&f->x[before + 2]);
+        /* Oldest pending kind first: typing was pending before the second
+         * cursor value. */
+        assert_string_equal(jstr(a, "kind"), "typing");
+        assert_false(cJSON_IsTrue(cJSON_GetObjectItem(a, "data")));
+        assert_string_equal(jstr(b, "kind"), "cursor");
+        assert_int_equal(jnum(cJSON_GetObjectItem(b, "data"), "x"), 2);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    /* Ephemeral messages are never in the delta ring. */
+    assert_int_equal(room_resume(f->e, "r", f->d[0].epoch, 0, &res), ROOM_RESUME_DELTAS);
+    assert_int_equal(res.n, 1);
+    for (size_t i = 0; i < f->nx; i++)
+        assert_ptr_not_equal(res.msgs[0].payload, f->x[i].p);
+    room_resume_release(&res);
+    assert_int_equal(f->nd, 1);
+    fx_free(f);
+}
+
+static void test_ephemeral_errors(void **state)
+{
+    struct room_config c;
+    struct fx *f;
+    char *big;
+
+    (void)state;
+    room_config_init(&c);
+    c.max_ephemeral_kinds = 2;
+    f = fx_new(&c);
+    assert_int_equal(join(f, "r", "u1", "s", NULL), 0);
+    assert_int_equal(join(f, "r", "ghost", "s", NULL), 0);
+    assert_int_equal(room_set_visible(f->e, "r", "ghost", false, f->now), 0);
+    advance(f, 50);
+    assert_int_equal(eph(f, "nowhere", "u1", "cursor", "1"), ROOM_E_NO_ROOM);
+    assert_int_equal(eph(f, "r", "stranger", "cursor", "1"), ROOM_E_NOT_MEMBER);
+    assert_int_equal(eph(f, "r", "ghost", "cursor", "1"), ROOM_E_INVISIBLE);
+    assert_int_equal(eph(f, "r", "u1", "", "1"), ROOM_E_KIND);
+    assert_int_equal(eph(f, "r", "u1", "a-kind-that-is-longer-than-32-byt", "1"), ROOM_E_KIND);
+    assert_int_equal(eph(f, "r", "u1", "a kind", "1"), ROOM_E_KIND);
+    assert_int_equal(eph(f, "r", "u 1", "cursor", "1"), ROOM_E_USER_ID);
+    assert_int_equal(eph(f, "r r", "u1", "cursor", "1"), ROOM_E_ROOM_ID);
+    assert_int_equal(eph(f, "r", "u1", "cursor", "{x:1}"), ROOM_E_DATA_JSON);
+    assert_int_equal(eph(f, "r", "u1", "cursor", "+1"), ROOM_E_DATA_JSON);
+    big = meta_of_size(1025);
+    assert_int_equal(eph(f, "r", "u1", "cursor", big), ROOM_E_DATA_SIZE);
+    big[1024] = '\0';
+    big[1023] = '}';
+    big[1022] = '"';
+    assert_int_equal(eph(f, "r", "u1", "cursor", big), 0);
+    free(big);
+    assert_int_equal(eph(f, "r", "u1", "typing", "true"), 0);
+    assert_int_equal(eph(f, "r", "u1", "third", "1"), ROOM_E_KINDS);
+    assert_int_equal(eph(f, "r", "u1", "typing", "false"), 0);
+    assert_int_equal(f->nx, 1); /* only the first one so far */
+    /* A member that left cannot publish, and its pending values are
+     * dropped: no ghost cursor after the leave, even though the sender's
+     * period ends before the leave is flushed. */
+    advance(f, 60);
+    assert_int_equal(f->nx, 1);
+    assert_int_equal(leave(f, "r", "u1", "s"), 0);
+    assert_int_equal(eph(f, "r", "u1", "cursor", "1"), ROOM_E_NOT_MEMBER);
+    advance(f, 1000);
+    assert_int_equal(f->nx, 1);
+    fx_free(f);
+}
+
+static void test_ephemeral_never_precedes_join(void **state)
+{
+    struct room_config c;
+    struct fx *f;
+    cJSON *d;
+
+    (void)state;
+    room_config_init(&c);
+    c.interval_enter = 3;
+    c.interval_leave = 1;
+    f = fx_new(&c);
+    assert_int_equal(join(f, "r", "u1", "s", NULL), 0);
+    advance(f, 50);
+    assert_int_equal(join(f, "r", "u2", "s", NULL), 0);
+    assert_int_equal(patch(f, "r", "u1", "{\"p\":1}"), 0);
+    assert_int_equal(eph(f, "r", "u2", "cursor", "{\"x\":1}"), 0);
+    assert_int_equal(eph(f, "r", "u2", "cursor", "{\"x\":2}"), 0);
+    /* u2's values wait for the flush that publishes its join; the batch
+     * is not flushed early. */
+    assert_int_equal(f->nd, 1);
+    assert_int_equal(f->nx, 0);
+    advance(f, 40);
+    assert_int_equal(f->nx, 0);
+    advance(f, 10);
+    assert_int_equal(f->nd, 2);
+    assert_int_equal(f->nx, 1);
+    assert_true(f->d[1].order < f->x[0].order);
+    assert_int_equal(f->x[0].at, f->d[1].at);
+    d = rec_json(&f->d[1]);
+    assert_int_equal(jlen(d, "joins"), 1);
+    assert_int_equal(jlen(d, "patches"), 1);
+    cJSON_Delete(d);
+    d = rec_json(&f->x[0]);
+    assert_int_equal(jnum(cJSON_GetObjectItem(d, "data"), "x"), 2); /* latest wins */
+    cJSON_Delete(d);
+    /* In interval mode a joiner's cursor waits for the interval flush. */
+    assert_int_equal(join(f, "r", "u3", "s", NULL), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 3); /* the switch to interval mode */
+    assert_int_equal(join(f, "r", "u4", "s", NULL), 0);
+    assert_int_equal(eph(f, "r", "u4", "cursor", "1"), 0);
+    advance(f, 990);
+    assert_int_equal(f->nd, 3);
+    assert_int_equal(f->nx, 1);
+    advance(f, 10);
+    assert_int_equal(f->nd, 4);
+    assert_int_equal(f->nx, 2);
+    assert_string_equal(f->x[1].user, "u4");
+    /* Turning invisible drops pending values. */
+    assert_int_equal(eph(f, "r", "u2", "cursor", "{\"x\":3}"), 0);
+    assert_int_equal(eph(f, "r", "u2", "cursor", "{\"x\":4}"), 0);
+    assert_int_equal(f->nx, 3);
+    assert_int_equal(room_set_visible(f->e, "r", "u2", false, f->now), 0);
+    advance(f, 2000);
+    assert_int_equal(f->nx, 3);
+    fx_free(f);
+}
+
+/* ---- re-entrancy ---- */
+
+/* Hook: inside callbacks, change the rooms the engine is emitting for. */
+static void reentrant_hook(struct fx *f, const struct room_event *ev)
+{
+    int *step = f->arg;
+    struct room_msg m;
+
+    /* Reads are fine, and agree with what is being emitted. */
+    assert_int_equal(room_snapshot(f->e, ev->room, &m), 0);
+    payload_unref(m.payload);
+    switch ((*step)++) {
+    case 0: /* in u1's join delta: u1 leaves and the room is flushed */
+        assert_int_equal(leave(f, "r", "u1", "s"), 0);
+        assert_int_equal(room_flush(f->e, "r", f->now), 0);
+        break;
+    case 1: /* the nested leave delta: the room is empty but busy */
+        assert_int_equal(rooms(f), 1);
+        break;
+    case 2: /* in u2's ephemeral message: u2 is kicked */
+        assert_int_equal(room_kick(f->e, "q", "u2", f->now), 0);
+        assert_int_equal(room_flush(f->e, "q", f->now), 0);
+        break;
+    default:
+        break;
+    }
+}
+
+static void test_callbacks_may_reenter(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    int step = 0;
+
+    (void)state;
+    f->hook = reentrant_hook;
+    f->arg = &step;
+    assert_int_equal(join(f, "r", "u1", "s", NULL), 0);
+    advance(f, 50);
+    assert_int_equal(step, 2);
+    assert_int_equal(f->nd, 2);
+    assert_int_equal(rooms(f), 0); /* deleted once the callbacks returned */
+    f->hook = NULL;
+    assert_int_equal(join(f, "q", "u2", "s", NULL), 0);
+    assert_int_equal(room_flush(f->e, "q", f->now), 0);
+    assert_int_equal(f->nd, 3);
+    f->hook = reentrant_hook;
+    assert_int_equal(eph(f, "q", "u2", "cursor", "1"), 0);
+    assert_int_equal(step, 4);
+    assert_int_equal(f->nx, 1);
+    assert_int_equal(rooms(f), 0);
+    advance(f, 500);
+    fx_free(f);
+}
+
+/* ---- reads ---- */
+
+static void test_encode_info(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    struct buf b = {0};
+    cJSON *v;
+
+    (void)state;
+    room_engine_set_wall_offset(f->e, 1000);
+    assert_int_equal(join(f, "r", "u1", "s", "{\"n\":\"A\"}"), 0);
+    assert_int_equal(join(f, "r", "u2", "s", NULL), 0);
+    assert_int_equal(join(f, "r", "u3", "s", NULL), 0);
+    advance(f, 50);
+    assert_int_equal(room_encode_info(f->e, "r", 2, &b), 0);
+    v = parse_msg(b.data, b.len);
+    assert_null(cJSON_GetObjectItem(v, "type"));
+    assert_string_equal(jstr(v, "room"), "r");
+    assert_int_equal(jnum(v, "seq"), 1);
+    assert_int_equal(jnum(v, "count"), 3);
+    assert_int_equal(jlen(v, "members"), 2);
+    assert_int_equal(jnum(cJSON_GetArrayItem(jarr(v, "members"), 0), "joinedAt"), T0 + 1000);
+    cJSON_Delete(v);
+    b.len = 0;
+    assert_int_equal(room_encode_info(f->e, "none", 10, &b), 0);
+    assert_int_equal(b.len, strlen("{\"room\":\"none\",\"epoch\":0,\"seq\":0,\"mode\":\"normal\","
+                                   "\"count\":0,\"members\":[]}"));
+    assert_memory_equal(b.data, "{\"room\":\"none\",\"epoch\":0", 24);
+    b.len = 0;
+    assert_int_equal(room_encode_info(f->e, "x y", 10, &b), ROOM_E_ROOM_ID);
+    assert_int_equal(b.len, 0);
+    buf_release(&b);
+    fx_free(f);
+}
+
+/* ---- randomized: client models built from deltas equal the snapshots ---- */
+
+static uint64_t rng_state;
+
+static uint32_t rnd(uint32_t n)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state % n);
+}
+
+/* A client's view of one room, built only from messages. */
+struct model {
+    char room[16];
+    uint64_t epoch;
+    uint64_t seq;
+    bool interval;
+    uint64_t count;
+    cJSON *members; /* object: user -> member */
+};
+
+static void model_reset(struct model *m, const cJSON *snap)
+{
+    const cJSON *x;
+
+    cJSON_Delete(m->members);
+    m->members = cJSON_CreateObject();
+    m->epoch = jnum(snap, "epoch");
+    m->seq = jnum(snap, "seq");
+    m->count = jnum(snap, "count");
+    m->interval = strcmp(jstr(snap, "mode"), "interval") == 0;
+    cJSON_ArrayForEach(x, jarr(snap, "members"))
+        cJSON_AddItemToObject(m->members, jstr(x, "user"), cJSON_Duplicate(x, true));
+}
+
+/* Applies one message as a client would; strict in normal mode. */
+static void model_apply(struct model *m, const char *json, size_t n)
+{
+    cJSON *d = parse_msg(json, n);
+    const cJSON *x;
+
+    if (strcmp(jstr(d, "type"), "room_snapshot") == 0) {
+        model_reset(m, d);
+        cJSON_Delete(d);
+        return;
+    }
+    assert_string_equal(jstr(d, "type"), "room_delta");
+    if (jnum(d, "epoch") != m->epoch) {
+        /* A new room: only from the empty state, at seq 1. */
+        assert_int_equal(m->count, 0);
+        assert_int_equal(jnum(d, "seq"), 1);
+        m->epoch = jnum(d, "epoch");
+        m->seq = 0;
+    }
+    assert_int_equal(jnum(d, "seq"), m->seq + 1);
+    cJSON_ArrayForEach(x, jarr(d, "leaves"))
+    {
+        assert_true(m->interval || cJSON_HasObjectItem(m->members, x->valuestring));
+        cJSON_DeleteItemFromObjectCaseSensitive(m->members, x->valuestring);
+    }
+    cJSON_ArrayForEach(x, jarr(d, "joins"))
+    {
+        assert_true(m->interval || !cJSON_HasObjectItem(m->members, jstr(x, "user")));
+        cJSON_DeleteItemFromObjectCaseSensitive(m->members, jstr(x, "user"));
+        cJSON_AddItemToObject(m->members, jstr(x, "user"), cJSON_Duplicate(x, true));
+    }
+    cJSON_ArrayForEach(x, jarr(d, "patches"))
+    {
+        assert_true(m->interval || cJSON_HasObjectItem(m->members, jstr(x, "user")));
+        cJSON_DeleteItemFromObjectCaseSensitive(m->members, jstr(x, "user"));
+        cJSON_AddItemToObject(m->members, jstr(x, "user"), cJSON_Duplicate(x, true));
+    }
+    m->seq = jnum(d, "seq");
+    m->count = jnum(d, "count");
+    m->interval = strcmp(jstr(d, "mode"), "interval") == 0;
+    if (!m->interval)
+        assert_int_equal(cJSON_GetArraySize(m->members), m->count);
+    cJSON_Delete(d);
+}
+
+/* The model must equal the room's snapshot: exactly in normal mode, in
+ * count, seq and mode in interval mode. */
+static void model_check(struct fx *f, const struct model *m)
+{
+    cJSON *s = snapshot(f, m->room);
+    const cJSON *x;
+
+    if (jnum(s, "seq") == 0) { /* the room is gone or new: the model is empty */
+        assert_int_equal(m->count, 0);
+        assert_int_equal(cJSON_GetArraySize(m->members), 0);
+        cJSON_Delete(s);
+        return;
+    }
+    assert_int_equal(jnum(s, "epoch"), m->epoch);
+    assert_int_equal(jnum(s, "seq"), m->seq);
+    assert_int_equal(jnum(s, "count"), m->count);
+    assert_int_equal(strcmp(jstr(s, "mode"), "interval") == 0, m->interval);
+    if (!m->interval) {
+        assert_int_equal(jlen(s, "members"), cJSON_GetArraySize(m->members));
+        cJSON_ArrayForEach(x, jarr(s, "members"))
+            assert_true(cJSON_Compare(x, cJSON_GetObjectItem(m->members, jstr(x, "user")), true));
+    }
+    cJSON_Delete(s);
+}
+
+struct random_ctx {
+    struct model models[2];
+    struct model saved[2]; /* a copy of each model at some earlier seq */
+};
+
+static void random_hook(struct fx *f, const struct room_event *ev)
+{
+    struct random_ctx *rc = f->arg;
+
+    for (int i = 0; i < 2; i++) {
+        struct model *m = &rc->models[i];
+        if (strcmp(m->room, ev->room) != 0)
+            continue;
+        if (!ev->droppable)
+            model_apply(m, ev->msg.json, ev->msg.json_len);
+        else if (!m->interval) /* never from someone clients do not see */
+            assert_true(cJSON_HasObjectItem(m->members, ev->user));
+    }
+}
+
+static void model_copy(struct model *dst, const struct model *src)
+{
+    cJSON_Delete(dst->members);
+    *dst = *src;
+    dst->members = cJSON_Duplicate(src->members, true);
+}
+
+/* Resuming (a copy of) the saved model must bring it to the current
+ * snapshot. Returns the kind of answer. */
+static int check_resume(struct fx *f, const struct model *saved)
+{
+    struct model m = {0};
+    struct room_resume res;
+    int kind;
+
+    model_copy(&m, saved);
+    kind = room_resume(f->e, m.room, m.epoch, m.seq, &res);
+    assert_true(kind == ROOM_RESUME_DELTAS || kind == ROOM_RESUME_SNAPSHOT);
+    for (size_t i = 0; i < res.n; i++)
+        model_apply(&m, res.msgs[i].json, res.msgs[i].json_len);
+    room_resume_release(&res);
+    if (!m.interval)
+        model_check(f, &m);
+    cJSON_Delete(m.members);
+    return kind;
+}
+
+static void random_run(const struct room_config *c, uint64_t seed, int steps)
+{
+    struct random_ctx rc = {0};
+    struct fx *f = fx_new(c);
+    char user[16], session[ROOM_ID_MAX + 1], text[64];
+
+    rng_state = seed;
+    f->hook = random_hook;
+    f->arg = &rc;
+    for (int i = 0; i < 2; i++) {
+        snprintf(rc.models[i].room, sizeof(rc.models[i].room), "room%d", i);
+        rc.models[i].members = cJSON_CreateObject();
+        model_copy(&rc.saved[i], &rc.models[i]);
+    }
+    for (int step = 0; step < steps; step++) {
+        const char *room = rc.models[rnd(2)].room;
+        /* Alternate growing and shrinking phases so that rooms cross the
+         * mode thresholds both ways and empty out now and then. */
+        bool grow = (step / 1500) % 2 == 0;
+        uint32_t op = rnd(100), joins = grow ? 40 : 2, leaves = 55;
+
+        snprintf(user, sizeof(user), "u%u", rnd(60));
+        snprintf(session, sizeof(session), "s%u", rnd(3));
+        if (op < joins) {
+            uint32_t n = rnd(3), c = rnd(3);
+            snprintf(text, sizeof(text), "{\"n\":%u,\"c\":\"%c\"}", n, (char)('a' + c));
+            room_join(f->e, room, user, session, rnd(2) ? text : NULL, strlen(text), f->now);
+        } else if (op < leaves) {
+            struct room_member_view v;
+            /* While shrinking, leave with a session the member has. */
+            if (!grow && room_get_member(f->e, room, user, &v) == 0)
+                snprintf(session, sizeof(session), "%s", v.session_ids[rnd((uint32_t)v.nsessions)]);
+            room_leave(f->e, room, user, session, f->now);
+        } else if (op < 65) {
+            const char *p[] = {"{\"n\":1}", "{\"c\":null}", "{\"d\":{\"x\":1}}", "{\"d\":null}",
+                               "{\"n\":0,\"c\":\"a\"}"};
+            const char *t = p[rnd(ARRAY_SIZE(p))];
+            room_patch(f->e, room, user, t, strlen(t), f->now);
+        } else if (op < 70) {
+            room_set_visible(f->e, room, user, rnd(3) != 0, f->now);
+        } else if (op < (grow ? 72u : 76u)) {
+            room_kick(f->e, room, user, f->now);
+        } else if (op < 78) {
+            room_flush(f->e, room, f->now);
+        } else if (op < 80) {
+            room_ephemeral(f->e, room, user, "cursor", "{\"x\":1}", 7, f->now);
+        } else if (op < 95) {
+            advance(f, rnd(80));
+        } else if (op < 98) {
+            /* At any moment, pending batch or not. */
+            model_check(f, &rc.models[0]);
+            model_check(f, &rc.models[1]);
+        } else {
+            /* Resume an older copy; keep it aging now and then, so that
+             * some resumes fall off the ring. */
+            int i = rnd(2);
+            check_resume(f, &rc.saved[i]);
+            if (rnd(4) == 0)
+                model_copy(&rc.saved[i], &rc.models[i]);
+        }
+    }
+    advance(f, 2000);
+    for (int i = 0; i < 2; i++) {
+        model_check(f, &rc.models[i]);
+        check_resume(f, &rc.saved[i]);
+        cJSON_Delete(rc.models[i].members);
+        cJSON_Delete(rc.saved[i].members);
+    }
+    assert_true(f->nd > 100);
+    fx_free(f);
+}
+
+static void test_random_deltas_rebuild_snapshot(void **state)
+{
+    struct room_config c;
+
+    (void)state;
+    room_config_init(&c);
+    c.ring_len = 64;
+    random_run(&c, UINT64_C(0x9E3779B97F4A7C15), 30000);
+}
+
+static void test_random_with_interval_mode(void **state)
+{
+    struct room_config c;
+
+    (void)state;
+    room_config_init(&c);
+    c.interval_enter = 20;
+    c.interval_leave = 14;
+    c.interval_ms = 200;
+    c.snapshot_limit = 5;
+    c.interval_list_limit = 3;
+    c.ring_len = 16;
+    random_run(&c, UINT64_C(0x2545F4914F6CDD1D), 30000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ids_and_errors),
+        cmocka_unit_test(test_config_check),
+        cmocka_unit_test(test_two_tabs_one_member),
+        cmocka_unit_test(test_join_leave_in_window_is_nothing),
+        cmocka_unit_test(test_leave_rejoin_in_window),
+        cmocka_unit_test(test_patch_in_place),
+        cmocka_unit_test(test_merge_patch_semantics),
+        cmocka_unit_test(test_meta_limits),
+        cmocka_unit_test(test_limits_and_leave_errors),
+        cmocka_unit_test(test_kick),
+        cmocka_unit_test(test_seq_by_one),
+        cmocka_unit_test(test_snapshot_is_published_state),
+        cmocka_unit_test(test_resume_missed_deltas),
+        cmocka_unit_test(test_resume_gets_snapshot),
+        cmocka_unit_test(test_ring_byte_bound),
+        cmocka_unit_test(test_empty_room_deleted),
+        cmocka_unit_test(test_frame_hook),
+        cmocka_unit_test(test_interval_mode_enter),
+        cmocka_unit_test(test_interval_mode_hysteresis),
+        cmocka_unit_test(test_invisible_members),
+        cmocka_unit_test(test_ephemeral_rate_and_coalescing),
+        cmocka_unit_test(test_ephemeral_senders_and_kinds),
+        cmocka_unit_test(test_ephemeral_errors),
+        cmocka_unit_test(test_ephemeral_never_precedes_join),
+        cmocka_unit_test(test_callbacks_may_reenter),
+        cmocka_unit_test(test_encode_info),
+        cmocka_unit_test(test_random_deltas_rebuild_snapshot),
+        cmocka_unit_test(test_random_with_interval_mode),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
