@@ -21,6 +21,7 @@
  * dropped there, so a heartbeat storm costs one read and a comparison.
  */
 #include "engine.h"
+#include "engine_internal.h"
 
 #include <openssl/rand.h>
 #include <stdlib.h>
@@ -42,174 +43,11 @@
 
 #define SID_BYTES 16 /* random bytes in a server-made session id */
 
-enum engine_op {
-    OP_START = 1, /* client worker -> owner: start or resume a session */
-    OP_STARTED,   /* owner -> client worker: result, welcome may go out */
-    OP_HEARTBEAT, /* client worker -> owner */
-    OP_ACTIVITY,  /* ditto; arg = active */
-    OP_STATUS,    /* ditto; arg = status, expires_in */
-    OP_CUSTOM,    /* ditto; text, emoji, expires_in */
-    OP_LEAVE,     /* ditto: explicit offline */
-    OP_CLOSED,    /* ditto: the socket closed (reconnect grace) */
-    OP_ENDED,     /* owner -> client worker: the session ended; arg = reason */
-    OP_REPLY,     /* owner -> client worker: frame for one client (ack, error) */
-    OP_KICK,      /* owner -> client worker: close this connection (replaced) */
-    OP_WATCH,     /* watcher worker -> owner: start sending uid's events */
-    OP_UNWATCH,   /* ditto: stop */
-    OP_VIEW,      /* owner -> watcher worker: the current view (snapshot) */
-    OP_PRESENCE,  /* owner -> watcher worker: a transition */
-    OP_QUERY,     /* HTTP worker -> owner: read one user (arg = query kind) */
-    OP_HTTP_BEAT, /* HTTP worker -> owner: an HTTP session's heartbeat */
-    OP_ANSWER,    /* owner -> HTTP worker: one JSON part of a query's answer */
-};
-
-/* One bus message of the engine. Strings are inline (ids are bounded);
- * text and emoji are owned heap copies; frame is a held reference. */
-struct emsg {
-    struct bus_msg msg; /* first member; type WORKER_MSG_ENGINE */
-    uint8_t op;
-    int8_t arg;          /* op-specific small value */
-    uint8_t device;      /* OP_START: enum presence_device */
-    int err;             /* OP_STARTED/OP_REPLY: 0 or a PRESENCE_E_* */
-    uint64_t conn_id;    /* the client connection concerned */
-    uint64_t expires_in; /* OP_STATUS/OP_CUSTOM: ms, 0 = none */
-    uint64_t version;    /* OP_VIEW/OP_PRESENCE */
-    uint64_t query;      /* OP_QUERY/OP_ANSWER: the origin's struct query */
-    uint32_t index;      /* OP_QUERY/OP_ANSWER: position in the answer */
-    char uid[PRESENCE_ID_MAX + 1];
-    char sid[PRESENCE_ID_MAX + 1];
-    char ref[PROTO_REF_MAX]; /* the client's ref as JSON text */
-    char *text;              /* OP_CUSTOM, owned */
-    char *emoji;             /* OP_CUSTOM, owned */
-    struct payload *frame;   /* OP_VIEW/OP_PRESENCE/OP_REPLY, referenced */
-};
-
-struct watch_link {
-    struct list link;    /* watch->links */
-    struct watch *watch; /* the user watched */
-    struct client *client;
-    bool need_snapshot; /* waiting for the owner's OP_VIEW */
-};
-
-struct client {
-    struct hmap_node node; /* e->clients, by conn_id */
-    struct engine *e;
-    struct wsconn *ws;      /* NULL before open, and for an event stream */
-    struct sse_stream *sse; /* an event stream (GET /v1/presence/events) */
-    uint64_t conn_id;
-    char uid[PRESENCE_ID_MAX + 1]; /* "" for an anonymous observer */
-    char sid[PRESENCE_ID_MAX + 1]; /* session id once started (or asked to resume) */
-    enum presence_device device;
-    bool resume;               /* sid names a session to resume */
-    bool started;              /* the owner confirmed the session */
-    unsigned owner;            /* worker that owns uid */
-    uint64_t last_beat;        /* loop ms of the last forwarded heartbeat */
-    unsigned bad_in_a_row;     /* consecutive rejected messages */
-    struct watch_link **links; /* the users watched */
-    size_t nlinks, caplinks;
-};
-
-struct watch {
-    struct hmap_node node; /* e->watches, by uid */
-    char uid[PRESENCE_ID_MAX + 1];
-    struct list links;        /* struct watch_link.link */
-    struct payload *last;     /* last presence frame, NULL until the owner answered */
-    struct payload *last_sse; /* the same as an SSE event, made on first need */
-    uint64_t version;         /* of last */
-};
-
-struct sub {
-    struct hmap_node node; /* e->subs, by uid (owner side) */
-    char uid[PRESENCE_ID_MAX + 1];
-    uint64_t workers; /* bit i: worker i has local watchers */
-};
-
-struct engine {
-    struct worker *w;
-    struct presence *pres; /* the users this worker owns */
-    struct hmap clients;   /* struct client by conn_id */
-    struct hmap watches;   /* struct watch by uid */
-    struct hmap subs;      /* struct sub by uid */
-};
-
-static struct engine *engine_of(struct worker *w)
-{
-    return w->engine;
-}
-
-static uint64_t str_hash(const char *s)
-{
-    return hash_bytes(s, strlen(s));
-}
-
-static void copy_id(char dst[PRESENCE_ID_MAX + 1], const char *src)
-{
-    size_t n = strnlen(src, PRESENCE_ID_MAX);
-
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 /* ---- bus messages ---- */
 
-static void emsg_free(struct bus_msg *m)
-{
-    struct emsg *em = (struct emsg *)m;
-
-    free(em->text);
-    free(em->emoji);
-    payload_unref(em->frame);
-    free(em);
-}
-
-static struct emsg *emsg_new(enum engine_op op, uint64_t conn_id)
-{
-    struct emsg *em = xcalloc(1, sizeof(*em));
-
-    em->msg.type = WORKER_MSG_ENGINE;
-    em->msg.free = emsg_free;
-    em->op = (uint8_t)op;
-    em->conn_id = conn_id;
-    return em;
-}
-
-static void send_to(struct engine *e, unsigned to, struct emsg *em)
-{
-    worker_send(e->w, to, &em->msg);
-}
-
-static unsigned owner_of(struct engine *e, const char *uid)
-{
-    return bus_route(e->w->srv->bus, uid, strlen(uid));
-}
-
 /* Connection ids carry their worker in the top 16 bits (conn.c). */
-static unsigned worker_of_conn(uint64_t conn_id)
-{
-    return (unsigned)(conn_id >> 48);
-}
-
-static struct payload *frame_text(struct buf *b)
-{
-    struct payload *p = ws_frame_payload(WS_OP_TEXT, b->data, b->len);
-
-    buf_release(b);
-    return p;
-}
 
 /* ---- lookups ---- */
-
-static struct client *find_client(struct engine *e, uint64_t conn_id)
-{
-    uint64_t h = hash_bytes(&conn_id, sizeof(conn_id));
-
-    for (struct hmap_node *n = hmap_find(&e->clients, h); n; n = hmap_find_next(n, h)) {
-        struct client *c = container_of(n, struct client, node);
-        if (c->conn_id == conn_id)
-            return c;
-    }
-    return NULL;
-}
 
 static struct watch *find_watch(struct engine *e, const char *uid)
 {
@@ -236,11 +74,6 @@ static struct sub *find_sub(struct engine *e, const char *uid)
 }
 
 /* ---- owner side: the presence core's callbacks ---- */
-
-static int64_t wall_offset(struct engine *e)
-{
-    return (int64_t)time_wall_ms() - (int64_t)loop_now(e->w->loop);
-}
 
 static struct payload *encode_view(struct engine *e, const struct presence_view *v)
 {
@@ -282,6 +115,7 @@ static void on_end(void *ctx, const struct presence_session_info *s, enum presen
     uint64_t conn_id = (uint64_t)(uintptr_t)s->conn_ref;
     struct emsg *em;
 
+    engine__rooms_session_ended(e, s->sid); /* its rooms see it leave */
     if (why == PRESENCE_END_GRACE || !s->attached || conn_id == 0)
         return; /* its socket is already gone, or it is an HTTP session */
     em = emsg_new(OP_ENDED, conn_id);
@@ -292,32 +126,12 @@ static void on_end(void *ctx, const struct presence_session_info *s, enum presen
 
 /* ---- owner side: ops from client workers ---- */
 
-static void reply(struct engine *e, const struct emsg *req, struct payload *frame)
-{
-    struct emsg *em = emsg_new(OP_REPLY, req->conn_id);
-
-    em->frame = frame;
-    send_to(e, worker_of_conn(req->conn_id), em);
-}
-
 static void reply_error(struct engine *e, const struct emsg *req, int err)
 {
     struct buf b = {0};
 
     buf_append_str(&b, "{\"type\":\"error\",\"code\":\"invalid\",\"message\":");
     json_append_cstr(&b, presence_strerror(err));
-    proto_append_ref(&b, req->ref);
-    buf_append_str(&b, "}");
-    reply(e, req, frame_text(&b));
-}
-
-static void reply_ack(struct engine *e, const struct emsg *req)
-{
-    struct buf b = {0};
-
-    if (!req->ref[0])
-        return;
-    buf_append_str(&b, "{\"type\":\"ack\"");
     proto_append_ref(&b, req->ref);
     buf_append_str(&b, "}");
     reply(e, req, frame_text(&b));
@@ -612,34 +426,13 @@ static void on_msg(struct worker *w, struct bus_msg *m)
         }
         break;
     default:
-        op_session(e, em);
+        if (!engine__room_msg(e, em))
+            op_session(e, em);
     }
     emsg_free(m);
 }
 
 /* ---- client messages ---- */
-
-static struct emsg *session_msg(struct client *c, enum engine_op op, const char *ref)
-{
-    struct emsg *em = emsg_new(op, c->conn_id);
-
-    copy_id(em->uid, c->uid);
-    copy_id(em->sid, c->sid);
-    if (ref)
-        memcpy(em->ref, ref, PROTO_REF_MAX);
-    return em;
-}
-
-static bool need_session(struct client *c, const char *ref)
-{
-    if (c->started)
-        return true;
-    proto_send_error(c->ws, "no_session",
-                     c->uid[0] ? "the session is not started yet"
-                               : "connect with ?user= to have a session",
-                     ref);
-    return false;
-}
 
 /* "expiresInMs": absent or null = none; else a positive integer. */
 static bool parse_expiry(const cJSON *root, uint64_t *out)
@@ -910,8 +703,11 @@ static const struct handler handlers[] = {
 static bool dispatch(struct client *c, const cJSON *root, const char *type)
 {
     char ref[PROTO_REF_MAX];
+    bool ok = false;
 
     proto_ref_text(root, ref);
+    if (engine__room_dispatch(c, root, type, ref, &ok))
+        return ok;
     for (size_t i = 0; i < ARRAY_SIZE(handlers); i++)
         if (strcmp(type, handlers[i].type) == 0)
             return handlers[i].fn(c, root, ref);
@@ -975,6 +771,7 @@ static void app_on_close(struct wsconn *ws, unsigned code)
     while (c->nlinks > 0)
         watch_remove(c, c->nlinks - 1);
     free(c->links);
+    engine__rooms_client_closed(c);
     if (c->started)
         send_to(e, c->owner, session_msg(c, OP_CLOSED, NULL));
     hmap_remove(&e->clients, &c->node);
@@ -1019,6 +816,7 @@ struct engine *engine_new(struct worker *w)
         fatalx("engine", "invalid presence settings: need heartbeat-min-ms <= "
                          "heartbeat-interval-ms < session-ttl-ms");
     e->pres = presence_new(&pc, loop_wheel(w->loop), on_change, on_end, e);
+    e->rooms = engine__rooms_new(e);
     return e;
 }
 
@@ -1040,6 +838,7 @@ void engine_free(struct engine *e)
     if (!e)
         return;
     presence_free(e->pres);
+    engine__rooms_free(e);
     free_all(&e->subs, offsetof(struct sub, node));
     hmap_release(&e->clients); /* clients are freed with their sockets */
     hmap_release(&e->watches);
@@ -1170,14 +969,6 @@ static void on_answer(struct engine *e, struct emsg *em)
     if (q->conn)
         query_finish(q);
     query_free(q);
-}
-
-static struct payload *buf_payload(struct buf *b)
-{
-    struct payload *p = payload_from(b->data ? b->data : "", b->len);
-
-    buf_release(b);
-    return p;
 }
 
 /* Owner side: one user's part of a read. */

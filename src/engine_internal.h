@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine_internal.h - what engine.c (sessions, watch lists, HTTP reads) and
+ * engine_room.c (rooms) share: the bus message, the per-worker state, the
+ * client, and small helpers. Private to those two files.
+ */
+#ifndef ENGINE_INTERNAL_H
+#define ENGINE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus.h"
+#include "engine.h"
+#include "hmap.h"
+#include "list.h"
+#include "presence.h"
+#include "proto.h"
+#include "room.h"
+#include "util.h"
+#include "worker.h"
+#include "ws.h"
+
+struct sse_stream;
+struct watch_link;
+struct room_link;
+
+enum engine_op {
+    OP_START = 1, /* client worker -> owner: start or resume a session */
+    OP_STARTED,   /* owner -> client worker: result, welcome may go out */
+    OP_HEARTBEAT, /* client worker -> owner */
+    OP_ACTIVITY,  /* ditto; arg = active */
+    OP_STATUS,    /* ditto; arg = status, expires_in */
+    OP_CUSTOM,    /* ditto; text, emoji, expires_in */
+    OP_LEAVE,     /* ditto: explicit offline */
+    OP_CLOSED,    /* ditto: the socket closed (reconnect grace) */
+    OP_ENDED,     /* owner -> client worker: the session ended; arg = reason */
+    OP_REPLY,     /* owner -> client worker: frame for one client (ack, error) */
+    OP_KICK,      /* owner -> client worker: close this connection (replaced) */
+    OP_WATCH,     /* watcher worker -> owner: start sending uid's events */
+    OP_UNWATCH,   /* ditto: stop */
+    OP_VIEW,      /* owner -> watcher worker: the current view (snapshot) */
+    OP_PRESENCE,  /* owner -> watcher worker: a transition */
+    OP_QUERY,     /* HTTP worker -> owner: read one user (arg = query kind) */
+    OP_HTTP_BEAT, /* HTTP worker -> owner: an HTTP session's heartbeat */
+    OP_ANSWER,    /* owner -> HTTP worker: one JSON part of a query's answer */
+    /* rooms (engine_room.c); "U" = the user's owner, "R" = the room's owner */
+    OP_RJOIN,    /* client worker -> U: join (U records it, forwards to R) */
+    OP_RLEAVE,   /* client worker -> U: leave (U forgets it, forwards to R) */
+    OP_RJOIN_R,  /* U -> R: join; R answers the client worker with OP_RSTATE */
+    OP_RLEAVE_R, /* U -> R: leave (also when the session ended) */
+    OP_RPATCH,   /* client worker -> R: metadata patch */
+    OP_REPHEM,   /* client worker -> R: an ephemeral message (cursor, typing) */
+    OP_RSTATE,   /* R -> client worker: snapshot/deltas for one client; arg = last */
+    OP_REVENT,   /* R -> subscribed worker: a delta (arg 0) or ephemeral (arg 1) */
+    OP_RUNSUB,   /* worker -> R: no local subscribers left for the room */
+    OP_RINFO,    /* HTTP worker -> R: GET /v1/rooms/{id} */
+};
+
+/* One bus message of the engine. Strings are inline (ids are bounded);
+ * text and emoji are owned heap copies; frame is a held reference. */
+struct emsg {
+    struct bus_msg msg; /* first member; type WORKER_MSG_ENGINE */
+    uint8_t op;
+    int8_t arg;          /* op-specific small value */
+    uint8_t device;      /* OP_START: enum presence_device */
+    int err;             /* OP_STARTED/OP_REPLY: 0 or a PRESENCE_E_* */
+    uint64_t conn_id;    /* the client connection concerned */
+    uint64_t expires_in; /* OP_STATUS/OP_CUSTOM: ms, 0 = none */
+    uint64_t version;    /* OP_VIEW/OP_PRESENCE */
+    uint64_t query;      /* OP_QUERY/OP_ANSWER: the origin's struct query */
+    uint32_t index;      /* OP_QUERY/OP_ANSWER: position in the answer */
+    char uid[PRESENCE_ID_MAX + 1];
+    char sid[PRESENCE_ID_MAX + 1];
+    char ref[PROTO_REF_MAX];        /* the client's ref as JSON text */
+    char room[PRESENCE_ID_MAX + 1]; /* room ops */
+    uint64_t epoch;                 /* OP_RJOIN*: the client's epoch (resume) */
+    uint64_t since;                 /* OP_RJOIN*: the client's seq, with has_since */
+    bool has_since;
+    char *text;            /* OP_CUSTOM, owned */
+    char *emoji;           /* OP_CUSTOM, owned */
+    struct payload *frame; /* OP_VIEW/OP_PRESENCE/OP_REPLY, referenced */
+};
+
+struct watch_link {
+    struct list link;    /* watch->links */
+    struct watch *watch; /* the user watched */
+    struct client *client;
+    bool need_snapshot; /* waiting for the owner's OP_VIEW */
+};
+
+struct client {
+    struct hmap_node node; /* e->clients, by conn_id */
+    struct engine *e;
+    struct wsconn *ws;      /* NULL before open, and for an event stream */
+    struct sse_stream *sse; /* an event stream (GET /v1/presence/events) */
+    uint64_t conn_id;
+    char uid[PRESENCE_ID_MAX + 1]; /* "" for an anonymous observer */
+    char sid[PRESENCE_ID_MAX + 1]; /* session id once started (or asked to resume) */
+    enum presence_device device;
+    bool resume;               /* sid names a session to resume */
+    bool started;              /* the owner confirmed the session */
+    unsigned owner;            /* worker that owns uid */
+    uint64_t last_beat;        /* loop ms of the last forwarded heartbeat */
+    unsigned bad_in_a_row;     /* consecutive rejected messages */
+    struct watch_link **links; /* the users watched */
+    size_t nlinks, caplinks;
+    struct room_link **rlinks; /* the rooms this socket is subscribed to */
+    size_t nrlinks, caprlinks;
+};
+
+struct watch {
+    struct hmap_node node; /* e->watches, by uid */
+    char uid[PRESENCE_ID_MAX + 1];
+    struct list links;        /* struct watch_link.link */
+    struct payload *last;     /* last presence frame, NULL until the owner answered */
+    struct payload *last_sse; /* the same as an SSE event, made on first need */
+    uint64_t version;         /* of last */
+};
+
+struct sub {
+    struct hmap_node node; /* e->subs, by uid (owner side) */
+    char uid[PRESENCE_ID_MAX + 1];
+    uint64_t workers; /* bit i: worker i has local watchers */
+};
+
+struct engine {
+    struct worker *w;
+    struct presence *pres;     /* the users this worker owns */
+    struct hmap clients;       /* struct client by conn_id */
+    struct hmap watches;       /* struct watch by uid */
+    struct hmap subs;          /* struct sub by uid */
+    struct room_engine *rooms; /* the rooms this worker owns */
+    struct hmap rsubs;         /* owner side: struct rsub by room id */
+    struct hmap lrooms;        /* client side: struct lroom by room id */
+    struct hmap srooms;        /* user-owner side: struct sroom (a session's rooms) by sid */
+};
+
+static inline struct engine *engine_of(struct worker *w)
+{
+    return w->engine;
+}
+
+static inline uint64_t str_hash(const char *s)
+{
+    return hash_bytes(s, strlen(s));
+}
+
+static inline void copy_id(char dst[PRESENCE_ID_MAX + 1], const char *src)
+{
+    size_t n = strnlen(src, PRESENCE_ID_MAX);
+
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+static inline void emsg_free(struct bus_msg *m)
+{
+    struct emsg *em = (struct emsg *)m;
+
+    free(em->text);
+    free(em->emoji);
+    payload_unref(em->frame);
+    free(em);
+}
+
+static inline struct emsg *emsg_new(enum engine_op op, uint64_t conn_id)
+{
+    struct emsg *em = xcalloc(1, sizeof(*em));
+
+    em->msg.type = WORKER_MSG_ENGINE;
+    em->msg.free = emsg_free;
+    em->op = (uint8_t)op;
+    em->conn_id = conn_id;
+    return em;
+}
+
+static inline void send_to(struct engine *e, unsigned to, struct emsg *em)
+{
+    worker_send(e->w, to, &em->msg);
+}
+
+static inline unsigned owner_of(struct engine *e, const char *uid)
+{
+    return bus_route(e->w->srv->bus, uid, strlen(uid));
+}
+
+static inline unsigned worker_of_conn(uint64_t conn_id)
+{
+    return (unsigned)(conn_id >> 48);
+}
+
+static inline struct payload *frame_text(struct buf *b)
+{
+    struct payload *p = ws_frame_payload(WS_OP_TEXT, b->data, b->len);
+
+    buf_release(b);
+    return p;
+}
+
+static inline struct client *find_client(struct engine *e, uint64_t conn_id)
+{
+    uint64_t h = hash_bytes(&conn_id, sizeof(conn_id));
+
+    for (struct hmap_node *n = hmap_find(&e->clients, h); n; n = hmap_find_next(n, h)) {
+        struct client *c = container_of(n, struct client, node);
+        if (c->conn_id == conn_id)
+            return c;
+    }
+    return NULL;
+}
+
+static inline int64_t wall_offset(struct engine *e)
+{
+    return (int64_t)time_wall_ms() - (int64_t)loop_now(e->w->loop);
+}
+
+static inline void reply(struct engine *e, const struct emsg *req, struct payload *frame)
+{
+    struct emsg *em = emsg_new(OP_REPLY, req->conn_id);
+
+    em->frame = frame;
+    send_to(e, worker_of_conn(req->conn_id), em);
+}
+
+static inline void reply_ack(struct engine *e, const struct emsg *req)
+{
+    struct buf b = {0};
+
+    if (!req->ref[0])
+        return;
+    buf_append_str(&b, "{\"type\":\"ack\"");
+    proto_append_ref(&b, req->ref);
+    buf_append_str(&b, "}");
+    reply(e, req, frame_text(&b));
+}
+
+static inline struct emsg *session_msg(struct client *c, enum engine_op op, const char *ref)
+{
+    struct emsg *em = emsg_new(op, c->conn_id);
+
+    copy_id(em->uid, c->uid);
+    copy_id(em->sid, c->sid);
+    if (ref)
+        memcpy(em->ref, ref, PROTO_REF_MAX);
+    return em;
+}
+
+static inline bool need_session(struct client *c, const char *ref)
+{
+    if (c->started)
+        return true;
+    proto_send_error(c->ws, "no_session",
+                     c->uid[0] ? "the session is not started yet"
+                               : "connect with ?user= to have a session",
+                     ref);
+    return false;
+}
+
+static inline struct payload *buf_payload(struct buf *b)
+{
+    struct payload *p = payload_from(b->data ? b->data : "", b->len);
+
+    buf_release(b);
+    return p;
+}
+
+/* engine_room.c */
+struct room_engine *engine__rooms_new(struct engine *e);
+bool engine__room_msg(struct engine *e, struct emsg *em); /* true when handled */
+bool engine__room_dispatch(struct client *c, const cJSON *root, const char *type, const char *ref,
+                           bool *ok);
+void engine__rooms_client_closed(struct client *c);
+void engine__rooms_session_ended(struct engine *e, const char *sid);
+void engine__rooms_free(struct engine *e);
+
+#endif

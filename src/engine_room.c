@@ -1,0 +1,641 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine_room.c - rooms on the workers: join, leave, metadata patches,
+ * snapshots and resume, deltas and the ephemeral lane (room.h is the core).
+ *
+ * Three roles, as for presence (engine.h):
+ *   - R, the room's owner (bus_route(room id)), runs the room core and, per
+ *     room, the mask of workers with local subscribers; each delta or
+ *     ephemeral message is framed once by the core and sent once to each of
+ *     those workers (OP_REVENT), which write the same payload to their
+ *     local subscribers;
+ *   - U, the owner of the joining user, records which rooms each session
+ *     is in. Joins and leaves travel client -> U -> R, and when a session
+ *     ends (leave, TTL, reconnect grace, kick) U sends R the leaves. Since
+ *     all of a session's joins and leaves reach R from the same sender, in
+ *     order, a session can never stay in a room after it ended (no ghosts);
+ *     and since membership follows the session, a page reload within the
+ *     grace leaves no trace in the room;
+ *   - the client's worker subscribes its socket locally. A new local
+ *     subscriber receives nothing until R's answer to its join (snapshot or
+ *     missed deltas, OP_RSTATE) arrives; as R sends that after every earlier
+ *     delta, the client sees snapshot@N and then exactly N+1, N+2, ...
+ * Ephemeral messages are dropped for a socket whose output queue is over
+ * half its soft limit: cursors are the first thing to give way, lifecycle
+ * deltas never are.
+ */
+#include "engine_internal.h"
+
+#include <cJSON.h>
+#include <openssl/rand.h>
+
+#include "conn.h"
+#include "http.h"
+#include "httpd.h"
+#include "json.h"
+#include "log.h"
+
+struct room_link {
+    struct list link; /* lroom->links */
+    struct lroom *lroom;
+    struct client *client;
+    bool awaiting; /* no state yet: deltas are not for it */
+};
+
+struct lroom {             /* client side: local subscribers of a room */
+    struct hmap_node node; /* e->lrooms */
+    char room[PRESENCE_ID_MAX + 1];
+    struct list links;
+};
+
+struct rsub {              /* R side: workers subscribed to a room */
+    struct hmap_node node; /* e->rsubs */
+    char room[PRESENCE_ID_MAX + 1];
+    uint64_t workers;
+};
+
+struct sroom {             /* U side: the rooms of one session */
+    struct hmap_node node; /* e->srooms, by sid */
+    char sid[PRESENCE_ID_MAX + 1];
+    char uid[PRESENCE_ID_MAX + 1];
+    char (*rooms)[PRESENCE_ID_MAX + 1];
+    size_t n, cap;
+};
+
+#define FIND_BY(type, map, field, key)                             \
+    for (struct hmap_node *n_ = hmap_find(map, str_hash(key)); n_; \
+         n_ = hmap_find_next(n_, str_hash(key))) {                 \
+        type *x_ = container_of(n_, type, node);                   \
+        if (strcmp(x_->field, key) == 0)                           \
+            return x_;                                             \
+    }                                                              \
+    return NULL
+
+static struct lroom *find_lroom(struct engine *e, const char *room)
+{
+    FIND_BY(struct lroom, &e->lrooms, room, room);
+}
+
+static struct rsub *find_rsub(struct engine *e, const char *room)
+{
+    FIND_BY(struct rsub, &e->rsubs, room, room);
+}
+
+static struct sroom *find_sroom(struct engine *e, const char *sid)
+{
+    FIND_BY(struct sroom, &e->srooms, sid, sid);
+}
+
+static unsigned room_owner(struct engine *e, const char *room)
+{
+    return owner_of(e, room);
+}
+
+static struct emsg *room_msg(struct client *c, enum engine_op op, const char *room, const char *ref)
+{
+    struct emsg *em = session_msg(c, op, ref);
+
+    copy_id(em->room, room);
+    return em;
+}
+
+static void room_error(struct engine *e, uint64_t conn_id, unsigned to, int err, const char *ref)
+{
+    struct buf b = {0};
+    struct emsg *em = emsg_new(OP_REPLY, conn_id);
+
+    buf_append_str(&b, "{\"type\":\"error\",\"code\":");
+    json_append_cstr(&b, err == ROOM_E_FULL ? "room_full" : "invalid");
+    buf_append_str(&b, ",\"message\":");
+    json_append_cstr(&b, room_strerror(err));
+    proto_append_ref(&b, ref);
+    buf_append_str(&b, "}");
+    em->frame = frame_text(&b);
+    send_to(e, to, em);
+}
+
+/* ---- R side ---- */
+
+static void fan_out(struct engine *e, const struct room_event *ev)
+{
+    struct rsub *s = find_rsub(e, ev->room);
+
+    if (!s)
+        return;
+    for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
+        struct emsg *em;
+
+        if (!(s->workers & (1ull << i)))
+            continue;
+        em = emsg_new(OP_REVENT, 0);
+        copy_id(em->room, ev->room);
+        em->arg = ev->droppable;
+        em->frame = payload_ref(ev->msg.payload);
+        send_to(e, i, em);
+    }
+}
+
+static void on_room_event(void *ctx, const struct room_event *ev)
+{
+    fan_out(ctx, ev);
+}
+
+static struct payload *frame_room_json(const char *json, size_t n)
+{
+    return ws_frame_payload(WS_OP_TEXT, json, n);
+}
+
+static void send_state(struct engine *e, const struct emsg *req, struct payload *p, bool last)
+{
+    struct emsg *em = emsg_new(OP_RSTATE, req->conn_id);
+
+    copy_id(em->room, req->room);
+    em->frame = p;
+    em->arg = last;
+    send_to(e, worker_of_conn(req->conn_id), em);
+}
+
+/* The join's answer: snapshot or missed deltas, then room_joined. */
+static void answer_join(struct engine *e, const struct emsg *req)
+{
+    struct room_resume rr = {0};
+    struct room_info info;
+    struct buf b = {0};
+    bool resumed = false;
+
+    if (req->has_since) {
+        room_resume(e->rooms, req->room, req->epoch, req->since, &rr);
+        resumed = rr.kind == ROOM_RESUME_DELTAS;
+    } else {
+        rr.kind = ROOM_RESUME_SNAPSHOT;
+        rr.msgs = xcalloc(1, sizeof(*rr.msgs));
+        rr.n = room_snapshot(e->rooms, req->room, &rr.msgs[0]) == 0;
+    }
+    for (size_t i = 0; i < rr.n; i++)
+        send_state(e, req, payload_ref(rr.msgs[i].payload), false);
+    room_resume_release(&rr);
+    free(rr.msgs);
+    room_get_info(e->rooms, req->room, &info);
+    buf_printf(&b, "{\"type\":\"room_joined\",\"room\":");
+    json_append_cstr(&b, req->room);
+    buf_printf(&b, ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu,\"resumed\":%s",
+               (unsigned long long)info.epoch, (unsigned long long)info.seq,
+               room_mode_name(info.mode), (size_t)info.count, resumed ? "true" : "false");
+    proto_append_ref(&b, req->ref);
+    buf_append_str(&b, "}");
+    send_state(e, req, frame_text(&b), true);
+}
+
+static void r_join(struct engine *e, struct emsg *req)
+{
+    uint64_t now = loop_now(e->w->loop);
+    unsigned from = worker_of_conn(req->conn_id);
+    size_t mlen = req->text ? strlen(req->text) : 0;
+    struct rsub *s;
+    int r;
+
+    room_engine_set_wall_offset(e->rooms, wall_offset(e));
+    r = room_join(e->rooms, req->room, req->uid, req->sid, req->text, mlen, now);
+    if (r < 0 && r != ROOM_E_JOINED) { /* JOINED: a resumed session re-subscribing */
+        room_error(e, req->conn_id, from, r, req->ref);
+        send_state(e, req, NULL, true);
+        return;
+    }
+    room_flush(e->rooms, req->room, now); /* the joiner sees itself at once */
+    if (!(s = find_rsub(e, req->room))) {
+        s = xcalloc(1, sizeof(*s));
+        copy_id(s->room, req->room);
+        hmap_insert(&e->rsubs, &s->node, str_hash(s->room));
+    }
+    s->workers |= 1ull << from;
+    answer_join(e, req);
+}
+
+static void r_unsub(struct engine *e, struct emsg *em)
+{
+    struct rsub *s = find_rsub(e, em->room);
+
+    if (s && (s->workers &= ~(1ull << em->msg.from)) == 0) {
+        hmap_remove(&e->rsubs, &s->node);
+        free(s);
+    }
+}
+
+static void r_patch_or_ephemeral(struct engine *e, struct emsg *req)
+{
+    uint64_t now = loop_now(e->w->loop);
+    const char *data = req->text ? req->text : "";
+    int r;
+
+    if (req->op == OP_RPATCH)
+        r = room_patch(e->rooms, req->room, req->uid, data, strlen(data), now);
+    else
+        r = room_ephemeral(e->rooms, req->room, req->uid, req->emoji, data, strlen(data), now);
+    if (r < 0)
+        room_error(e, req->conn_id, worker_of_conn(req->conn_id), r, req->ref);
+    else if (req->op == OP_RPATCH)
+        reply_ack(e, req);
+}
+
+/* ---- U side ---- */
+
+static void sroom_add(struct engine *e, const struct emsg *req)
+{
+    struct sroom *s = find_sroom(e, req->sid);
+
+    if (!s) {
+        s = xcalloc(1, sizeof(*s));
+        copy_id(s->sid, req->sid);
+        copy_id(s->uid, req->uid);
+        hmap_insert(&e->srooms, &s->node, str_hash(s->sid));
+    }
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->rooms[i], req->room) == 0)
+            return;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 4;
+        s->rooms = xrealloc(s->rooms, s->cap * sizeof(*s->rooms));
+    }
+    copy_id(s->rooms[s->n++], req->room);
+}
+
+static void sroom_del(struct engine *e, const struct emsg *req)
+{
+    struct sroom *s = find_sroom(e, req->sid);
+
+    for (size_t i = 0; s && i < s->n; i++) {
+        if (strcmp(s->rooms[i], req->room) == 0) {
+            memcpy(s->rooms[i], s->rooms[--s->n], sizeof(s->rooms[i]));
+            return;
+        }
+    }
+}
+
+static struct emsg *forward(struct engine *e, const struct emsg *req, enum engine_op op)
+{
+    struct emsg *em = emsg_new(op, req->conn_id);
+
+    copy_id(em->uid, req->uid);
+    copy_id(em->sid, req->sid);
+    copy_id(em->room, req->room);
+    memcpy(em->ref, req->ref, sizeof(em->ref));
+    em->epoch = req->epoch;
+    em->since = req->since;
+    em->has_since = req->has_since;
+    em->text = req->text ? xstrdup(req->text) : NULL;
+    send_to(e, room_owner(e, req->room), em);
+    return em;
+}
+
+static void u_join(struct engine *e, struct emsg *req)
+{
+    struct presence_session_info si;
+
+    if (presence_get_session(e->pres, req->sid, &si) != 0 || strcmp(si.user, req->uid) != 0) {
+        struct emsg *em = emsg_new(OP_RSTATE, req->conn_id);
+        copy_id(em->room, req->room);
+        em->arg = 1;
+        send_to(e, worker_of_conn(req->conn_id), em);
+        return; /* the session is gone: nothing to join */
+    }
+    sroom_add(e, req);
+    forward(e, req, OP_RJOIN_R);
+}
+
+static void u_leave(struct engine *e, struct emsg *req)
+{
+    sroom_del(e, req);
+    forward(e, req, OP_RLEAVE_R);
+}
+
+void engine__rooms_session_ended(struct engine *e, const char *sid)
+{
+    struct sroom *s = find_sroom(e, sid);
+
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++) {
+        struct emsg *em = emsg_new(OP_RLEAVE_R, 0);
+        copy_id(em->uid, s->uid);
+        copy_id(em->sid, s->sid);
+        copy_id(em->room, s->rooms[i]);
+        send_to(e, room_owner(e, s->rooms[i]), em);
+    }
+    hmap_remove(&e->srooms, &s->node);
+    free(s->rooms);
+    free(s);
+}
+
+/* ---- client side ---- */
+
+static struct room_link *find_rlink(struct client *c, const char *room, size_t *idx)
+{
+    for (size_t i = 0; i < c->nrlinks; i++) {
+        if (strcmp(c->rlinks[i]->lroom->room, room) == 0) {
+            *idx = i;
+            return c->rlinks[i];
+        }
+    }
+    return NULL;
+}
+
+static void rlink_add(struct client *c, const char *room)
+{
+    struct engine *e = c->e;
+    struct lroom *lr = find_lroom(e, room);
+    struct room_link *l = xcalloc(1, sizeof(*l));
+
+    if (!lr) {
+        lr = xcalloc(1, sizeof(*lr));
+        copy_id(lr->room, room);
+        list_init(&lr->links);
+        hmap_insert(&e->lrooms, &lr->node, str_hash(lr->room));
+    }
+    l->lroom = lr;
+    l->client = c;
+    l->awaiting = true;
+    list_insert_tail(&lr->links, &l->link);
+    if (c->nrlinks == c->caprlinks) {
+        c->caprlinks = c->caprlinks ? c->caprlinks * 2 : 4;
+        c->rlinks = xrealloc(c->rlinks, c->caprlinks * sizeof(*c->rlinks));
+    }
+    c->rlinks[c->nrlinks++] = l;
+}
+
+static void rlink_remove(struct client *c, size_t idx)
+{
+    struct room_link *l = c->rlinks[idx];
+    struct lroom *lr = l->lroom;
+    struct emsg *em;
+
+    c->rlinks[idx] = c->rlinks[--c->nrlinks];
+    list_del(&l->link);
+    free(l);
+    if (!list_empty(&lr->links))
+        return;
+    em = emsg_new(OP_RUNSUB, 0);
+    copy_id(em->room, lr->room);
+    send_to(c->e, room_owner(c->e, lr->room), em);
+    hmap_remove(&c->e->lrooms, &lr->node);
+    free(lr);
+}
+
+void engine__rooms_client_closed(struct client *c)
+{
+    /* Membership follows the session (grace, TTL), not the socket. */
+    while (c->nrlinks > 0)
+        rlink_remove(c, c->nrlinks - 1);
+    free(c->rlinks);
+    c->rlinks = NULL;
+}
+
+static void on_state(struct engine *e, struct emsg *em)
+{
+    struct client *c = find_client(e, em->conn_id);
+    struct room_link *l;
+    size_t idx;
+
+    if (!c || !(l = find_rlink(c, em->room, &idx)))
+        return;
+    if (em->frame)
+        ws_send_payload(c->ws, em->frame);
+    if (!em->arg)
+        return;
+    if (!em->frame && l->awaiting)
+        rlink_remove(c, idx); /* the join failed */
+    else
+        l->awaiting = false;
+}
+
+/* A socket whose queue is over half its soft limit skips ephemeral data. */
+static bool congested(const struct client *c)
+{
+    const struct conn *conn = ws_conn(c->ws);
+    size_t soft = conn->pool->out_soft_limit;
+
+    return soft && conn->out_bytes > soft / 2;
+}
+
+static void on_event(struct engine *e, struct emsg *em)
+{
+    struct lroom *lr = find_lroom(e, em->room);
+    struct list *pos, *tmp;
+
+    if (!lr)
+        return;
+    list_foreach_safe(pos, tmp, &lr->links)
+    {
+        struct room_link *l = container_of(pos, struct room_link, link);
+
+        if (l->awaiting || (em->arg && congested(l->client)))
+            continue;
+        ws_send_payload(l->client->ws, em->frame);
+    }
+}
+
+/* ---- client messages ---- */
+
+static const char *room_arg(struct client *c, const cJSON *root, const char *ref)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "room");
+
+    if (!cJSON_IsString(r) || !room_id_valid(r->valuestring)) {
+        proto_send_error(c->ws, "invalid", "\"room\" must be a room id", ref);
+        return NULL;
+    }
+    return r->valuestring;
+}
+
+/* The JSON value of key as compact text (heap, caller frees), or NULL
+ * when absent; *bad when present but over max bytes. */
+static char *json_arg(const cJSON *root, const char *key, size_t max, bool *bad)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    char *text;
+
+    *bad = false;
+    if (!v)
+        return NULL;
+    text = cJSON_PrintUnformatted(v);
+    if (!text || strlen(text) > max) {
+        *bad = true;
+        cJSON_free(text);
+        return NULL;
+    }
+    return text;
+}
+
+static bool msg_join(struct client *c, const cJSON *root, const char *ref)
+{
+    const char *room = room_arg(c, root, ref);
+    const cJSON *since = cJSON_GetObjectItemCaseSensitive(root, "since");
+    struct emsg *em;
+    char *meta;
+    size_t idx;
+    bool bad;
+
+    if (!room || !need_session(c, ref))
+        return false;
+    meta = json_arg(root, "meta", 1024, &bad);
+    if (bad) {
+        proto_send_error(c->ws, "invalid", "\"meta\" is over 1024 bytes", ref);
+        return false;
+    }
+    if (find_rlink(c, room, &idx)) {
+        cJSON_free(meta);
+        proto_send_error(c->ws, "already_joined", "this connection is in the room already", ref);
+        return false;
+    }
+    em = room_msg(c, OP_RJOIN, room, ref);
+    em->text = meta ? xstrdup(meta) : NULL;
+    cJSON_free(meta);
+    if (cJSON_IsObject(since)) {
+        const cJSON *ep = cJSON_GetObjectItemCaseSensitive(since, "epoch");
+        const cJSON *sq = cJSON_GetObjectItemCaseSensitive(since, "seq");
+        if (cJSON_IsNumber(ep) && cJSON_IsNumber(sq) && ep->valuedouble >= 0 &&
+            sq->valuedouble >= 0) {
+            em->epoch = (uint64_t)ep->valuedouble;
+            em->since = (uint64_t)sq->valuedouble;
+            em->has_since = true;
+        }
+    }
+    rlink_add(c, room);
+    send_to(c->e, c->owner, em);
+    return true;
+}
+
+static bool msg_room_leave(struct client *c, const cJSON *root, const char *ref)
+{
+    const char *room = room_arg(c, root, ref);
+    size_t idx;
+
+    if (!room || !need_session(c, ref))
+        return false;
+    if (!find_rlink(c, room, &idx)) {
+        proto_send_error(c->ws, "not_joined", "this connection is not in the room", ref);
+        return false;
+    }
+    rlink_remove(c, idx);
+    send_to(c->e, c->owner, room_msg(c, OP_RLEAVE, room, ref));
+    proto_send_ack(c->ws, ref);
+    return true;
+}
+
+static bool msg_patch_or_ephemeral(struct client *c, const cJSON *root, const char *ref,
+                                   bool ephemeral)
+{
+    const char *room = room_arg(c, root, ref);
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
+    struct emsg *em;
+    char *data;
+    bool bad;
+
+    if (!room || !need_session(c, ref))
+        return false;
+    data = json_arg(root, ephemeral ? "data" : "meta", 1024, &bad);
+    if (!data || (ephemeral && !cJSON_IsString(kind))) {
+        cJSON_free(data);
+        proto_send_error(c->ws, "invalid",
+                         ephemeral ? "need \"kind\" (string) and \"data\" (JSON, <= 1024 bytes)"
+                                   : "need \"meta\" (a JSON merge patch, <= 1024 bytes)",
+                         ref);
+        return false;
+    }
+    em = room_msg(c, ephemeral ? OP_REPHEM : OP_RPATCH, room, ref);
+    em->text = xstrdup(data);
+    if (ephemeral)
+        em->emoji = xstrdup(kind->valuestring); /* the kind rides in a spare string */
+    cJSON_free(data);
+    send_to(c->e, room_owner(c->e, room), em);
+    return true;
+}
+
+bool engine__room_dispatch(struct client *c, const cJSON *root, const char *type, const char *ref,
+                           bool *ok)
+{
+    if (strcmp(type, "join") == 0)
+        *ok = msg_join(c, root, ref);
+    else if (strcmp(type, "room_leave") == 0)
+        *ok = msg_room_leave(c, root, ref);
+    else if (strcmp(type, "patch") == 0)
+        *ok = msg_patch_or_ephemeral(c, root, ref, false);
+    else if (strcmp(type, "ephemeral") == 0)
+        *ok = msg_patch_or_ephemeral(c, root, ref, true);
+    else
+        return false;
+    return true;
+}
+
+/* ---- bus ---- */
+
+bool engine__room_msg(struct engine *e, struct emsg *em)
+{
+    switch (em->op) {
+    case OP_RJOIN:
+        u_join(e, em);
+        return true;
+    case OP_RLEAVE:
+        u_leave(e, em);
+        return true;
+    case OP_RJOIN_R:
+        r_join(e, em);
+        return true;
+    case OP_RLEAVE_R:
+        room_leave(e->rooms, em->room, em->uid, em->sid, loop_now(e->w->loop));
+        return true;
+    case OP_RPATCH:
+    case OP_REPHEM:
+        r_patch_or_ephemeral(e, em);
+        return true;
+    case OP_RSTATE:
+        on_state(e, em);
+        return true;
+    case OP_REVENT:
+        on_event(e, em);
+        return true;
+    case OP_RUNSUB:
+        r_unsub(e, em);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* ---- set-up ---- */
+
+struct room_engine *engine__rooms_new(struct engine *e)
+{
+    struct room_config rc;
+    uint64_t seed;
+
+    room_config_init(&rc);
+    if (RAND_bytes((unsigned char *)&seed, sizeof(seed)) != 1)
+        seed = time_wall_ms();
+    rc.epoch_seed = seed ^ e->w->id;
+    rc.frame = frame_room_json;
+    rc.wall_offset_ms = wall_offset(e);
+    return room_engine_new(&rc, loop_wheel(e->w->loop), on_room_event, on_room_event, e);
+}
+
+static void free_map(struct hmap *m, size_t offset, bool srooms)
+{
+    struct hmap_node *n, *next;
+    size_t it;
+
+    for (n = hmap_first(m, &it); n; n = next) {
+        next = hmap_next(m, n, &it);
+        hmap_remove(m, n);
+        if (srooms)
+            free(((struct sroom *)(void *)((char *)n - offset))->rooms);
+        free((char *)n - offset);
+    }
+    hmap_release(m);
+}
+
+void engine__rooms_free(struct engine *e)
+{
+    room_engine_free(e->rooms);
+    free_map(&e->rsubs, offsetof(struct rsub, node), false);
+    free_map(&e->srooms, offsetof(struct sroom, node), true);
+    free_map(&e->lrooms, offsetof(struct lroom, node), false);
+}
