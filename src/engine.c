@@ -419,6 +419,13 @@ static void on_msg(struct worker *w, struct bus_msg *m)
     case OP_ANSWER:
         on_answer(e, em);
         break;
+    case OP_RINFO: {
+        struct buf b = {0};
+        engine__room_info(e, em->room, &b);
+        buf_append(&b, "\n", 1);
+        engine__answer(e, em, buf_payload(&b));
+        break;
+    }
     case OP_KICK:
         if ((c = find_client(e, em->conn_id)) != NULL) {
             c->started = false; /* the session lives on elsewhere */
@@ -912,7 +919,7 @@ void engine_client_discard(struct client *c)
  * first, the query is marked orphaned and freed when the last part comes
  * back. */
 
-enum query_kind { QUERY_PRESENCE, QUERY_LASTSEEN, QUERY_BEAT };
+enum query_kind { QUERY_PRESENCE, QUERY_LASTSEEN, QUERY_BEAT, QUERY_ROOM };
 
 #define QUERY_MAX_USERS 100 /* users in one HTTP read */
 
@@ -941,6 +948,11 @@ static void query_finish(struct query *q)
 {
     struct buf b = {0};
 
+    if (q->kind == QUERY_ROOM) {
+        httpd_respond(q->conn, 200, "application/json", "Cache-Control: no-store\r\n",
+                      q->parts[0]->data, q->parts[0]->len);
+        return;
+    }
     if (q->kind == QUERY_BEAT) {
         struct payload *p = q->parts[0];
         httpd_respond(q->conn, p->data[0] == '{' ? 200 : 400, "application/json", NULL,
@@ -992,7 +1004,7 @@ static struct payload *encode_lastseen(struct engine *e, const struct presence_v
     return buf_payload(&b);
 }
 
-static void answer(struct engine *e, const struct emsg *req, struct payload *part)
+void engine__answer(struct engine *e, const struct emsg *req, struct payload *part)
 {
     struct emsg *em = emsg_new(OP_ANSWER, 0);
 
@@ -1009,11 +1021,11 @@ static void op_query(struct engine *e, struct emsg *req)
 
     presence_get_user(e->pres, req->uid, loop_now(e->w->loop), &v);
     if (req->arg == QUERY_LASTSEEN) {
-        answer(e, req, encode_lastseen(e, &v));
+        engine__answer(e, req, encode_lastseen(e, &v));
         return;
     }
     presence_encode_user(&v, wall_offset(e), &b);
-    answer(e, req, buf_payload(&b));
+    engine__answer(e, req, buf_payload(&b));
 }
 
 /* Owner side: a heartbeat over HTTP starts the session if needed (an HTTP
@@ -1033,7 +1045,7 @@ static void op_http_beat(struct engine *e, struct emsg *req)
         if (known)
             presence_session_end(e->pres, req->sid, now);
         buf_printf(&b, "{\"sessionId\":\"%s\",\"ended\":true}\n", req->sid);
-        answer(e, req, buf_payload(&b));
+        engine__answer(e, req, buf_payload(&b));
         return;
     }
     if (known) {
@@ -1054,15 +1066,15 @@ static void op_http_beat(struct engine *e, struct emsg *req)
                    req->sid, known ? "false" : "true", (long long)cfg->heartbeat_interval_ms,
                    (long long)cfg->session_ttl_ms);
     }
-    answer(e, req, buf_payload(&b));
+    engine__answer(e, req, buf_payload(&b));
 }
 
-static struct query *query_new(struct conn *c, enum query_kind kind, size_t n)
+struct query *engine__query_new(struct conn *c, int kind, size_t n)
 {
     struct query *q = xcalloc(1, sizeof(*q));
 
     q->conn = c;
-    q->kind = kind;
+    q->kind = (enum query_kind)kind;
     q->n = q->remaining = n;
     q->parts = xcalloc(n, sizeof(*q->parts));
     httpd_defer(c, query_abort, q);
@@ -1096,7 +1108,7 @@ static void http_read(struct conn *c, const struct http_request *req, struct wor
         httpd_error(c, 400, "bad_user", "give one or more ?user= parameters");
         return;
     }
-    q = query_new(c, kind, n);
+    q = engine__query_new(c, kind, n);
     for (size_t i = 0; i < n; i++) {
         struct emsg *em = emsg_new(OP_QUERY, 0);
         copy_id(em->uid, ids[i]);
@@ -1145,7 +1157,7 @@ void engine_http_heartbeat(struct conn *c, const struct http_request *req, struc
         copy_id(em->sid, sid->valuestring);
     em->device = (uint8_t)d;
     em->arg = cJSON_IsTrue(leave);
-    em->query = (uint64_t)(uintptr_t)query_new(c, QUERY_BEAT, 1);
+    em->query = (uint64_t)(uintptr_t)engine__query_new(c, QUERY_BEAT, 1);
     send_to(e, owner_of(e, em->uid), em);
     cJSON_Delete(root);
 }
@@ -1166,7 +1178,20 @@ static void sse_closed(struct sse_stream *s, void *data)
     while (c->nlinks > 0)
         watch_remove(c, c->nlinks - 1);
     free(c->links);
+    engine__rooms_client_closed(c);
+    hmap_remove(&c->e->clients, &c->node);
     free(c);
+}
+
+struct client *engine__sse_client(struct conn *conn, struct worker *w)
+{
+    struct client *c = xcalloc(1, sizeof(*c));
+
+    c->e = engine_of(w);
+    c->conn_id = conn->id;
+    hmap_insert(&c->e->clients, &c->node, hash_bytes(&c->conn_id, sizeof(c->conn_id)));
+    c->sse = sse_start(conn, w, sse_closed, c);
+    return c;
 }
 
 void engine_sse_presence(struct conn *conn, const struct http_request *req, struct worker *w)
@@ -1189,10 +1214,42 @@ void engine_sse_presence(struct conn *conn, const struct http_request *req, stru
         httpd_error(conn, 400, "bad_user", "give one or more ?user= parameters");
         return;
     }
-    c = xcalloc(1, sizeof(*c));
-    c->e = engine_of(w);
-    c->sse = sse_start(conn, w, sse_closed, c);
+    c = engine__sse_client(conn, w);
     for (size_t i = 0; i < n; i++)
         if (!find_link(c, ids[i], &idx))
             watch_add(c, ids[i]);
+}
+
+/* GET /v1/rooms/{id} and GET /v1/rooms/{id}/events */
+void engine_http_room(struct conn *c, const struct http_request *req, struct worker *w)
+{
+    static const char prefix[] = "/v1/rooms/", suffix[] = "/events";
+    struct engine *e = engine_of(w);
+    char room[PRESENCE_ID_MAX + 1], last[64];
+    size_t n = req->path_len - (sizeof(prefix) - 1);
+    bool events = n > sizeof(suffix) - 1 && memcmp(req->path + req->path_len - (sizeof(suffix) - 1),
+                                                   suffix, sizeof(suffix) - 1) == 0;
+    struct emsg *em;
+
+    if (events)
+        n -= sizeof(suffix) - 1;
+    if (n == 0 || n > PRESENCE_ID_MAX) {
+        httpd_error(c, 404, "not_found", "no such resource");
+        return;
+    }
+    memcpy(room, req->path + sizeof(prefix) - 1, n);
+    room[n] = '\0';
+    if (!room_id_valid(room)) {
+        httpd_error(c, 400, "bad_room", "room must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
+        return;
+    }
+    if (events) {
+        bool has = sse_last_event_id_text(req, last, sizeof(last));
+        engine__room_stream(engine__sse_client(c, w), room, has ? last : NULL);
+        return;
+    }
+    em = emsg_new(OP_RINFO, 0);
+    copy_id(em->room, room);
+    em->query = (uint64_t)(uintptr_t)engine__query_new(c, QUERY_ROOM, 1);
+    send_to(e, owner_of(e, room), em);
 }

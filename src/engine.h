@@ -65,6 +65,11 @@ void engine_http_heartbeat(struct conn *c, const struct http_request *req, struc
  * users' presence (snapshot, then transitions; event "presence", id = the
  * user's version). */
 void engine_sse_presence(struct conn *c, const struct http_request *req, struct worker *w);
+/* GET /v1/rooms/{id}: the room's members (first 1000), count, mode, epoch
+ * and seq. GET /v1/rooms/{id}/events: an SSE stream of the room's
+ * snapshot and deltas (event "room", id "epoch-seq"), resumable with
+ * Last-Event-ID. */
+void engine_http_room(struct conn *c, const struct http_request *req, struct worker *w);
 /* Frees a prepared client whose upgrade failed (on_open never ran). */
 void engine_client_discard(struct client *c);
 

@@ -57,6 +57,7 @@ enum engine_op {
     OP_REVENT,   /* R -> subscribed worker: a delta (arg 0) or ephemeral (arg 1) */
     OP_RUNSUB,   /* worker -> R: no local subscribers left for the room */
     OP_RINFO,    /* HTTP worker -> R: GET /v1/rooms/{id} */
+    OP_RSUB,     /* SSE worker -> R: subscribe without joining (event stream) */
 };
 
 /* One bus message of the engine. Strings are inline (ids are bounded);
@@ -275,5 +276,17 @@ bool engine__room_dispatch(struct client *c, const cJSON *root, const char *type
 void engine__rooms_client_closed(struct client *c);
 void engine__rooms_session_ended(struct engine *e, const char *sid);
 void engine__rooms_free(struct engine *e);
+/* Subscribes an event-stream client to room (no membership), resuming
+ * after last_event_id ("epoch-seq") when given. */
+void engine__room_stream(struct client *c, const char *room, const char *last_event_id);
+/* R side of GET /v1/rooms/{id}: the room's info object. */
+void engine__room_info(struct engine *e, const char *room, struct buf *out);
+
+/* engine.c: the HTTP query machinery rooms reuse */
+struct query;
+struct query *engine__query_new(struct conn *c, int kind, size_t n);
+void engine__answer(struct engine *e, const struct emsg *req, struct payload *part);
+/* An event-stream client registered by connection id (freed with the stream). */
+struct client *engine__sse_client(struct conn *conn, struct worker *w);
 
 #endif

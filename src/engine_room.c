@@ -34,6 +34,9 @@
 #include "httpd.h"
 #include "json.h"
 #include "log.h"
+#include "sse.h"
+
+#include <stdio.h>
 
 struct room_link {
     struct list link; /* lroom->links */
@@ -130,6 +133,8 @@ static void fan_out(struct engine *e, const struct room_event *ev)
         em = emsg_new(OP_REVENT, 0);
         copy_id(em->room, ev->room);
         em->arg = ev->droppable;
+        em->epoch = ev->epoch;
+        em->since = ev->seq;
         em->frame = payload_ref(ev->msg.payload);
         send_to(e, i, em);
     }
@@ -145,13 +150,16 @@ static struct payload *frame_room_json(const char *json, size_t n)
     return ws_frame_payload(WS_OP_TEXT, json, n);
 }
 
-static void send_state(struct engine *e, const struct emsg *req, struct payload *p, bool last)
+static void send_state(struct engine *e, const struct emsg *req, struct payload *p, bool last,
+                       uint64_t epoch, uint64_t seq)
 {
     struct emsg *em = emsg_new(OP_RSTATE, req->conn_id);
 
     copy_id(em->room, req->room);
     em->frame = p;
     em->arg = last;
+    em->epoch = epoch;
+    em->since = seq;
     send_to(e, worker_of_conn(req->conn_id), em);
 }
 
@@ -171,11 +179,11 @@ static void answer_join(struct engine *e, const struct emsg *req)
         rr.msgs = xcalloc(1, sizeof(*rr.msgs));
         rr.n = room_snapshot(e->rooms, req->room, &rr.msgs[0]) == 0;
     }
+    room_get_info(e->rooms, req->room, &info);
     for (size_t i = 0; i < rr.n; i++)
-        send_state(e, req, payload_ref(rr.msgs[i].payload), false);
+        send_state(e, req, payload_ref(rr.msgs[i].payload), false, info.epoch, rr.msgs[i].seq);
     room_resume_release(&rr);
     free(rr.msgs);
-    room_get_info(e->rooms, req->room, &info);
     buf_printf(&b, "{\"type\":\"room_joined\",\"room\":");
     json_append_cstr(&b, req->room);
     buf_printf(&b, ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu,\"resumed\":%s",
@@ -183,7 +191,19 @@ static void answer_join(struct engine *e, const struct emsg *req)
                room_mode_name(info.mode), (size_t)info.count, resumed ? "true" : "false");
     proto_append_ref(&b, req->ref);
     buf_append_str(&b, "}");
-    send_state(e, req, frame_text(&b), true);
+    send_state(e, req, frame_text(&b), true, info.epoch, info.seq);
+}
+
+static void subscribe(struct engine *e, const char *room, unsigned from)
+{
+    struct rsub *s = find_rsub(e, room);
+
+    if (!s) {
+        s = xcalloc(1, sizeof(*s));
+        copy_id(s->room, room);
+        hmap_insert(&e->rsubs, &s->node, str_hash(s->room));
+    }
+    s->workers |= 1ull << from;
 }
 
 static void r_join(struct engine *e, struct emsg *req)
@@ -191,24 +211,29 @@ static void r_join(struct engine *e, struct emsg *req)
     uint64_t now = loop_now(e->w->loop);
     unsigned from = worker_of_conn(req->conn_id);
     size_t mlen = req->text ? strlen(req->text) : 0;
-    struct rsub *s;
     int r;
 
     room_engine_set_wall_offset(e->rooms, wall_offset(e));
     r = room_join(e->rooms, req->room, req->uid, req->sid, req->text, mlen, now);
     if (r < 0 && r != ROOM_E_JOINED) { /* JOINED: a resumed session re-subscribing */
         room_error(e, req->conn_id, from, r, req->ref);
-        send_state(e, req, NULL, true);
+        send_state(e, req, NULL, true, 0, 0);
         return;
     }
     room_flush(e->rooms, req->room, now); /* the joiner sees itself at once */
-    if (!(s = find_rsub(e, req->room))) {
-        s = xcalloc(1, sizeof(*s));
-        copy_id(s->room, req->room);
-        hmap_insert(&e->rsubs, &s->node, str_hash(s->room));
-    }
-    s->workers |= 1ull << from;
+    subscribe(e, req->room, from);
     answer_join(e, req);
+}
+
+static void r_subscribe(struct engine *e, struct emsg *req)
+{
+    subscribe(e, req->room, worker_of_conn(req->conn_id));
+    answer_join(e, req);
+}
+
+void engine__room_info(struct engine *e, const char *room, struct buf *out)
+{
+    room_encode_info(e->rooms, room, 1000, out);
 }
 
 static void r_unsub(struct engine *e, struct emsg *em)
@@ -389,6 +414,25 @@ void engine__rooms_client_closed(struct client *c)
     c->rlinks = NULL;
 }
 
+/* Sends one room message to a subscriber: the shared WebSocket frame, or
+ * for an event stream the same JSON as an SSE event with id "epoch-seq". */
+static void deliver(struct client *c, struct payload *frame, uint64_t epoch, uint64_t seq)
+{
+    unsigned len7 = (unsigned char)frame->data[1] & 0x7fu;
+    size_t hdr = len7 < 126 ? 2 : len7 == 126 ? 4 : 10;
+    char id[48];
+    struct payload *ev;
+
+    if (c->ws) {
+        ws_send_payload(c->ws, frame);
+        return;
+    }
+    snprintf(id, sizeof(id), "%llu-%llu", (unsigned long long)epoch, (unsigned long long)seq);
+    ev = sse_format_id("room", seq ? id : NULL, frame->data + hdr, frame->len - hdr);
+    sse_send_payload(c->sse, ev);
+    payload_unref(ev);
+}
+
 static void on_state(struct engine *e, struct emsg *em)
 {
     struct client *c = find_client(e, em->conn_id);
@@ -398,7 +442,7 @@ static void on_state(struct engine *e, struct emsg *em)
     if (!c || !(l = find_rlink(c, em->room, &idx)))
         return;
     if (em->frame)
-        ws_send_payload(c->ws, em->frame);
+        deliver(c, em->frame, em->epoch, em->since);
     if (!em->arg)
         return;
     if (!em->frame && l->awaiting)
@@ -410,7 +454,7 @@ static void on_state(struct engine *e, struct emsg *em)
 /* A socket whose queue is over half its soft limit skips ephemeral data. */
 static bool congested(const struct client *c)
 {
-    const struct conn *conn = ws_conn(c->ws);
+    const struct conn *conn = c->ws ? ws_conn(c->ws) : sse_conn(c->sse);
     size_t soft = conn->pool->out_soft_limit;
 
     return soft && conn->out_bytes > soft / 2;
@@ -429,7 +473,7 @@ static void on_event(struct engine *e, struct emsg *em)
 
         if (l->awaiting || (em->arg && congested(l->client)))
             continue;
-        ws_send_payload(l->client->ws, em->frame);
+        deliver(l->client, em->frame, em->epoch, em->since);
     }
 }
 
@@ -596,6 +640,9 @@ bool engine__room_msg(struct engine *e, struct emsg *em)
     case OP_RUNSUB:
         r_unsub(e, em);
         return true;
+    case OP_RSUB:
+        r_subscribe(e, em);
+        return true;
     default:
         return false;
     }
@@ -638,4 +685,21 @@ void engine__rooms_free(struct engine *e)
     free_map(&e->rsubs, offsetof(struct rsub, node), false);
     free_map(&e->srooms, offsetof(struct sroom, node), true);
     free_map(&e->lrooms, offsetof(struct lroom, node), false);
+}
+
+void engine__room_stream(struct client *c, const char *room, const char *last_event_id)
+{
+    struct emsg *em = emsg_new(OP_RSUB, c->conn_id);
+    unsigned long long epoch, seq;
+    int used = 0;
+
+    copy_id(em->room, room);
+    if (last_event_id && sscanf(last_event_id, "%llu-%llu%n", &epoch, &seq, &used) == 2 &&
+        last_event_id[used] == '\0') {
+        em->epoch = epoch;
+        em->since = seq;
+        em->has_since = true;
+    }
+    rlink_add(c, room);
+    send_to(c->e, room_owner(c->e, room), em);
 }

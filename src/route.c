@@ -106,6 +106,7 @@ static const struct route routes[] = {
     {"GET", "/v1/presence", engine_http_presence},
     {"GET", "/v1/lastseen", engine_http_lastseen},
     {"GET", "/v1/presence/events", engine_sse_presence},
+    {"GET", "/v1/rooms/", engine_http_room},
     {"POST", "/v1/heartbeat", engine_http_heartbeat},
 #ifdef PRESENCED_TESTING
     {"GET", "/test/echo", get_test_echo},

@@ -97,6 +97,21 @@ static bool parse_u64(const char *p, size_t n, uint64_t *out)
     return true;
 }
 
+bool sse_last_event_id_text(const struct http_request *req, char *out, size_t outsz)
+{
+    const struct http_header *h = http_header_get(req, "Last-Event-ID");
+    size_t pos = 0;
+
+    if (h) {
+        if (h->value_len == 0 || h->value_len >= outsz)
+            return false;
+        memcpy(out, h->value, h->value_len);
+        out[h->value_len] = '\0';
+        return true;
+    }
+    return http_query_next(req->query, req->query_len, "lastEventId", &pos, out, outsz) > 0;
+}
+
 bool sse_last_event_id(const struct http_request *req, uint64_t *id)
 {
     const struct http_header *h = http_header_get(req, "Last-Event-ID");
@@ -112,12 +127,22 @@ bool sse_last_event_id(const struct http_request *req, uint64_t *id)
 
 struct payload *sse_format(const char *event, uint64_t id, const char *data, size_t n)
 {
+    char tmp[24];
+
+    if (!id)
+        return sse_format_id(event, NULL, data, n);
+    snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)id);
+    return sse_format_id(event, tmp, data, n);
+}
+
+struct payload *sse_format_id(const char *event, const char *id, const char *data, size_t n)
+{
     struct buf b = {0};
     struct payload *p;
     size_t start = 0;
 
     if (id)
-        buf_printf(&b, "id: %llu\n", (unsigned long long)id);
+        buf_printf(&b, "id: %s\n", id);
     if (event)
         buf_printf(&b, "event: %s\n", event);
     for (size_t i = 0; i <= n; i++) {

@@ -34,10 +34,15 @@ struct sse_stream *sse_start(struct conn *c, struct worker *w, sse_close_cb *on_
 /* Parses Last-Event-ID (header first, then ?lastEventId=) as an unsigned
  * decimal. Returns true and sets *id when present and valid. */
 bool sse_last_event_id(const struct http_request *req, uint64_t *id);
+/* The raw Last-Event-ID (header, then ?lastEventId=) copied into out
+ * (outsz bytes incl. NUL). False when absent, empty or too long. */
+bool sse_last_event_id_text(const struct http_request *req, char *out, size_t outsz);
 /* Formats one event: "id: N\n" (when id != 0), "event: NAME\n" (when name
  * is non-NULL), one "data: " line per line of data, then a blank line.
  * Returns a new payload with one reference. */
 struct payload *sse_format(const char *event, uint64_t id, const char *data, size_t n);
+/* Ditto with a textual id (NULL for none), e.g. "epoch-seq". */
+struct payload *sse_format_id(const char *event, const char *id, const char *data, size_t n);
 /* Queues a formatted event (a new reference) on the stream. */
 void sse_send_payload(struct sse_stream *s, struct payload *p);
 /* Formats and queues one event. */

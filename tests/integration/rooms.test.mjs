@@ -177,6 +177,79 @@ for (const workers of ['1', '4']) {
       for (const c of [a, b, outsider]) await c.close();
     });
 
+    test('GET /v1/rooms/{id} lists members, count, mode and sequence', async () => {
+      const room = id('info');
+      const a = await Client.open(srv, { user: id('ia') });
+      const j = await join(a, room, { name: 'IA' });
+      const r = await fetch(`${srv.url}/v1/rooms/${room}`);
+      assert.equal(r.status, 200);
+      const info = await r.json();
+      assert.equal(info.room, room);
+      assert.equal(info.count, 1);
+      assert.equal(info.mode, 'normal');
+      assert.equal(info.seq, j.seq);
+      assert.equal(info.epoch, j.epoch);
+      assert.equal(info.members[0].meta.name, 'IA');
+      assert.equal((await fetch(`${srv.url}/v1/rooms/bad%20room`)).status, 400);
+      const empty = await (await fetch(`${srv.url}/v1/rooms/${id('none')}`)).json();
+      assert.equal(empty.count, 0);
+      await a.close();
+    });
+
+    test('SSE /v1/rooms/{id}/events: snapshot, deltas, and resume with Last-Event-ID', async () => {
+      const room = id('sse');
+      const a = await Client.open(srv, { user: id('sa') });
+      await join(a, room, { name: 'SA' });
+      const open = async (headers = {}) => {
+        const ctrl = new AbortController();
+        const r = await fetch(`${srv.url}/v1/rooms/${room}/events`, { headers, signal: ctrl.signal });
+        assert.equal(r.status, 200);
+        const reader = r.body.getReader();
+        const events = [];
+        let text = '';
+        const until = async (pred) => {
+          const deadline = Date.now() + 5000;
+          while (!pred(events) && Date.now() < deadline) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            text += Buffer.from(value).toString();
+            const blocks = text.split('\n\n');
+            text = blocks.pop();
+            for (const b of blocks) {
+              const data = /^data: (.*)$/m.exec(b);
+              const idm = /^id: (.*)$/m.exec(b);
+              if (data && /^event: room$/m.test(b)) events.push({ id: idm && idm[1], m: JSON.parse(data[1]) });
+            }
+          }
+          return events;
+        };
+        return { until, close: () => ctrl.abort() };
+      };
+      const s1 = await open();
+      let ev = await s1.until((e) => e.some((x) => x.m.type === 'room_joined'));
+      const snap = ev.find((x) => x.m.type === 'room_snapshot');
+      assert.equal(snap.m.count, 1);
+      assert.equal(snap.id, `${snap.m.epoch}-${snap.m.seq}`);
+      const b = await Client.open(srv, { user: id('sb') });
+      await join(b, room, { name: 'SB' });
+      ev = await s1.until((e) => e.some((x) => x.m.type === 'room_delta'));
+      const d1 = ev.find((x) => x.m.type === 'room_delta');
+      assert.equal(d1.m.joins[0].meta.name, 'SB');
+      s1.close();
+      // While the stream is away, c joins; resuming from d1 yields exactly that.
+      const c = await Client.open(srv, { user: id('sc') });
+      await join(c, room, { name: 'SC' });
+      const s2 = await open({ 'Last-Event-ID': d1.id });
+      ev = await s2.until((e) => e.some((x) => x.m.type === 'room_joined'));
+      const deltas = ev.filter((x) => x.m.type === 'room_delta');
+      assert.equal(deltas.length, 1);
+      assert.equal(deltas[0].m.seq, d1.m.seq + 1);
+      assert.equal(deltas[0].m.joins[0].meta.name, 'SC');
+      assert.ok(!ev.some((x) => x.m.type === 'room_snapshot'), 'resumed without a snapshot');
+      s2.close();
+      for (const x of [a, b, c]) await x.close();
+    });
+
     test('room messages need a session and valid ids', async () => {
       const o = await Client.open(srv);
       o.send({ type: 'join', room: 'r1', ref: 'n' });
