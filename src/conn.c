@@ -36,6 +36,7 @@
 static void conn_on_io(struct loop_io *io, uint32_t events);
 static void conn_on_timer(struct wheel_timer *t, uint64_t now);
 static void conn_on_linger(struct wheel_timer *t, uint64_t now);
+static void conn_on_soft(struct wheel_timer *t, uint64_t now);
 
 void conn_pool_init(struct conn_pool *pool, struct loop *l, struct metrics *m, unsigned worker_id)
 {
@@ -105,6 +106,7 @@ struct conn *conn_new(struct conn_pool *pool, int fd, const struct conn_ops *ops
     c->created_ms = loop_now(pool->loop);
     wheel_timer_init(&c->timer, conn_on_timer);
     wheel_timer_init(&c->linger, conn_on_linger);
+    wheel_timer_init(&c->soft, conn_on_soft);
     list_init(&c->link_all);
     list_init(&c->link_pending);
     list_insert_tail(&pool->all, &c->link_all);
@@ -163,13 +165,17 @@ static void check_limits(struct conn *c)
     }
     if (!pool->out_soft_limit || c->out_bytes <= pool->out_soft_limit) {
         c->soft_since = 0;
+        wheel_del(&c->soft);
         return;
     }
     now = loop_now(pool->loop);
-    if (c->soft_since == 0)
+    if (c->soft_since == 0) {
         c->soft_since = now ? now : 1;
-    else if (now - c->soft_since >= pool->out_soft_ms)
+        /* A reader that stalls gets no more writes to trigger a check. */
+        loop_timer_start(pool->loop, &c->soft, pool->out_soft_ms + 1);
+    } else if (now - c->soft_since >= pool->out_soft_ms) {
         overflow(c);
+    }
 }
 
 static bool accepts_output(const struct conn *c)
@@ -255,6 +261,7 @@ void conn_close(struct conn *c)
     loop_io_stop(c->pool->loop, &c->io);
     wheel_del(&c->timer);
     wheel_del(&c->linger);
+    wheel_del(&c->soft);
     list_del(&c->link_pending);
     list_del(&c->link_all);
     out_drop_all(c);
@@ -305,6 +312,12 @@ static void conn_on_timer(struct wheel_timer *t, uint64_t now)
         c->ops->on_timer(c);
 }
 
+static void conn_on_soft(struct wheel_timer *t, uint64_t now)
+{
+    (void)now;
+    check_limits(container_of(t, struct conn, soft));
+}
+
 static void conn_on_linger(struct wheel_timer *t, uint64_t now)
 {
     (void)now;
@@ -351,6 +364,16 @@ static void on_input(struct conn *c, const char *p, size_t n)
         buf_release(&c->in); /* idle connections own no input memory */
     else if (c->in.len > c->pool->max_input)
         conn_close(c);
+}
+
+void conn_pause_input(struct conn *c, bool pause)
+{
+    uint32_t ev = c->io.events;
+
+    if (c->flags & (CONN_CLOSING | CONN_READ_PAUSED))
+        return;
+    ev = pause ? (ev & ~(uint32_t)(EPOLLIN | EPOLLRDHUP)) : (ev | EPOLLIN | EPOLLRDHUP);
+    loop_io_set(c->pool->loop, &c->io, ev);
 }
 
 void conn_replay_input(struct conn *c)

@@ -105,6 +105,7 @@ struct conn {
     uint64_t soft_since;        /* loop ms when soft limit was first exceeded; 0 if below */
     struct wheel_timer timer;   /* protocol timer (header timeout, ping, ...) */
     struct wheel_timer linger;  /* close-after-flush deadline */
+    struct wheel_timer soft;    /* re-checks the soft output limit when its window ends */
     struct list link_all;       /* pool->all */
     struct list link_pending;   /* pool->pending or pool->closed */
     uint64_t created_ms;        /* loop time at accept */
@@ -130,6 +131,10 @@ bool conn_is_closing(const struct conn *c); /* closing or close-after-flush */
 /* Arms c->timer (ops->on_timer) delay_ms from now; re-arms if armed. */
 void conn_timer_start(struct conn *c, uint64_t delay_ms);
 void conn_timer_stop(struct conn *c);
+/* Stops (true) or resumes (false) reading from the socket without
+ * discarding anything: bytes wait in the kernel, so a peer cannot make a
+ * paused connection buffer more. Used while an HTTP answer is deferred. */
+void conn_pause_input(struct conn *c, bool pause);
 /* Presents the buffered leftover input to the protocol again (after it
  * paused, e.g. an HTTP request answered later). Not from inside on_data. */
 void conn_replay_input(struct conn *c);

@@ -636,6 +636,10 @@ static const cJSON *users_arg(struct client *c, const cJSON *root, const char *r
         proto_send_error(c->ws, "invalid", "\"users\" must be a non-empty array of user ids", ref);
         return NULL;
     }
+    if (cJSON_GetArraySize(users) > c->e->w->srv->cfg.max_watch) {
+        proto_send_error(c->ws, "too_many_watched", "more users than max-watch", ref);
+        return NULL;
+    }
     cJSON_ArrayForEach(u, users)
     {
         if (!cJSON_IsString(u) || !presence_id_valid(u->valuestring)) {
@@ -824,6 +828,7 @@ struct engine *engine_new(struct worker *w)
                          "heartbeat-interval-ms < session-ttl-ms");
     e->pres = presence_new(&pc, loop_wheel(w->loop), on_change, on_end, e);
     e->rooms = engine__rooms_new(e);
+    list_init(&e->queries);
     return e;
 }
 
@@ -840,12 +845,15 @@ static void free_all(struct hmap *m, size_t offset)
     hmap_release(m);
 }
 
+static void queries_free(struct engine *e);
+
 void engine_free(struct engine *e)
 {
     if (!e)
         return;
     presence_free(e->pres);
     engine__rooms_free(e);
+    queries_free(e); /* answers that never came back */
     free_all(&e->subs, offsetof(struct sub, node));
     hmap_release(&e->clients); /* clients are freed with their sockets */
     hmap_release(&e->watches);
@@ -924,6 +932,7 @@ enum query_kind { QUERY_PRESENCE, QUERY_LASTSEEN, QUERY_BEAT, QUERY_ROOM };
 #define QUERY_MAX_USERS 100 /* users in one HTTP read */
 
 struct query {
+    struct list link;  /* engine->queries */
     struct conn *conn; /* NULL once the client went away */
     enum query_kind kind;
     size_t n;               /* parts expected */
@@ -938,10 +947,17 @@ static void query_abort(void *data)
 
 static void query_free(struct query *q)
 {
+    list_del(&q->link);
     for (size_t i = 0; i < q->n; i++)
         payload_unref(q->parts[i]);
     free(q->parts);
     free(q);
+}
+
+static void queries_free(struct engine *e)
+{
+    while (!list_empty(&e->queries))
+        query_free(container_of(list_first(&e->queries), struct query, link));
 }
 
 static void query_finish(struct query *q)
@@ -1075,6 +1091,7 @@ struct query *engine__query_new(struct conn *c, int kind, size_t n)
 
     q->conn = c;
     q->kind = (enum query_kind)kind;
+    list_insert_tail(&((struct httpd_conn *)c->proto)->worker->engine->queries, &q->link);
     q->n = q->remaining = n;
     q->parts = xcalloc(n, sizeof(*q->parts));
     httpd_defer(c, query_abort, q);

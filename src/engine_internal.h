@@ -137,6 +137,7 @@ struct engine {
     struct hmap rsubs;         /* owner side: struct rsub by room id */
     struct hmap lrooms;        /* client side: struct lroom by room id */
     struct hmap srooms;        /* user-owner side: struct sroom (a session's rooms) by sid */
+    struct list queries;       /* HTTP reads waiting for answers (freed at shutdown) */
 };
 
 static inline struct engine *engine_of(struct worker *w)

@@ -83,7 +83,12 @@ static void finish_deferred(struct conn *c)
     }
     h->state = HTTPD_WAITING;
     arm_timer(c, HTTPD_WAITING);
+    if (!h->peer_eof)
+        conn_pause_input(c, false);
     conn_replay_input(c);
+    /* Half-closed meanwhile: once nothing is pending, we close too. */
+    if (h->peer_eof && c->ops == &httpd_ops && !h->deferred && !conn_is_closing(c))
+        conn_close_after_flush(c);
 }
 
 void httpd_defer(struct conn *c, void (*abort_cb)(void *data), void *data)
@@ -93,6 +98,7 @@ void httpd_defer(struct conn *c, void (*abort_cb)(void *data), void *data)
     h->deferred = 1;
     h->abort_cb = abort_cb;
     h->abort_data = data;
+    conn_pause_input(c, true); /* pipelined bytes wait in the kernel */
 }
 
 void httpd_respond(struct conn *c, int status, const char *content_type, const char *extra_headers,
@@ -168,6 +174,10 @@ void httpd_drain(struct conn *c)
     }
     h = proto(c);
     h->draining = 1;
+    if (h->deferred) {
+        h->keep_alive = 0; /* answered later, with Connection: close */
+        return;
+    }
     if (h->state == HTTPD_WAITING || c->in.len == 0)
         conn_close_after_flush(c);
 }
@@ -318,6 +328,12 @@ static void httpd_on_timer(struct conn *c)
 
 static void httpd_on_eof(struct conn *c)
 {
+    struct httpd_conn *h = proto(c);
+
+    if (h->deferred) {
+        h->peer_eof = 1; /* answer first, then close */
+        return;
+    }
     conn_close_after_flush(c);
 }
 

@@ -34,6 +34,7 @@ struct httpd_conn {
     int draining;                 /* shutdown: answer with Connection: close */
     int state;                    /* waiting for a request, or one is partial */
     int deferred;                 /* the current request is answered later */
+    int peer_eof;                 /* the client half-closed while an answer was deferred */
     void (*abort_cb)(void *data); /* deferred: called if the connection closes first */
     void *abort_data;             /* for abort_cb */
 };

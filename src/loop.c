@@ -175,17 +175,18 @@ static void run_hooks(struct loop *l)
 }
 
 /*
- * One iteration: run hooks first (so work queued before the first wait is
- * flushed), sleep in epoll_wait, then handle events and timers. The busy
- * part (everything but the wait) is measured as the iteration lag.
+ * One iteration: sleep in epoll_wait (the timeout is computed only now, after
+ * the previous iteration's hooks, which may have armed timers), then handle
+ * events, due timers and the before-sleep hooks. Everything but the wait is
+ * the iteration's busy time, measured as the loop lag.
  */
-static void iterate(struct loop *l, int timeout_ms)
+static void iterate(struct loop *l, int max_wait_ms)
 {
+    int t = wait_timeout(l);
     uint64_t busy_start;
     int n;
 
-    run_hooks(l);
-    n = epoll_wait(l->epfd, l->events, LOOP_MAX_EVENTS, timeout_ms);
+    n = epoll_wait(l->epfd, l->events, LOOP_MAX_EVENTS, max_wait_ms < t ? max_wait_ms : t);
     busy_start = time_mono_us();
     l->now = busy_start / 1000u;
     if (n < 0 && errno != EINTR)
@@ -193,24 +194,23 @@ static void iterate(struct loop *l, int timeout_ms)
     if (n > 0)
         dispatch(l, n);
     wheel_run(l->wheel, l->now);
+    run_hooks(l);
     l->iterations++;
     l->lag_max_us = MAX(l->lag_max_us, time_mono_us() - busy_start);
 }
 
 int loop_run(struct loop *l)
 {
+    run_hooks(l); /* work queued before the first wait */
     while (!atomic_load_explicit(&l->stop, memory_order_acquire))
-        iterate(l, wait_timeout(l));
+        iterate(l, 1000);
     run_hooks(l);
     return 0;
 }
 
 void loop_run_once(struct loop *l, int timeout_ms)
 {
-    int t = wait_timeout(l);
-
-    iterate(l, timeout_ms < t ? timeout_ms : t);
-    run_hooks(l);
+    iterate(l, timeout_ms);
 }
 
 void loop_stop(struct loop *l)

@@ -24,6 +24,7 @@
 
 #include "bus.h"
 #include "engine.h"
+#include "http.h"
 #include "httpd.h"
 #include "log.h"
 #include "util.h"
@@ -242,6 +243,15 @@ static void begin_drain(struct worker *w)
     }
 }
 
+/* Before-sleep hook, last: publishes this iteration's cross-worker messages. */
+static void bus_hook(struct loop *l, void *data)
+{
+    struct worker *w = data;
+
+    (void)l;
+    bus_flush(w->srv->bus, w->id);
+}
+
 /* Before-sleep hook: shutdown progress and metrics upkeep. */
 static void worker_hook(struct loop *l, void *data)
 {
@@ -251,7 +261,6 @@ static void worker_hook(struct loop *l, void *data)
     METRIC_ADD(&w->metrics, loop_iterations, 1);
     if (lag > METRIC_GET(&w->metrics, loop_lag_max_us))
         METRIC_SET(&w->metrics, loop_lag_max_us, lag);
-    bus_flush(w->srv->bus, w->id);
     if (!w->draining && atomic_load(&w->srv->shutting_down))
         begin_drain(w);
     if (w->draining && (w->pool.count == 0 || loop_now(l) >= w->drain_deadline))
@@ -283,6 +292,9 @@ static int worker_init(struct server *srv, struct worker *w, unsigned id)
     w->pool.out_soft_ms = (uint64_t)srv->cfg.client_output_soft_limit_ms;
     w->pool.out_hard_limit = (size_t)srv->cfg.client_output_hard_limit_bytes;
     w->pool.shared_count = &srv->conns;
+    /* Leftover input is bounded by the protocols (a request head and body,
+     * a partial frame header); this is the backstop, plus one read. */
+    w->pool.max_input = HTTP_MAX_HEAD_BYTES + (size_t)srv->cfg.http_max_body_bytes + 65536;
     conn_pool_init(&w->pool, w->loop, &w->metrics, id);
     w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 #ifdef PRESENCED_TESTING
@@ -299,8 +311,12 @@ static int worker_init(struct server *srv, struct worker *w, unsigned id)
         loop_io_start(w->loop, &w->bus_io, bus_inbox_fd(srv->bus, id), EPOLLIN, on_bus) < 0)
         fatal("worker", "epoll_ctl");
     w->engine = engine_new(w);
-    loop_add_hook(w->loop, conn_pool_flush, &w->pool);
+    /* Order matters: worker_hook may queue output (close frames of a
+     * drain) that conn_pool_flush writes; freeing closed connections there
+     * may send bus messages that bus_hook publishes, all in one iteration. */
     loop_add_hook(w->loop, worker_hook, w);
+    loop_add_hook(w->loop, conn_pool_flush, &w->pool);
+    loop_add_hook(w->loop, bus_hook, w);
     return 0;
 }
 

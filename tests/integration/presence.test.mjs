@@ -318,6 +318,29 @@ for (const workers of ['1', '4']) {
       c.close();
     });
 
+    test('deferred HTTP answers: a half-closed client still gets them; a pipelined flood is answered in order', async () => {
+      const { connect, parseResponses } = await import('./lib/raw.mjs');
+      const c = await connect(srv.port);
+      await c.write('GET /v1/presence?user=hc1 HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/lastseen?user=hc2 HTTP/1.1\r\nHost: x\r\n\r\n');
+      c.socket.end(); // half-close: the answers must still come
+      const res = parseResponses(await c.untilEnd());
+      assert.deepEqual(res.map((r) => r.status), [200, 200]);
+      assert.equal(JSON.parse(res[1].body).users[0].user, 'hc2');
+      const flood = await connect(srv.port);
+      const N = 1500;
+      let req = '';
+      for (let i = 0; i < N; i++) req += `GET /v1/presence?user=f${i} HTTP/1.1\r\nHost: x\r\n\r\n`;
+      flood.socket.write(req);
+      // Another client is served meanwhile.
+      const t0 = Date.now();
+      assert.equal((await fetch(`${srv.url}/v1/presence?user=other`)).status, 200);
+      assert.ok(Date.now() - t0 < 2000);
+      const got = parseResponses(await flood.until((d) => parseResponses(d).length === N, 20000));
+      assert.equal(got.length, N);
+      assert.equal(JSON.parse(got[N - 1].body).users[0].user, `f${N - 1}`);
+      flood.close();
+    });
+
     test('POST /v1/heartbeat keeps a socketless session; leave and TTL end it', async () => {
       const user = uid('http');
       const w = await watcher(user);

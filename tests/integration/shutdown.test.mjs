@@ -21,6 +21,7 @@ for (const workers of ['1', '4']) {
     srv.child.kill('SIGTERM');
     const codes = await Promise.all(sockets.map((ws) => ws.closedWith));
     assert.deepEqual(new Set(codes), new Set([1001]));
+    assert.ok(Date.now() - t0 < 500, `close 1001 arrived after ${Date.now() - t0} ms`);
     const [code, sig] = await once(srv.child, 'exit');
     assert.equal(sig, null);
     assert.equal(code, 0, srv.stderr);
