@@ -150,6 +150,20 @@ const struct config_def config_defs[] = {
              "most-available",
              "How a user's devices merge into one status; dnd-wins makes do-not-disturb on any "
              "device global."),
+    /* rooms */
+    ROW_INT("room-max-members", room_max_members, 1, 1000000, 10000,
+            "Members one room may hold; joins beyond it are refused with room_full."),
+    ROW_INT64("room-batch-ms", room_batch_ms, 1, 10000, 50,
+              "Room changes inside this window go out as one delta; raise it to merge more "
+              "churn."),
+    ROW_INT("room-interval-members", room_interval_members, 2, 1000000, 1000,
+            "Rooms with this many members switch to interval mode (periodic batched deltas, "
+            "capped lists) to avoid n-squared fan-out."),
+    ROW_INT64("room-interval-ms", room_interval_ms, 100, 60000, 1000,
+              "Delta period of rooms in interval mode; lower it for livelier large rooms."),
+    ROW_INT("ephemeral-rate", ephemeral_rate, 1, 1000, 15,
+            "Ephemeral messages (cursors, typing) per second per sender; lower it to save "
+            "bandwidth in busy rooms."),
     /* shutdown */
     ROW_INT64("shutdown-drain-ms", shutdown_drain_ms, 0, 600000, 5000,
               "Time given on SIGTERM to flush queued output before exit; raise it if clients miss "

@@ -54,6 +54,12 @@ struct config {
     int max_sessions_per_user;     /* sessions one user may hold */
     int max_watch;                 /* users one connection may watch */
     char *status_policy;           /* most-available|dnd-wins|most-recent */
+    /* rooms */
+    int room_max_members;      /* members per room */
+    int64_t room_batch_ms;     /* delta batching window */
+    int room_interval_members; /* interval mode from this many members */
+    int64_t room_interval_ms;  /* delta period in interval mode */
+    int ephemeral_rate;        /* ephemeral messages per second per sender */
     /* shutdown */
     int64_t shutdown_drain_ms; /* SIGTERM: time to flush before exit */
 };

@@ -1270,3 +1270,22 @@ void engine_http_room(struct conn *c, const struct http_request *req, struct wor
     em->query = (uint64_t)(uintptr_t)engine__query_new(c, QUERY_ROOM, 1);
     send_to(e, owner_of(e, room), em);
 }
+
+void engine_update_metrics(struct engine *e)
+{
+    struct metrics *m = &e->w->metrics;
+    struct presence_stats ps;
+    struct room_stats rs;
+
+    presence_get_stats(e->pres, &ps);
+    room_get_stats(e->rooms, &rs);
+    METRIC_SET(m, sessions, ps.sessions);
+    METRIC_SET(m, users_online, ps.users);
+    METRIC_SET(m, heartbeats, ps.heartbeats);
+    METRIC_SET(m, heartbeats_throttled, ps.heartbeats_throttled);
+    METRIC_SET(m, presence_events, ps.events);
+    METRIC_SET(m, rooms, rs.rooms);
+    METRIC_SET(m, room_members, rs.members);
+    METRIC_SET(m, room_deltas, rs.deltas);
+    METRIC_SET(m, ephemeral_sent, rs.ephemeral_sent);
+}

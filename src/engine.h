@@ -36,6 +36,9 @@ void engine_register(void);
  * configuration the presence core refuses (config validation catches it
  * first). */
 struct engine *engine_new(struct worker *w);
+/* Copies the engine's statistics into the worker's metrics (cheap; the
+ * worker calls it once per loop iteration). */
+void engine_update_metrics(struct engine *e);
 /* Frees all state without events. NULL is a no-op. Worker thread, after
  * its connections are gone. */
 void engine_free(struct engine *e);

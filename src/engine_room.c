@@ -652,15 +652,26 @@ bool engine__room_msg(struct engine *e, struct emsg *em)
 
 struct room_engine *engine__rooms_new(struct engine *e)
 {
+    const struct config *cfg = &e->w->srv->cfg;
     struct room_config rc;
     uint64_t seed;
 
     room_config_init(&rc);
+    rc.max_members = (uint32_t)cfg->room_max_members;
+    rc.batch_ms = (uint32_t)cfg->room_batch_ms;
+    rc.interval_enter = (uint32_t)cfg->room_interval_members;
+    rc.interval_leave = rc.interval_enter * 4 / 5; /* hysteresis */
+    rc.interval_ms = (uint32_t)cfg->room_interval_ms;
+    rc.ephemeral_rate = (uint32_t)cfg->ephemeral_rate;
     if (RAND_bytes((unsigned char *)&seed, sizeof(seed)) != 1)
         seed = time_wall_ms();
     rc.epoch_seed = seed ^ e->w->id;
     rc.frame = frame_room_json;
     rc.wall_offset_ms = wall_offset(e);
+    if (rc.interval_leave >= rc.interval_enter)
+        rc.interval_leave = rc.interval_enter - 1;
+    if (room_config_check(&rc) != 0)
+        fatalx("engine", "invalid room settings");
     return room_engine_new(&rc, loop_wheel(e->w->loop), on_room_event, on_room_event, e);
 }
 

@@ -53,6 +53,15 @@ static const struct metric_def defs[] = {
     M(loop_iterations, "counter", "Event loop iterations."),
     M(loop_lag_max_us, "gauge", "Longest busy event-loop iteration since the last scrape."),
     M(bus_msgs_in, "counter", "Cross-worker messages received."),
+    M(sessions, "gauge", "Live sessions of the users this worker owns."),
+    M(users_online, "gauge", "Users with at least one session, of those this worker owns."),
+    M(heartbeats, "counter", "Heartbeats that reached the user's owner."),
+    M(heartbeats_throttled, "counter", "Of those, heartbeats too close to the last to write."),
+    M(presence_events, "counter", "User presence transitions emitted."),
+    M(rooms, "gauge", "Rooms this worker owns."),
+    M(room_members, "gauge", "Member records of the rooms this worker owns."),
+    M(room_deltas, "counter", "Room deltas emitted."),
+    M(ephemeral_sent, "counter", "Ephemeral messages (cursors, typing) emitted."),
 };
 
 static uint64_t read_field(struct metrics *m, size_t offset)

@@ -38,6 +38,16 @@ struct metrics {
     _Atomic uint64_t loop_iterations;                    /* counter */
     _Atomic uint64_t loop_lag_max_us; /* gauge: worst iteration since last scrape */
     _Atomic uint64_t bus_msgs_in;     /* counter: cross-worker messages drained */
+    /* presence engine, copied from the partition's cores each iteration */
+    _Atomic uint64_t sessions;             /* gauge: live sessions owned here */
+    _Atomic uint64_t users_online;         /* gauge: users with a session */
+    _Atomic uint64_t heartbeats;           /* counter: heartbeats reaching the owner */
+    _Atomic uint64_t heartbeats_throttled; /* counter: of those, ones that wrote nothing */
+    _Atomic uint64_t presence_events;      /* counter: user transitions emitted */
+    _Atomic uint64_t rooms;                /* gauge: rooms owned here */
+    _Atomic uint64_t room_members;         /* gauge: member records */
+    _Atomic uint64_t room_deltas;          /* counter: room deltas emitted */
+    _Atomic uint64_t ephemeral_sent;       /* counter: ephemeral messages emitted */
 };
 
 #define METRIC_ADD(m, field, n)                                                          \

@@ -259,6 +259,8 @@ static void worker_hook(struct loop *l, void *data)
     uint64_t lag = loop_lag_max_us(l);
 
     METRIC_ADD(&w->metrics, loop_iterations, 1);
+    if (w->engine)
+        engine_update_metrics(w->engine);
     if (lag > METRIC_GET(&w->metrics, loop_lag_max_us))
         METRIC_SET(&w->metrics, loop_lag_max_us, lag);
     if (!w->draining && atomic_load(&w->srv->shutting_down))

@@ -414,6 +414,20 @@ for (const workers of ['1', '4']) {
       assert.equal((await fetch(`${srv.url}/v1/presence/events`)).status, 400);
     });
 
+    test('/metrics counts sessions, heartbeats and transitions', async () => {
+      const m0 = await (await fetch(`${srv.url}/metrics`)).text();
+      const sum = (t, name) => [...t.matchAll(new RegExp(`^${name}\\{worker="\\d+"\\} (\\d+)$`, 'gm'))]
+        .reduce((a, x) => a + Number(x[1]), 0);
+      const a = await Client.open(srv, { user: uid('met') });
+      await sleep(300);
+      const m1 = await (await fetch(`${srv.url}/metrics`)).text();
+      assert.ok(sum(m1, 'presenced_sessions') >= 1, 'our session is counted');
+      assert.ok(sum(m1, 'presenced_users_online') >= 1);
+      assert.ok(sum(m1, 'presenced_presence_events_total') >= sum(m0, 'presenced_presence_events_total'));
+      assert.match(m1, /^# TYPE presenced_room_deltas_total counter$/m);
+      await a.close();
+    });
+
     test('unwatch stops updates; others are never told about unwatched users', async () => {
       const user = uid('unw');
       const other = uid('other');

@@ -264,3 +264,35 @@ for (const workers of ['1', '4']) {
     });
   });
 }
+
+test('large rooms switch to interval mode and back, and say so', async () => {
+  const srv = await startServer(['--workers', '2', ...FLAGS, '--room-interval-members', '4',
+    '--room-interval-ms', '300']);
+  try {
+    const room = id('big');
+    const watcher = await Client.open(srv, { user: id('w') });
+    await join(watcher, room, {});
+    const members = [];
+    for (let i = 0; i < 4; i++) {
+      const c = await Client.open(srv, { user: id('m') });
+      await join(c, room, { i });
+      members.push(c);
+    }
+    const toInterval = await watcher.next((m) => m.type === 'room_delta' && m.mode === 'interval', 5000);
+    assert.ok(toInterval.count >= 4, `switched at ${toInterval.count} members`);
+    // In interval mode, churn is batched per interval: 3 quick leaves -> few deltas.
+    const before = watcher.seen.length;
+    for (let i = 0; i < 3; i++) {
+      members[i].send({ type: 'room_leave', room });
+      await sleep(20);
+    }
+    const back = await watcher.next((m) => m.room === room && m.mode === 'normal' &&
+      m.seq > toInterval.seq && (m.type === 'room_snapshot' || m.type === 'room_delta'), 5000);
+    assert.equal(back.count, 2);
+    const deltasSince = watcher.seen.slice(before).filter((m) => m.room === room && m.type === 'room_delta');
+    assert.ok(deltasSince.length <= 2, `${deltasSince.length} deltas for 3 leaves in one interval`);
+    for (const c of [watcher, ...members]) await c.close();
+  } finally {
+    await stopClean(srv, assert);
+  }
+});
