@@ -502,6 +502,14 @@ static int validate(const struct config *c, char *err, size_t errlen)
                     "client-output-hard-limit-bytes (%lld) unless one of them is 0 (off)",
                     (long long)c->client_output_soft_limit_bytes,
                     (long long)c->client_output_hard_limit_bytes);
+    if (c->heartbeat_min_ms > c->heartbeat_interval_ms)
+        return errf(err, errlen,
+                    "heartbeat-min-ms (%lld) must not exceed heartbeat-interval-ms (%lld)",
+                    (long long)c->heartbeat_min_ms, (long long)c->heartbeat_interval_ms);
+    if (c->session_ttl_ms <= c->heartbeat_interval_ms)
+        return errf(err, errlen,
+                    "session-ttl-ms (%lld) must be greater than heartbeat-interval-ms (%lld)",
+                    (long long)c->session_ttl_ms, (long long)c->heartbeat_interval_ms);
     return 0;
 }
 
