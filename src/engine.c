@@ -259,10 +259,11 @@ static void send_welcome(struct client *c, bool resumed)
     buf_printf(&b,
                ",\"heartbeatMs\":%lld,\"sessionTtlMs\":%lld,\"reconnectGraceMs\":%lld,"
                "\"idleMs\":%lld,\"statusPolicy\":\"%s\",\"limits\":{\"maxMessageBytes\":%lld,"
-               "\"maxWatch\":%d}}",
+               "\"maxWatch\":%d,\"maxRoomMetaBytes\":1024,\"maxEphemeralBytes\":1024,"
+               "\"ephemeralPerSecond\":%d}}",
                (long long)cfg->heartbeat_interval_ms, (long long)cfg->session_ttl_ms,
                (long long)cfg->reconnect_grace_ms, (long long)cfg->idle_ms, cfg->status_policy,
-               (long long)cfg->ws_max_message_bytes, cfg->max_watch);
+               (long long)cfg->ws_max_message_bytes, cfg->max_watch, cfg->ephemeral_rate);
     proto_send_buf(c->ws, &b);
 }
 
@@ -931,13 +932,17 @@ enum query_kind { QUERY_PRESENCE, QUERY_LASTSEEN, QUERY_BEAT, QUERY_ROOM };
 
 #define QUERY_MAX_USERS 100 /* users in one HTTP read */
 
+#define QUERY_TIMEOUT_MS 2000 /* then missing parts read as unknown, degraded */
+
 struct query {
     struct list link;  /* engine->queries */
-    struct conn *conn; /* NULL once the client went away */
+    struct conn *conn; /* NULL once answered or the client went away */
     enum query_kind kind;
-    size_t n;               /* parts expected */
-    size_t remaining;       /* parts still to come */
-    struct payload **parts; /* by index; raw JSON, not framed */
+    size_t n;                         /* parts expected */
+    size_t remaining;                 /* parts still to come */
+    struct payload **parts;           /* by index; raw JSON, not framed */
+    char (*ids)[PRESENCE_ID_MAX + 1]; /* the user or room of each part */
+    struct wheel_timer timer;         /* QUERY_TIMEOUT_MS */
 };
 
 static void query_abort(void *data)
@@ -948,6 +953,8 @@ static void query_abort(void *data)
 static void query_free(struct query *q)
 {
     list_del(&q->link);
+    wheel_del(&q->timer);
+    free(q->ids);
     for (size_t i = 0; i < q->n; i++)
         payload_unref(q->parts[i]);
     free(q->parts);
@@ -986,11 +993,52 @@ static void query_finish(struct query *q)
     buf_release(&b);
 }
 
+/* What an HTTP read says about a user or room whose owner did not answer
+ * in time: never an error page, but "unknown" flagged degraded (the
+ * multi-node mode will meet this when a node is unreachable). */
+static struct payload *degraded_part(const struct query *q, size_t i)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, q->kind == QUERY_ROOM ? "{\"room\":" : "{\"user\":");
+    json_append_cstr(&b, q->ids[i]);
+    if (q->kind == QUERY_PRESENCE)
+        buf_append_str(&b, ",\"status\":\"unknown\",\"degraded\":true}");
+    else if (q->kind == QUERY_LASTSEEN)
+        buf_append_str(&b, ",\"online\":null,\"degraded\":true}");
+    else
+        buf_append_str(&b, ",\"count\":null,\"degraded\":true}\n");
+    return buf_payload(&b);
+}
+
+static void query_timeout(struct wheel_timer *t, uint64_t now)
+{
+    struct query *q = container_of(t, struct query, timer);
+
+    (void)now;
+    if (!q->conn)
+        return;
+    if (q->kind == QUERY_BEAT) {
+        httpd_error(q->conn, 503, "unavailable", "the session's owner did not answer in time");
+    } else {
+        for (size_t i = 0; i < q->n; i++)
+            if (!q->parts[i])
+                q->parts[i] = degraded_part(q, i);
+        query_finish(q);
+        for (size_t i = 0; i < q->n; i++) { /* late answers take these slots */
+            payload_unref(q->parts[i]);
+            q->parts[i] = NULL;
+        }
+    }
+    q->conn = NULL;
+}
+
 static void on_answer(struct engine *e, struct emsg *em)
 {
     struct query *q = (struct query *)(uintptr_t)em->query;
 
     (void)e;
+    payload_unref(q->parts[em->index]);
     q->parts[em->index] = payload_ref(em->frame);
     if (--q->remaining > 0)
         return;
@@ -1032,6 +1080,10 @@ void engine__answer(struct engine *e, const struct emsg *req, struct payload *pa
 
 static void op_query(struct engine *e, struct emsg *req)
 {
+#ifdef PRESENCED_TESTING
+    if (getenv("PRESENCED_TEST_SILENT_OWNERS"))
+        return; /* test builds: simulate owners that cannot answer */
+#endif
     struct presence_view v;
     struct buf b = {0};
 
@@ -1094,6 +1146,9 @@ struct query *engine__query_new(struct conn *c, int kind, size_t n)
     list_insert_tail(&((struct httpd_conn *)c->proto)->worker->engine->queries, &q->link);
     q->n = q->remaining = n;
     q->parts = xcalloc(n, sizeof(*q->parts));
+    q->ids = xcalloc(n, sizeof(*q->ids));
+    wheel_timer_init(&q->timer, query_timeout);
+    loop_timer_start(((struct httpd_conn *)c->proto)->worker->loop, &q->timer, QUERY_TIMEOUT_MS);
     httpd_defer(c, query_abort, q);
     return q;
 }
@@ -1128,6 +1183,7 @@ static void http_read(struct conn *c, const struct http_request *req, struct wor
     q = engine__query_new(c, kind, n);
     for (size_t i = 0; i < n; i++) {
         struct emsg *em = emsg_new(OP_QUERY, 0);
+        copy_id(q->ids[i], ids[i]);
         copy_id(em->uid, ids[i]);
         em->arg = (int8_t)kind;
         em->query = (uint64_t)(uintptr_t)q;
@@ -1268,6 +1324,7 @@ void engine_http_room(struct conn *c, const struct http_request *req, struct wor
     em = emsg_new(OP_RINFO, 0);
     copy_id(em->room, room);
     em->query = (uint64_t)(uintptr_t)engine__query_new(c, QUERY_ROOM, 1);
+    copy_id(((struct query *)(uintptr_t)em->query)->ids[0], room);
     send_to(e, owner_of(e, room), em);
 }
 

@@ -138,6 +138,7 @@ struct engine {
     struct hmap lrooms;        /* client side: struct lroom by room id */
     struct hmap srooms;        /* user-owner side: struct sroom (a session's rooms) by sid */
     struct list queries;       /* HTTP reads waiting for answers (freed at shutdown) */
+    uint64_t sub_gen;          /* room subscription generations (engine_room.c) */
 };
 
 static inline struct engine *engine_of(struct worker *w)

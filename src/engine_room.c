@@ -49,12 +49,14 @@ struct lroom {             /* client side: local subscribers of a room */
     struct hmap_node node; /* e->lrooms */
     char room[PRESENCE_ID_MAX + 1];
     struct list links;
+    uint64_t gen; /* subscription generation (see r_unsub) */
 };
 
 struct rsub {              /* R side: workers subscribed to a room */
     struct hmap_node node; /* e->rsubs */
     char room[PRESENCE_ID_MAX + 1];
     uint64_t workers;
+    uint64_t gen[64]; /* per worker: newest subscription generation seen */
 };
 
 struct sroom {             /* U side: the rooms of one session */
@@ -194,7 +196,7 @@ static void answer_join(struct engine *e, const struct emsg *req)
     send_state(e, req, frame_text(&b), true, info.epoch, info.seq);
 }
 
-static void subscribe(struct engine *e, const char *room, unsigned from)
+static void subscribe(struct engine *e, const char *room, unsigned from, uint64_t gen)
 {
     struct rsub *s = find_rsub(e, room);
 
@@ -204,6 +206,7 @@ static void subscribe(struct engine *e, const char *room, unsigned from)
         hmap_insert(&e->rsubs, &s->node, str_hash(s->room));
     }
     s->workers |= 1ull << from;
+    s->gen[from] = MAX(s->gen[from], gen);
 }
 
 static void r_join(struct engine *e, struct emsg *req)
@@ -211,6 +214,7 @@ static void r_join(struct engine *e, struct emsg *req)
     uint64_t now = loop_now(e->w->loop);
     unsigned from = worker_of_conn(req->conn_id);
     size_t mlen = req->text ? strlen(req->text) : 0;
+    struct room_info info;
     int r;
 
     room_engine_set_wall_offset(e->rooms, wall_offset(e));
@@ -220,14 +224,15 @@ static void r_join(struct engine *e, struct emsg *req)
         send_state(e, req, NULL, true, 0, 0);
         return;
     }
-    room_flush(e->rooms, req->room, now); /* the joiner sees itself at once */
-    subscribe(e, req->room, from);
+    if (room_get_info(e->rooms, req->room, &info) == 0 && info.mode == ROOM_MODE_NORMAL)
+        room_flush(e->rooms, req->room, now); /* the joiner sees itself at once */
+    subscribe(e, req->room, from, req->version);
     answer_join(e, req);
 }
 
 static void r_subscribe(struct engine *e, struct emsg *req)
 {
-    subscribe(e, req->room, worker_of_conn(req->conn_id));
+    subscribe(e, req->room, worker_of_conn(req->conn_id), req->version);
     answer_join(e, req);
 }
 
@@ -236,11 +241,23 @@ void engine__room_info(struct engine *e, const char *room, struct buf *out)
     room_encode_info(e->rooms, room, 1000, out);
 }
 
+/*
+ * A worker's last local subscriber of a room left. The unsubscribe comes
+ * straight from that worker, but a new local subscriber's join travels
+ * through the user's owner, so the two can arrive in either order. Each
+ * local subscription set has a generation (a per-worker counter, bumped
+ * when the set is created); a join carries the generation of its set, an
+ * unsubscribe the one of the set that emptied. An unsubscribe older than
+ * the newest join seen from that worker is stale and ignored.
+ */
 static void r_unsub(struct engine *e, struct emsg *em)
 {
     struct rsub *s = find_rsub(e, em->room);
+    unsigned from = em->msg.from;
 
-    if (s && (s->workers &= ~(1ull << em->msg.from)) == 0) {
+    if (!s || s->gen[from] > em->version)
+        return;
+    if ((s->workers &= ~(1ull << from)) == 0) {
         hmap_remove(&e->rsubs, &s->node);
         free(s);
     }
@@ -307,6 +324,7 @@ static struct emsg *forward(struct engine *e, const struct emsg *req, enum engin
     em->epoch = req->epoch;
     em->since = req->since;
     em->has_since = req->has_since;
+    em->version = req->version; /* the subscription generation */
     em->text = req->text ? xstrdup(req->text) : NULL;
     send_to(e, room_owner(e, req->room), em);
     return em;
@@ -318,6 +336,16 @@ static void u_join(struct engine *e, struct emsg *req)
 
     if (presence_get_session(e->pres, req->sid, &si) != 0 || strcmp(si.user, req->uid) != 0) {
         struct emsg *em = emsg_new(OP_RSTATE, req->conn_id);
+
+        struct emsg *err = emsg_new(OP_REPLY, req->conn_id);
+        struct buf b = {0};
+
+        buf_append_str(&b, "{\"type\":\"error\",\"code\":\"no_session\","
+                           "\"message\":\"the session has ended\"");
+        proto_append_ref(&b, req->ref);
+        buf_append_str(&b, "}");
+        err->frame = frame_text(&b);
+        send_to(e, worker_of_conn(req->conn_id), err);
         copy_id(em->room, req->room);
         em->arg = 1;
         send_to(e, worker_of_conn(req->conn_id), em);
@@ -364,7 +392,7 @@ static struct room_link *find_rlink(struct client *c, const char *room, size_t *
     return NULL;
 }
 
-static void rlink_add(struct client *c, const char *room)
+static struct room_link *rlink_add(struct client *c, const char *room)
 {
     struct engine *e = c->e;
     struct lroom *lr = find_lroom(e, room);
@@ -374,6 +402,7 @@ static void rlink_add(struct client *c, const char *room)
         lr = xcalloc(1, sizeof(*lr));
         copy_id(lr->room, room);
         list_init(&lr->links);
+        lr->gen = ++e->sub_gen;
         hmap_insert(&e->lrooms, &lr->node, str_hash(lr->room));
     }
     l->lroom = lr;
@@ -385,6 +414,7 @@ static void rlink_add(struct client *c, const char *room)
         c->rlinks = xrealloc(c->rlinks, c->caprlinks * sizeof(*c->rlinks));
     }
     c->rlinks[c->nrlinks++] = l;
+    return l;
 }
 
 static void rlink_remove(struct client *c, size_t idx)
@@ -400,6 +430,7 @@ static void rlink_remove(struct client *c, size_t idx)
         return;
     em = emsg_new(OP_RUNSUB, 0);
     copy_id(em->room, lr->room);
+    em->version = lr->gen;
     send_to(c->e, room_owner(c->e, lr->room), em);
     hmap_remove(&c->e->lrooms, &lr->node);
     free(lr);
@@ -543,7 +574,7 @@ static bool msg_join(struct client *c, const cJSON *root, const char *ref)
             em->has_since = true;
         }
     }
-    rlink_add(c, room);
+    em->version = rlink_add(c, room)->lroom->gen;
     send_to(c->e, c->owner, em);
     return true;
 }
@@ -711,6 +742,6 @@ void engine__room_stream(struct client *c, const char *room, const char *last_ev
         em->since = seq;
         em->has_since = true;
     }
-    rlink_add(c, room);
+    em->version = rlink_add(c, room)->lroom->gen;
     send_to(c->e, room_owner(c->e, room), em);
 }

@@ -493,3 +493,28 @@ test('dnd-wins policy: dnd on one device is the status of the user', async () =>
     await stopClean(srv, assert);
   }
 });
+
+test('reads never fail when owners cannot answer: status unknown, degraded', async () => {
+  // Test builds can make every owner ignore reads, as an unreachable node would.
+  const srv = await startServer(['--workers', '2'], { env: { PRESENCED_TEST_SILENT_OWNERS: '1' } });
+  try {
+    const t0 = Date.now();
+    const r = await fetch(`${srv.url}/v1/presence?user=ghost1&user=ghost2`);
+    assert.equal(r.status, 200);
+    const body = await r.json();
+    assert.deepEqual(body.users, [
+      { user: 'ghost1', status: 'unknown', degraded: true },
+      { user: 'ghost2', status: 'unknown', degraded: true },
+    ]);
+    assert.ok(Date.now() - t0 >= 1500, 'answered at the read timeout');
+    const ls = await (await fetch(`${srv.url}/v1/lastseen?user=ghost1`)).json();
+    assert.deepEqual(ls.users, [{ user: 'ghost1', online: null, degraded: true }]);
+    // A read still in flight at shutdown is released (the ASan build checks leaks at exit).
+    const pending = fetch(`${srv.url}/v1/presence?user=late`).catch(() => null);
+    await sleep(100);
+    await stopClean(srv, assert);
+    await pending;
+  } finally {
+    await srv.stop();
+  }
+});
