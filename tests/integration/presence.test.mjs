@@ -6,6 +6,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, stopClean, sleep } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
+import { openSse } from './lib/sse.mjs';
 
 const FLAGS = ['--heartbeat-interval-ms', '1000', '--heartbeat-min-ms', '200',
   '--session-ttl-ms', '2000', '--reconnect-grace-ms', '700', '--presence-debounce-ms', '50',
@@ -377,40 +378,21 @@ for (const workers of ['1', '4']) {
 
     test('SSE /v1/presence/events: snapshot then transitions, ids are versions', async () => {
       const user = uid('sse');
-      const ctrl = new AbortController();
-      const r = await fetch(`${srv.url}/v1/presence/events?user=${user}`, { signal: ctrl.signal });
-      assert.equal(r.status, 200);
-      assert.match(r.headers.get('content-type'), /^text\/event-stream/);
-      const reader = r.body.getReader();
-      let text = '';
-      const events = [];
-      const until = async (pred) => {
-        const deadline = Date.now() + 5000;
-        while (!pred() && Date.now() < deadline) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          text += Buffer.from(value).toString();
-          const blocks = text.split('\n\n');
-          text = blocks.pop();
-          for (const b of blocks) {
-            const id = /^id: (\d+)$/m.exec(b);
-            const data = /^data: (.*)$/m.exec(b);
-            if (data && /^event: presence$/m.test(b)) events.push({ id: Number(id[1]), p: JSON.parse(data[1]).presence });
-          }
-        }
-      };
-      await until(() => events.length >= 1);
-      assert.equal(events[0].p.status, 'offline');
+      const s = await openSse(`${srv.url}/v1/presence/events?user=${user}`);
+      const pres = () => s.events.filter((e) => e.event === 'presence')
+        .map((e) => ({ id: Number(e.id), p: e.data.presence }));
+      await s.until(() => pres().length >= 1);
+      assert.equal(pres()[0].p.status, 'offline');
       const a = await Client.open(srv, { user, device: 'tablet' });
-      await until(() => events.length >= 2);
-      assert.equal(events[1].p.status, 'online');
-      assert.deepEqual(events[1].p.devices, { tablet: 'online' });
-      assert.equal(events[1].id, events[1].p.version);
+      await s.until(() => pres().length >= 2);
+      assert.equal(pres()[1].p.status, 'online');
+      assert.deepEqual(pres()[1].p.devices, { tablet: 'online' });
+      assert.equal(pres()[1].id, pres()[1].p.version);
       a.send({ type: 'leave' });
-      await until(() => events.length >= 3);
-      assert.equal(events[2].p.status, 'offline');
-      assert.ok(events[2].id > events[1].id);
-      ctrl.abort();
+      await s.until(() => pres().length >= 3);
+      assert.equal(pres()[2].p.status, 'offline');
+      assert.ok(pres()[2].id > pres()[1].id);
+      s.close();
       assert.equal((await fetch(`${srv.url}/v1/presence/events`)).status, 400);
     });
 

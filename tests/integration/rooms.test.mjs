@@ -6,6 +6,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, stopClean, sleep } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
+import { openSse } from './lib/sse.mjs';
 
 const FLAGS = ['--heartbeat-interval-ms', '1000', '--heartbeat-min-ms', '200',
   '--session-ttl-ms', '4000', '--reconnect-grace-ms', '700', '--presence-debounce-ms', '50'];
@@ -201,29 +202,9 @@ for (const workers of ['1', '4']) {
       const a = await Client.open(srv, { user: id('sa') });
       await join(a, room, { name: 'SA' });
       const open = async (headers = {}) => {
-        const ctrl = new AbortController();
-        const r = await fetch(`${srv.url}/v1/rooms/${room}/events`, { headers, signal: ctrl.signal });
-        assert.equal(r.status, 200);
-        const reader = r.body.getReader();
-        const events = [];
-        let text = '';
-        const until = async (pred) => {
-          const deadline = Date.now() + 5000;
-          while (!pred(events) && Date.now() < deadline) {
-            const { value, done } = await reader.read();
-            if (done) break;
-            text += Buffer.from(value).toString();
-            const blocks = text.split('\n\n');
-            text = blocks.pop();
-            for (const b of blocks) {
-              const data = /^data: (.*)$/m.exec(b);
-              const idm = /^id: (.*)$/m.exec(b);
-              if (data && /^event: room$/m.test(b)) events.push({ id: idm && idm[1], m: JSON.parse(data[1]) });
-            }
-          }
-          return events;
-        };
-        return { until, close: () => ctrl.abort() };
+        const s = await openSse(`${srv.url}/v1/rooms/${room}/events`, headers);
+        const room_ = (evs) => evs.filter((e) => e.event === 'room').map((e) => ({ id: e.id, m: e.data }));
+        return { until: async (pred) => room_(await s.until((evs) => pred(room_(evs)))), close: s.close };
       };
       const s1 = await open();
       let ev = await s1.until((e) => e.some((x) => x.m.type === 'room_joined'));
