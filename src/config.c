@@ -123,6 +123,9 @@ const struct config_def config_defs[] = {
               "Queued output at which a client is disconnected at once (0 = off); it bounds the "
               "memory one slow consumer can hold."),
     /* presence */
+    ROW_ENUM("auth", auth, "none", "none",
+             "How clients prove who they are; none (development only) lets a client name its "
+             "user with ?user=; token modes come with the identity work."),
     ROW_INT64("heartbeat-interval-ms", heartbeat_interval_ms, 1000, 600000, 15000,
               "Heartbeat interval announced to clients; raise it to cut traffic from many idle "
               "clients."),

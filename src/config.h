@@ -45,6 +45,7 @@ struct config {
     int64_t client_output_soft_limit_ms;
     int64_t client_output_hard_limit_bytes; /* over it -> close at once */
     /* presence */
+    char *auth;                    /* none (development) */
     int64_t heartbeat_interval_ms; /* announced to clients */
     int64_t heartbeat_min_ms;      /* faster beats write nothing */
     int64_t session_ttl_ms;        /* no heartbeat for this long -> session ends */
