@@ -123,9 +123,23 @@ const struct config_def config_defs[] = {
               "Queued output at which a client is disconnected at once (0 = off); it bounds the "
               "memory one slow consumer can hold."),
     /* presence */
-    ROW_ENUM("auth", auth, "none", "none",
-             "How clients prove who they are; none (development only) lets a client name its "
-             "user with ?user=; token modes come with the identity work."),
+    ROW_ENUM("auth", auth, "none|jwt", "none",
+             "How clients prove who they are: jwt verifies a signed token; none (development "
+             "only) lets a client name its user with ?user=."),
+    ROW_STRING("jwt-hs256-secret", jwt_hs256_secret, "",
+               "Shared secret (at least 32 bytes) for HS256 tokens; set it through the "
+               "environment rather than a file."),
+    ROW_STRING("jwt-public-key-file", jwt_public_key_file, "",
+               "PEM public key for RS256 (RSA >= 2048 bits) or ES256 (P-256) tokens, instead of "
+               "a shared secret."),
+    ROW_INT("jwt-leeway-s", jwt_leeway_s, 0, 60, 30,
+            "Clock skew tolerated on exp, nbf and iat; lower it when clocks are well synced."),
+    ROW_STRING("jwt-audience", jwt_audience, "",
+               "Required aud claim (empty: not checked); set it when tokens are minted for "
+               "several services."),
+    ROW_STRING("jwt-issuer", jwt_issuer, "", "Required iss claim (empty: not checked)."),
+    ROW_INT64("auth-timeout-ms", auth_timeout_ms, 100, 600000, 10000,
+              "A socket that has not authenticated by then is closed with 4401."),
     ROW_INT64("heartbeat-interval-ms", heartbeat_interval_ms, 1000, 600000, 15000,
               "Heartbeat interval announced to clients; raise it to cut traffic from many idle "
               "clients."),
@@ -505,6 +519,11 @@ static int validate(const struct config *c, char *err, size_t errlen)
                     "client-output-hard-limit-bytes (%lld) unless one of them is 0 (off)",
                     (long long)c->client_output_soft_limit_bytes,
                     (long long)c->client_output_hard_limit_bytes);
+    if (strcmp(c->auth, "jwt") == 0 && !c->jwt_hs256_secret[0] == !c->jwt_public_key_file[0])
+        return errf(err, errlen,
+                    "auth = jwt needs exactly one of jwt-hs256-secret and jwt-public-key-file");
+    if (c->jwt_hs256_secret[0] && strlen(c->jwt_hs256_secret) < 32)
+        return errf(err, errlen, "jwt-hs256-secret must be at least 32 bytes");
     if (c->heartbeat_min_ms > c->heartbeat_interval_ms)
         return errf(err, errlen,
                     "heartbeat-min-ms (%lld) must not exceed heartbeat-interval-ms (%lld)",

@@ -45,7 +45,13 @@ struct config {
     int64_t client_output_soft_limit_ms;
     int64_t client_output_hard_limit_bytes; /* over it -> close at once */
     /* presence */
-    char *auth;                    /* none (development) */
+    char *auth;                    /* none (development) | jwt */
+    char *jwt_hs256_secret;        /* HS256 shared secret, or "" */
+    char *jwt_public_key_file;     /* RS256/ES256 PEM public key, or "" */
+    int jwt_leeway_s;              /* clock skew on exp/nbf/iat */
+    char *jwt_audience;            /* required aud, or "" */
+    char *jwt_issuer;              /* required iss, or "" */
+    int64_t auth_timeout_ms;       /* unauthenticated sockets closed after this */
     int64_t heartbeat_interval_ms; /* announced to clients */
     int64_t heartbeat_min_ms;      /* faster beats write nothing */
     int64_t session_ttl_ms;        /* no heartbeat for this long -> session ends */

@@ -712,12 +712,122 @@ static const struct handler handlers[] = {
     {"watch", msg_watch},   {"unwatch", msg_unwatch},
 };
 
+/* ---- authentication (auth = jwt) ----
+ *
+ * A token comes with the upgrade (?token=, or a "bearer.<token>" entry in
+ * Sec-WebSocket-Protocol next to presenced.v1) or in a first
+ * {"type":"auth","token":...} message. Until then the socket may only ping
+ * and authenticate, and auth-timeout-ms later it is closed with 4401. The
+ * token's sub is the user: ?user= and every user id inside messages are
+ * ignored. The same message with a newer token refreshes it (same sub);
+ * a token that expires unrefreshed closes the socket with 4403, jwt-leeway-s
+ * after its exp. */
+
+static bool auth_jwt(const struct engine *e)
+{
+    return strcmp(e->w->srv->cfg.auth, "jwt") == 0;
+}
+
+static int verify_token(struct engine *e, const char *tok, size_t n, struct jwt_claims *cl)
+{
+    struct server *srv = e->w->srv;
+
+    return jwt_verify(&srv->jwt, &srv->jwt_opts, tok, n, (int64_t)(time_wall_ms() / 1000), cl);
+}
+
+static void start_session(struct client *c);
+
+static void arm_token_expiry(struct client *c)
+{
+    struct engine *e = c->e;
+    int64_t left_ms = (c->token_exp + e->w->srv->cfg.jwt_leeway_s) * 1000 - (int64_t)time_wall_ms();
+
+    loop_timer_start(e->w->loop, &c->auth_timer, left_ms > 0 ? (uint64_t)left_ms : 0);
+}
+
+static void on_auth_timer(struct wheel_timer *t, uint64_t now)
+{
+    struct client *c = container_of(t, struct client, auth_timer);
+    struct buf b = {0};
+
+    (void)now;
+    if (!c->authed) {
+        proto_send_error(c->ws, "unauthenticated", "no valid token in time", NULL);
+        ws_close(c->ws, 4401, "authentication required");
+        return;
+    }
+    if ((c->token_exp + c->e->w->srv->cfg.jwt_leeway_s) * 1000 > (int64_t)time_wall_ms()) {
+        arm_token_expiry(c); /* refreshed meanwhile */
+        return;
+    }
+    buf_append_str(&b, "{\"type\":\"token_expired\"}");
+    proto_send_buf(c->ws, &b);
+    ws_close(c->ws, 4403, "token expired");
+}
+
+/* Takes the identity and room rights of verified claims. */
+static void take_claims(struct client *c, const struct jwt_claims *cl)
+{
+    copy_id(c->uid, cl->sub);
+    c->authed = true;
+    c->token_exp = cl->exp;
+    if (cl->has_device && presence_device_parse(cl->device) >= 0) {
+        c->device = (enum presence_device)presence_device_parse(cl->device);
+        c->device_claim = true;
+    }
+    free(c->room_claims);
+    c->room_claims = NULL;
+    if (cl->has_rooms) {
+        c->room_claims = xmalloc(sizeof(*cl));
+        memcpy(c->room_claims, cl, sizeof(*cl));
+    }
+}
+
+static bool msg_auth(struct client *c, const cJSON *root, const char *ref)
+{
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "token");
+    struct jwt_claims cl;
+    int r;
+
+    if (!auth_jwt(c->e)) {
+        proto_send_error(c->ws, "invalid", "this server does not use tokens (auth = none)", ref);
+        return false;
+    }
+    if (!cJSON_IsString(tok) ||
+        (r = verify_token(c->e, tok->valuestring, strlen(tok->valuestring), &cl)) < 0) {
+        proto_send_error(c->ws, "unauthorized", jwt_strerror(-1), ref);
+        return false;
+    }
+    if (c->authed && strcmp(cl.sub, c->uid) != 0) {
+        proto_send_error(c->ws, "token_user_mismatch", "a refreshed token must name the same user",
+                         ref);
+        return false;
+    }
+    if (c->authed) { /* a refresh */
+        take_claims(c, &cl);
+        arm_token_expiry(c);
+        proto_send_ack(c->ws, ref);
+        return true;
+    }
+    take_claims(c, &cl);
+    arm_token_expiry(c);
+    start_session(c);
+    return true;
+}
+
 static bool dispatch(struct client *c, const cJSON *root, const char *type)
 {
     char ref[PROTO_REF_MAX];
     bool ok = false;
 
     proto_ref_text(root, ref);
+    if (strcmp(type, "auth") == 0)
+        return msg_auth(c, root, ref);
+    if (auth_jwt(c->e) && !c->authed && strcmp(type, "ping") != 0) {
+        proto_send_error(c->ws, "unauthenticated", "send {\"type\":\"auth\",\"token\":...} first",
+                         ref);
+        return false;
+    }
     if (engine__room_dispatch(c, root, type, ref, &ok))
         return ok;
     for (size_t i = 0; i < ARRAY_SIZE(handlers); i++)
@@ -738,12 +848,28 @@ static void app_on_open(struct wsconn *ws)
     c->conn_id = ws_conn(ws)->id;
     ws_set_user_data(ws, c);
     hmap_insert(&e->clients, &c->node, hash_bytes(&c->conn_id, sizeof(c->conn_id)));
+    wheel_timer_init(&c->auth_timer, on_auth_timer);
+    if (auth_jwt(e) && !c->authed) {
+        loop_timer_start(e->w->loop, &c->auth_timer, (uint64_t)e->w->srv->cfg.auth_timeout_ms);
+        return; /* the welcome follows a valid auth message */
+    }
+    if (c->authed)
+        arm_token_expiry(c);
+    start_session(c);
+}
+
+/* Asks the user's owner for the session (or welcomes an observer). */
+static void start_session(struct client *c)
+{
+    struct engine *e = c->e;
+    struct emsg *em;
+
     if (!c->uid[0]) {
         send_welcome(c, false);
         return;
     }
     c->owner = owner_of(e, c->uid);
-    struct emsg *em = emsg_new(OP_START, c->conn_id);
+    em = emsg_new(OP_START, c->conn_id);
     copy_id(em->uid, c->uid);
     copy_id(em->sid, c->sid);
     em->arg = c->resume;
@@ -784,6 +910,8 @@ static void app_on_close(struct wsconn *ws, unsigned code)
         watch_remove(c, c->nlinks - 1);
     free(c->links);
     engine__rooms_client_closed(c);
+    wheel_del(&c->auth_timer);
+    free(c->room_claims);
     if (c->started)
         send_to(e, c->owner, session_msg(c, OP_CLOSED, NULL));
     hmap_remove(&e->clients, &c->node);
@@ -883,6 +1011,62 @@ static bool query_id(const struct http_request *req, const char *key, char out[P
     return n > 0 && presence_id_valid(out);
 }
 
+/* The bearer token of a request: Authorization: Bearer, ?token=, or a
+ * "bearer.<token>" Sec-WebSocket-Protocol entry. Returns its length (0:
+ * none) with the token copied into out (JWT_MAX_LEN + 1 bytes). */
+static size_t request_token(const struct http_request *req, char *out)
+{
+    const struct http_header *h = http_header_get(req, "Authorization");
+    size_t pos = 0;
+    ssize_t n;
+
+    if (h && h->value_len > 7 && h->value_len - 7 <= JWT_MAX_LEN &&
+        ascii_ieq(h->value, 7, "bearer ")) {
+        memcpy(out, h->value + 7, h->value_len - 7);
+        out[h->value_len - 7] = '\0';
+        return h->value_len - 7;
+    }
+    n = http_query_next(req->query, req->query_len, "token", &pos, out, JWT_MAX_LEN + 1);
+    if (n > 0)
+        return (size_t)n;
+    h = http_header_get(req, "Sec-WebSocket-Protocol");
+    for (size_t i = 0; h && i < h->value_len; i++) {
+        size_t end = i;
+        while (end < h->value_len && h->value[end] != ',')
+            end++;
+        while (i < end && h->value[i] == ' ')
+            i++;
+        if (end - i > 7 && end - i - 7 <= JWT_MAX_LEN && memcmp(h->value + i, "bearer.", 7) == 0) {
+            size_t len = end - i - 7;
+            while (len > 0 && h->value[i + 7 + len - 1] == ' ')
+                len--;
+            memcpy(out, h->value + i + 7, len);
+            out[len] = '\0';
+            return len;
+        }
+        i = end;
+    }
+    return 0;
+}
+
+/* auth = jwt at the upgrade: a token, if given, must verify (401 else). */
+static int prepare_token(struct client *c, struct conn *conn, const struct http_request *req)
+{
+    char *tok = xmalloc(JWT_MAX_LEN + 1);
+    size_t n = request_token(req, tok);
+    struct jwt_claims cl;
+    int r = 0;
+
+    if (n > 0 && verify_token(c->e, tok, n, &cl) < 0) {
+        httpd_error(conn, 401, "unauthorized", jwt_strerror(-1));
+        r = -1;
+    } else if (n > 0) {
+        take_claims(c, &cl);
+    }
+    free(tok);
+    return r;
+}
+
 struct client *engine_client_prepare(struct worker *w, struct conn *conn,
                                      const struct http_request *req)
 {
@@ -892,7 +1076,10 @@ struct client *engine_client_prepare(struct worker *w, struct conn *conn,
     int d = PRESENCE_DEVICE_WEB;
 
     c->e = engine_of(w);
-    if (query_has(req, "user") && !query_id(req, "user", c->uid)) {
+    if (auth_jwt(c->e)) {
+        if (prepare_token(c, conn, req) < 0)
+            goto out_free;
+    } else if (query_has(req, "user") && !query_id(req, "user", c->uid)) {
         httpd_error(conn, 400, "bad_user", "user must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
         goto out_free;
     }
@@ -904,18 +1091,21 @@ struct client *engine_client_prepare(struct worker *w, struct conn *conn,
             goto out_free;
         }
     }
-    c->device = (enum presence_device)d;
+    if (!c->device_claim)
+        c->device = (enum presence_device)d;
     c->resume = c->uid[0] && query_id(req, "resume", c->sid);
     if (!c->resume)
         c->sid[0] = '\0';
     return c;
 out_free:
+    free(c->room_claims);
     free(c);
     return NULL;
 }
 
 void engine_client_discard(struct client *c)
 {
+    free(c->room_claims);
     free(c);
 }
 
@@ -1153,6 +1343,28 @@ struct query *engine__query_new(struct conn *c, int kind, size_t n)
     return q;
 }
 
+/* auth = jwt: HTTP requests carry a bearer token (Authorization: Bearer,
+ * or ?token= where headers cannot be set, e.g. EventSource). Answers 401
+ * and returns false when it is missing or does not verify. */
+static bool http_authorized(struct conn *c, const struct http_request *req, struct worker *w,
+                            struct jwt_claims *cl)
+{
+    struct engine *e = engine_of(w);
+    char *tok;
+    size_t n;
+    bool ok;
+
+    if (!auth_jwt(e))
+        return true;
+    tok = xmalloc(JWT_MAX_LEN + 1);
+    n = request_token(req, tok);
+    ok = n > 0 && verify_token(e, tok, n, cl) == 0;
+    free(tok);
+    if (!ok)
+        httpd_error(c, 401, "unauthorized", jwt_strerror(-1));
+    return ok;
+}
+
 static void http_read(struct conn *c, const struct http_request *req, struct worker *w,
                       enum query_kind kind)
 {
@@ -1160,7 +1372,10 @@ static void http_read(struct conn *c, const struct http_request *req, struct wor
     char ids[QUERY_MAX_USERS][PRESENCE_ID_MAX + 1];
     size_t pos = 0, n = 0;
     struct query *q;
+    struct jwt_claims cl;
 
+    if (!http_authorized(c, req, w, &cl))
+        return;
     while (n <= QUERY_MAX_USERS) {
         char id[PRESENCE_ID_MAX + 1];
         ssize_t r = http_query_next(req->query, req->query_len, "user", &pos, id, sizeof(id));
@@ -1212,8 +1427,22 @@ void engine_http_heartbeat(struct conn *c, const struct http_request *req, struc
     const cJSON *dev = cJSON_GetObjectItemCaseSensitive(root, "device");
     const cJSON *leave = cJSON_GetObjectItemCaseSensitive(root, "leave");
     int d = PRESENCE_DEVICE_WEB;
+    struct jwt_claims cl;
     struct emsg *em;
 
+    if (!http_authorized(c, req, w, &cl)) {
+        cJSON_Delete(root);
+        return;
+    }
+    if (auth_jwt(e) && cJSON_IsString(user) && strcmp(user->valuestring, cl.sub) != 0) {
+        httpd_error(c, 403, "forbidden", "\"user\" must be the token's subject");
+        cJSON_Delete(root);
+        return;
+    }
+    if (auth_jwt(e) && !user) { /* the token names the user */
+        cJSON_AddStringToObject(root, "user", cl.sub);
+        user = cJSON_GetObjectItemCaseSensitive(root, "user");
+    }
     if (!cJSON_IsObject(root) || !cJSON_IsString(user) || !presence_id_valid(user->valuestring) ||
         (sid && (!cJSON_IsString(sid) || !presence_id_valid(sid->valuestring))) ||
         (dev && (!cJSON_IsString(dev) || (d = presence_device_parse(dev->valuestring)) < 0)) ||
@@ -1272,6 +1501,10 @@ void engine_sse_presence(struct conn *conn, const struct http_request *req, stru
     char ids[QUERY_MAX_USERS][PRESENCE_ID_MAX + 1];
     struct client *c;
     size_t pos = 0, n = 0, idx;
+    struct jwt_claims cl;
+
+    if (!http_authorized(conn, req, w, &cl))
+        return;
 
     for (;;) {
         char id[PRESENCE_ID_MAX + 1];
@@ -1299,11 +1532,14 @@ void engine_http_room(struct conn *c, const struct http_request *req, struct wor
     static const char prefix[] = "/v1/rooms/", suffix[] = "/events";
     struct engine *e = engine_of(w);
     char room[PRESENCE_ID_MAX + 1], last[64];
+    struct jwt_claims claims;
     size_t n = req->path_len - (sizeof(prefix) - 1);
     bool events = n > sizeof(suffix) - 1 && memcmp(req->path + req->path_len - (sizeof(suffix) - 1),
                                                    suffix, sizeof(suffix) - 1) == 0;
     struct emsg *em;
 
+    if (!http_authorized(c, req, w, &claims))
+        return;
     if (events)
         n -= sizeof(suffix) - 1;
     if (n == 0 || n > PRESENCE_ID_MAX) {

@@ -15,6 +15,7 @@
 #include "bus.h"
 #include "engine.h"
 #include "hmap.h"
+#include "jwt.h"
 #include "list.h"
 #include "presence.h"
 #include "proto.h"
@@ -110,6 +111,11 @@ struct client {
     size_t nlinks, caplinks;
     struct room_link **rlinks; /* the rooms this socket is subscribed to */
     size_t nrlinks, caprlinks;
+    bool authed;                    /* auth=jwt: a valid token was presented */
+    bool device_claim;              /* the device came from the token */
+    int64_t token_exp;              /* auth=jwt: exp of the current token (s) */
+    struct jwt_claims *room_claims; /* the token's "rooms" claim, if it had one */
+    struct wheel_timer auth_timer;  /* auth deadline, then the token's expiry */
 };
 
 struct watch {

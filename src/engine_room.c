@@ -551,6 +551,10 @@ static bool msg_join(struct client *c, const cJSON *root, const char *ref)
 
     if (!room || !need_session(c, ref))
         return false;
+    if (c->room_claims && !jwt_claims_allow_room(c->room_claims, room)) {
+        proto_send_error(c->ws, "forbidden", "the token does not allow this room", ref);
+        return false;
+    }
     meta = json_arg(root, "meta", 1024, &bad);
     if (bad) {
         proto_send_error(c->ws, "invalid", "\"meta\" is over 1024 bytes", ref);

@@ -39,6 +39,29 @@ static void derive_ws_opts(struct server *srv)
     o->close_timeout_ms = 2000;
 }
 
+/* auth = jwt: loads the key once; workers share it read-only. */
+static int load_jwt_key(struct server *srv)
+{
+    const struct config *cfg = &srv->cfg;
+    char err[JWT_ERR_LEN];
+
+    if (strcmp(cfg->auth, "jwt") != 0)
+        return 0;
+    srv->jwt_opts.leeway_s = cfg->jwt_leeway_s;
+    srv->jwt_opts.aud = cfg->jwt_audience[0] ? cfg->jwt_audience : NULL;
+    srv->jwt_opts.iss = cfg->jwt_issuer[0] ? cfg->jwt_issuer : NULL;
+    if (cfg->jwt_hs256_secret[0]) {
+        if (jwt_key_load_hmac(&srv->jwt, cfg->jwt_hs256_secret, strlen(cfg->jwt_hs256_secret)) == 0)
+            return 0;
+        fprintf(stderr, "presenced: jwt-hs256-secret is not usable as an HS256 key\n");
+        return -1;
+    }
+    if (jwt_key_load_pem(&srv->jwt, cfg->jwt_public_key_file, err, sizeof(err)) == 0)
+        return 0;
+    fprintf(stderr, "presenced: jwt-public-key-file: %s\n", err);
+    return -1;
+}
+
 static void block_signals(sigset_t *set)
 {
     sigemptyset(set);
@@ -55,8 +78,9 @@ static void announce(const struct server *srv)
 
     log_info("main", "listening on http://%s%s%s:%d workers=%u", v6 ? "[" : "", host, v6 ? "]" : "",
              srv->port, srv->nworkers);
-    log_warnx("main", "auth=none: clients name their own user with ?user= (development only; "
-                      "token authentication is not built yet)");
+    if (strcmp(srv->cfg.auth, "none") == 0)
+        log_warnx("main", "auth=none: clients name their own user with ?user= (development only; "
+                          "set auth = jwt for real clients)");
     printf("presenced is running: http://%s%s%s:%d/ (health: /healthz, metrics: /metrics)\n",
            v6 ? "[" : "", host, v6 ? "]" : "", srv->port);
     fflush(stdout);
@@ -81,6 +105,10 @@ int main(int argc, char **argv)
     if (log_level_parse(srv.cfg.log_level, &lvl) == 0)
         log_init(lvl);
     derive_ws_opts(&srv);
+    if (load_jwt_key(&srv) < 0) {
+        config_release(&srv.cfg);
+        return 2;
+    }
     engine_register();
 #ifdef PRESENCED_TESTING
     relay_register();
@@ -97,6 +125,7 @@ int main(int argc, char **argv)
              (long long)srv.cfg.shutdown_drain_ms);
     server_shutdown(&srv);
     server_join(&srv);
+    jwt_key_release(&srv.jwt);
     log_info("main", "stopped");
     config_release(&srv.cfg);
     return 0;

@@ -25,6 +25,7 @@
 #include "conn.h"
 #include "loop.h"
 #include "metrics.h"
+#include "jwt.h"
 #include "wsconn.h"
 
 struct bus;
@@ -58,6 +59,8 @@ struct server {
     struct worker *workers;    /* array of nworkers */
     struct bus *bus;           /* inter-worker queues */
     struct ws_opts ws_opts;    /* derived from cfg */
+    struct jwt_key jwt;        /* auth = jwt: the verification key (read-only) */
+    struct jwt_opts jwt_opts;  /* auth = jwt: leeway, aud, iss */
     atomic_uint conns;         /* live connections, all workers */
     atomic_bool shutting_down; /* set by server_shutdown */
     atomic_uint running;       /* workers whose loop is running */
