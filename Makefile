@@ -14,7 +14,7 @@
 BUILD   ?= release
 CC      ?= cc
 O       := build/$(BUILD)
-PKGS    := libcjson inih libcrypto
+PKGS    := libcjson inih libcrypto sqlite3
 LLHTTP_SRC := /usr/share/llhttp
 LLHTTP_INC := /usr/share/include/llhttp
 

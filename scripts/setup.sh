@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 DEBS=(
   build-essential clang pkg-config make
-  libssl-dev libcjson-dev libinih-dev node-llhttp libcmocka-dev
+  libssl-dev libcjson-dev libinih-dev node-llhttp libcmocka-dev libsqlite3-dev
   libclang-rt-14-dev
   python3 python3-websockets
   chromium curl
