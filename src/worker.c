@@ -139,6 +139,14 @@ static void on_accepted(struct worker *w, int fd, const struct sockaddr_storage 
         return;
     }
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+#ifdef PRESENCED_TESTING
+    /* Test builds: a tiny kernel send buffer makes backpressure reach our
+     * own output queue quickly, so tests can observe what it drops. */
+    if (getenv("PRESENCED_TEST_SNDBUF")) {
+        int sz = atoi(getenv("PRESENCED_TEST_SNDBUF"));
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+    }
+#endif
     c = conn_new(&w->pool, fd, &httpd_ops, httpd_conn_new(w));
     format_peer(ss, c->peer, sizeof(c->peer));
     METRIC_ADD(&w->metrics, conns_http, 1);

@@ -116,6 +116,24 @@ for (const workers of ['1', '4']) {
       await w.close();
     });
 
+    test('a client clock 30 s fast never produces a last seen in the future', async () => {
+      const user = uid('skew');
+      const a = await Client.open(srv, { user });
+      const fast = () => Date.now() + 30000;
+      for (let i = 0; i < 3; i++) {
+        a.send({ type: 'heartbeat', time: fast(), at: fast(), timestamp: fast() });
+        a.send({ type: 'activity', active: true, time: fast() });
+        await sleep(250);
+      }
+      a.send({ type: 'leave', time: fast() });
+      await a.closed;
+      await sleep(150);
+      const [p] = (await (await fetch(`${srv.url}/v1/presence?user=${user}`)).json()).users;
+      assert.equal(p.status, 'offline');
+      assert.ok(p.lastSeen.at <= Date.now(), `last seen ${p.lastSeen.at - Date.now()} ms in the future`);
+      assert.ok(Date.now() - p.lastSeen.at < 3000);
+    });
+
     test('heartbeats keep a session alive; a heartbeat storm causes no events', async () => {
       const user = uid('beats');
       const w = await watcher(user);
