@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store.h - durable privacy settings, contacts and blocks in SQLite.
+ *
+ * The store owns one database thread and the only SQLite connection (WAL,
+ * synchronous=FULL). Any thread submits requests; each request names a
+ * completion inbox, and its callback runs on the thread that drains that
+ * inbox (a worker watches store_inbox_fd() in its own epoll loop), so no
+ * blocking database call ever runs on an event loop.
+ *
+ * Guarantees:
+ * - Completions of one inbox run in submission order, reads and writes
+ *   mixed; a read sees every write submitted before it.
+ * - A write completes with status 0 only after the transaction holding it
+ *   committed and was fsync'd: "acknowledged" means it survives kill -9 and
+ *   power loss. Consecutive queued writes share one transaction.
+ * - A failing call (invalid id, too many ids, bad value) returns a negative
+ *   error and never fires its callback.
+ *
+ * Fail closed: a read that completes with an error carries the most private
+ * answer (invisible, visibility nobody, not a contact, blocked), and the
+ * engine must use it as such; a write error must be reported to the client
+ * or admin caller, never retried silently as success.
+ *
+ * Not here: caching (the engine keeps a cache and invalidates it on its own
+ * acknowledged writes), PostgreSQL, and the visibility rules themselves.
+ */
+#ifndef STORE_H
+#define STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "util.h"
+
+#define STORE_ID_MAX         128   /* bytes in a user id */
+#define STORE_IDS_MAX        10000 /* ids in one contacts call */
+#define STORE_SCHEMA_VERSION 1     /* PRAGMA user_version this code writes */
+#define STORE_ERR_LEN        256   /* a good errlen for store_open() */
+
+/* Errors beyond errno (-EINVAL: bad id or value; -E2BIG: too many ids). */
+enum {
+    STORE_E_IO = -(PS_EBASE + 700),       /* database unreachable or I/O error */
+    STORE_E_CORRUPT = -(PS_EBASE + 701),  /* database file corrupt or not a database */
+    STORE_E_READONLY = -(PS_EBASE + 702), /* database or its directory not writable */
+    STORE_E_FULL = -(PS_EBASE + 703),     /* disk full */
+    STORE_E_BUSY = -(PS_EBASE + 704),     /* locked by another process past the timeout */
+    STORE_E_SCHEMA = -(PS_EBASE + 705),   /* schema newer than this code, or damaged */
+};
+
+enum store_visibility {
+    STORE_VIS_EVERYONE = 0, /* the default */
+    STORE_VIS_CONTACTS = 1,
+    STORE_VIS_NOBODY = 2,
+};
+
+struct store_privacy {
+    enum store_visibility online;    /* who sees online status */
+    enum store_visibility last_seen; /* who sees last seen */
+    bool invisible;                  /* byte-identical to offline for others */
+};
+
+/*
+ * What a completion sees. Borrowed; valid until the callback returns. Only
+ * the fields of the request's kind are meaningful; on error every field
+ * holds the most private value (see "Fail closed" above).
+ */
+struct store_result {
+    struct store_privacy privacy; /* get_privacy, get_relations: the owner's */
+    bool found;                   /* get_privacy, get_relations: a row exists (else defaults) */
+    bool is_contact;              /* get_relations: viewer is in owner's contacts */
+    bool blocked;                 /* get_relations: owner blocks viewer */
+    size_t changed;               /* writes: rows inserted or deleted (privacy: 1) */
+};
+
+struct store;
+struct store_inbox;
+
+/* status is 0 or a negative error (store_strerror()); r is never NULL. */
+typedef void store_cb(void *ctx, int status, const struct store_result *r);
+
+/*
+ * Opens or creates the database at path, sets WAL and synchronous=FULL,
+ * creates or checks the schema, prepares the statements and starts the
+ * database thread. Returns NULL and writes a message to err (errlen bytes,
+ * STORE_ERR_LEN is enough) when any of that fails.
+ */
+struct store *store_open(const char *path, char *err, size_t errlen);
+
+/*
+ * Runs every request already submitted, posts their completions, joins the
+ * thread and closes the database. No request may be submitted during or
+ * after the call; completions still sit in their inboxes, to be drained or
+ * dropped by store_inbox_free(). NULL is a no-op.
+ */
+void store_close(struct store *s);
+
+/* Describes a status from a completion or a submit call. */
+const char *store_strerror(int status);
+
+/* Valid user id: 1..STORE_ID_MAX bytes of A-Z a-z 0-9 - _ . ~ : @. */
+bool store_id_is_valid(const char *id);
+
+/* ---- completion inboxes (one per draining thread) ---- */
+
+/* A new inbox with its eventfd (non-blocking, close-on-exec). Aborts on OOM. */
+struct store_inbox *store_inbox_new(void);
+
+/* Readable whenever completions wait; watch it for EPOLLIN. */
+int store_inbox_fd(const struct store_inbox *in);
+
+/*
+ * Clears the eventfd and runs the callbacks of every completion posted so
+ * far, in submission order, on the calling thread. Callbacks may submit new
+ * requests (to this inbox too: they run in a later drain) but must not free
+ * the inbox. Returns the number of callbacks run.
+ */
+size_t store_inbox_drain(struct store_inbox *in);
+
+/* Requests submitted with this inbox whose callbacks have not run yet. */
+size_t store_inbox_pending(struct store_inbox *in);
+
+/*
+ * Frees the inbox and closes its fd. Completions posted but not drained are
+ * dropped without their callbacks. No request of this inbox may still be
+ * running in the store (drain until store_inbox_pending() counts only
+ * posted ones, or call after store_close()). NULL is a no-op.
+ */
+void store_inbox_free(struct store_inbox *in);
+
+/* ---- requests ---- */
+
+/*
+ * Every request copies its arguments (ids are borrowed for the call only)
+ * and returns 0 when queued, or -EINVAL (an id fails store_id_is_valid(),
+ * or a value is out of range) / -E2BIG (n > STORE_IDS_MAX), in which case
+ * cb never fires. cb must not be NULL.
+ */
+
+/* Sets all three privacy fields of user (a write). */
+int store_set_privacy(struct store *s, struct store_inbox *in, const char *user,
+                      const struct store_privacy *p, store_cb *cb, void *ctx);
+
+/* Reads user's privacy; an unknown user gets the defaults, found false. */
+int store_get_privacy(struct store *s, struct store_inbox *in, const char *user, store_cb *cb,
+                      void *ctx);
+
+/* Adds ids to owner's contacts (a write; ids already there are kept). */
+int store_contacts_add(struct store *s, struct store_inbox *in, const char *owner,
+                       const char *const *ids, size_t n, store_cb *cb, void *ctx);
+
+/* Removes ids from owner's contacts (a write; absent ids are ignored). */
+int store_contacts_remove(struct store *s, struct store_inbox *in, const char *owner,
+                          const char *const *ids, size_t n, store_cb *cb, void *ctx);
+
+/* Makes owner's contacts exactly ids, atomically (a write; n may be 0). */
+int store_contacts_replace(struct store *s, struct store_inbox *in, const char *owner,
+                           const char *const *ids, size_t n, store_cb *cb, void *ctx);
+
+/* owner blocks / stops blocking target (writes; idempotent). */
+int store_block(struct store *s, struct store_inbox *in, const char *owner, const char *target,
+                store_cb *cb, void *ctx);
+int store_unblock(struct store *s, struct store_inbox *in, const char *owner, const char *target,
+                  store_cb *cb, void *ctx);
+
+/*
+ * Everything needed to decide what viewer may see of owner, in one read:
+ * owner's privacy (and found), whether viewer is owner's contact, and
+ * whether owner blocks viewer.
+ */
+int store_get_relations(struct store *s, struct store_inbox *in, const char *owner,
+                        const char *viewer, store_cb *cb, void *ctx);
+
+#endif
