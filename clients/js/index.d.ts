@@ -1,0 +1,150 @@
+// Hand-written declarations for @presenced/client.
+
+export type Status = 'online' | 'away' | 'busy' | 'dnd' | 'offline';
+export type DeviceType = 'desktop' | 'mobile' | 'tablet' | 'web' | 'other';
+export type AgeUnit = 'seconds' | 'minutes' | 'today' | 'this_week' | 'this_month' | 'this_year' | 'long_ago';
+export type ConnectionState = 'connecting' | 'open' | 'reconnecting' | 'closed';
+
+export interface LastSeen { at: number; ago: AgeUnit; value?: number }
+export interface CustomStatus { text?: string; emoji?: string; expiresAt?: number }
+
+/** The server's presence object (docs/protocol.md, Watch lists). */
+export interface Presence {
+  user: string;
+  status: Status;
+  devices: Partial<Record<DeviceType, Exclude<Status, 'offline'>>>;
+  custom?: CustomStatus;
+  lastSeen?: LastSeen;
+  version: number;
+}
+/** What reads return: `stale` while disconnected; after `unknownAfterMs` the status is 'unknown'. */
+export interface PresenceView extends Omit<Presence, 'status'> {
+  readonly status: Status | 'unknown';
+  readonly stale: boolean;
+  readonly lastKnown?: Presence;
+}
+export type PresenceMap = ReadonlyMap<string, Readonly<PresenceView>>;
+
+export interface Timers {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+  now(): number;
+}
+
+export interface ClientOptions {
+  /** Server base (http(s):// or ws(s)://), or the full /v1/ws URL. */
+  url: string;
+  /** JWT, or a function returning one (called on every connect and before expiry). */
+  token?: string | (() => string | Promise<string>);
+  /** Development mode (auth = none): the user id sent as ?user=. */
+  user?: string;
+  device?: DeviceType;
+  WebSocket?: new (url: string, protocols?: string | string[]) => any;
+  /** Presence coalescing window, default 200 ms. */
+  bufferMs?: number;
+  /** Idle time before activity:false, default 5 min. */
+  idleMs?: number;
+  /** Disconnected time after which reads say 'unknown', default 30 s. */
+  unknownAfterMs?: number;
+  backoff?: { baseMs?: number; capMs?: number };
+  random?: () => number;
+  timers?: Partial<Timers>;
+  trackActivity?: boolean;
+  lifecycle?: boolean;
+  protocols?: string[];
+  window?: any; document?: any; navigator?: any;
+}
+
+export interface Member { user: string; joinedAt: number; meta: unknown }
+
+export interface CursorPublisher<P = CursorPosition> {
+  /** Returns false when skipped (unchanged). */
+  update(pos: P): boolean;
+  stop(): void;
+  reset(): void;
+}
+export type CursorPosition = { x: number; y: number } | { block: string; offset: number } | null;
+
+export interface EphemeralMessage { type: 'ephemeral'; room: string; user: string; kind: string; data: unknown }
+
+export interface Room {
+  readonly id: string;
+  readonly members: ReadonlyMap<string, Readonly<Member>>;
+  readonly count: number;
+  readonly mode: 'normal' | 'interval';
+  readonly epoch: number;
+  readonly seq: number;
+  readonly joined: boolean;
+  /** Resolves at the first room_joined. */
+  readonly ready: Promise<Room>;
+  onChange(fn: (members: ReadonlyMap<string, Readonly<Member>>, room: Room) => void): () => void;
+  /** Ephemeral messages of others (your own are filtered out). */
+  onEphemeral(fn: (msg: EphemeralMessage) => void): () => void;
+  onError(fn: (err: Error & { code?: string }) => void): () => void;
+  /** RFC 7386 merge patch of your member metadata. */
+  patch(meta: unknown): Promise<unknown>;
+  publish(kind: string, data: unknown): boolean;
+  cursor(opts?: { kind?: string; maxPerSecond?: number }): CursorPublisher;
+  leave(): Promise<unknown>;
+}
+
+export interface Client {
+  readonly state: ConnectionState;
+  readonly sessionId: string | null;
+  readonly user: string | null;
+  readonly welcome: Record<string, unknown> | null;
+  readonly presence: PresenceMap;
+  readonly active: boolean;
+  onState(fn: (s: ConnectionState) => void): () => void;
+  /** One call per flush: the whole (immutable) map and the users that changed. */
+  onPresence(fn: (map: PresenceMap, changed: readonly string[]) => void): () => void;
+  onError(fn: (err: Error & { code?: string }) => void): () => void;
+  onWelcome(fn: (welcome: Record<string, unknown>) => void): () => void;
+  getPresence(user: string): Readonly<PresenceView> | undefined;
+  /** Reference-counted; returns the matching release. */
+  watch(users: string | string[]): () => void;
+  unwatch(users: string | string[]): void;
+  setStatus(status: Exclude<Status, 'offline'>, opts?: { expiresInMs?: number }): Promise<unknown>;
+  setCustom(custom: { text?: string; emoji?: string } | null, opts?: { expiresInMs?: number }): Promise<unknown>;
+  setActive(active: boolean): void;
+  heartbeat(): boolean;
+  ping(): Promise<{ type: 'pong'; time: number }>;
+  serverNow(): number;
+  join(room: string, opts?: { meta?: unknown }): Room;
+  room(id: string): Room | undefined;
+  viewportFraction(clientX: number, clientY: number): { x: number; y: number };
+  /** Ends the session now ({"type":"leave"}, or a beacon when the socket is gone). */
+  leave(): void;
+  close(): void;
+}
+
+export function createClient(options: ClientOptions): Client;
+export function formatLastSeen(lastSeen: Presence | PresenceView | LastSeen | number | null | undefined, now?: number): string;
+export function ageOf(ms: number): { ago: AgeUnit; value?: number };
+export function createBackoff(opts?: { baseMs?: number; capMs?: number; random?: () => number }): { next(): number; reset(): void; readonly attempt: number };
+export function createPresenceBuffer(opts?: { windowMs?: number; timers?: Partial<Timers>; onFlush?: (map: PresenceMap, changed: readonly string[]) => void }): {
+  push(p: Presence, opts?: { force?: boolean }): boolean;
+  remove(user: string): void;
+  markAll(level: 'stale' | 'unknown'): void;
+  flush(): void;
+  readonly view: PresenceMap;
+  get(user: string): Readonly<PresenceView> | undefined;
+  dispose(): void;
+};
+export const ACTIVITY_EVENTS: readonly string[];
+export function createActivityTracker(opts?: { target?: any; idleMs?: number; timers?: Partial<Timers>; onChange?: (active: boolean) => void }): { readonly active: boolean; input(): void; stop(): void };
+export function createCursorPublisher<P = CursorPosition>(opts: { send: (pos: P) => void; maxPerSecond?: number; timers?: Partial<Timers> }): CursorPublisher<P>;
+export function viewportFraction(clientX: number, clientY: number, win?: { innerWidth: number; innerHeight: number }): { x: number; y: number };
+export class RoomModel {
+  constructor(id: string);
+  readonly id: string; epoch: number; seq: number; mode: 'normal' | 'interval'; count: number;
+  members: ReadonlyMap<string, Readonly<Member>>;
+  readonly since: { epoch: number; seq: number };
+  apply(msg: Record<string, any>): 'applied' | 'ignored' | 'resync';
+}
+export function frozenMap<K, V>(entries?: Iterable<readonly [K, V]>): ReadonlyMap<K, V>;
+/** From '@presenced/client/react'. */
+export function createPresenceHooks(React: any): {
+  usePresence(client: Client, users: string | string[]): PresenceMap;
+  useConnectionState(client: Client): ConnectionState;
+};
