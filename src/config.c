@@ -81,6 +81,9 @@ const struct config_def config_defs[] = {
     ROW_STRING("static-dir", static_dir, "www",
                "Directory served at / (relative to the working directory); set it to \"\" to "
                "serve no static files."),
+    ROW_STRING("sdk-dir", sdk_dir, "clients/js",
+               "Directory served at /sdk/ (the JavaScript client the demo page imports); \"\" "
+               "disables it."),
     ROW_INT64("http-max-body-bytes", http_max_body_bytes, 0, 16777216, 65536,
               "Largest HTTP request body accepted, larger ones get 413; raise it only if clients "
               "post bigger payloads."),

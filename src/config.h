@@ -29,6 +29,7 @@ struct config {
     char *log_level; /* debug|info|warn|error */
     /* HTTP */
     char *static_dir;                  /* directory served at / ("" disables) */
+    char *sdk_dir;                     /* directory served at /sdk/ ("" disables) */
     int64_t http_max_body_bytes;       /* request body limit -> 413 */
     int64_t http_header_timeout_ms;    /* incomplete headers -> close (slowloris) */
     int64_t http_keepalive_timeout_ms; /* idle keep-alive connection -> close */

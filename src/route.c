@@ -160,6 +160,23 @@ static void not_allowed(struct conn *c, const struct http_request *req)
                   sizeof(not_allowed_body) - 1);
 }
 
+/* GET /sdk/... serves the JavaScript client from sdk-dir, so the demo page
+ * imports the same files an application would. */
+static bool sdk_request(struct conn *c, const struct http_request *req, struct worker *w)
+{
+    const char *dir = w->srv->cfg.sdk_dir;
+    struct http_request sub;
+
+    if (!dir || !dir[0] || !is_get_or_head(req) || req->path_len < 5 ||
+        memcmp(req->path, "/sdk/", 5) != 0)
+        return false;
+    sub = *req;
+    sub.path += 4; /* keep the slash: "/client.js" */
+    sub.path_len -= 4;
+    static_serve(c, &sub, dir);
+    return true;
+}
+
 void route_dispatch(struct conn *c, const struct http_request *req, struct worker *w)
 {
     bool path_seen = false;
@@ -178,6 +195,8 @@ void route_dispatch(struct conn *c, const struct http_request *req, struct worke
         not_allowed(c, req);
         return;
     }
+    if (sdk_request(c, req, w))
+        return;
     if (root && root[0] && is_get_or_head(req)) {
         static_serve(c, req, root);
         return;
