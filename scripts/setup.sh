@@ -13,7 +13,7 @@ DEBS=(
   libssl-dev libcjson-dev libinih-dev node-llhttp libcmocka-dev libsqlite3-dev
   libclang-rt-14-dev
   python3 python3-websockets
-  chromium curl
+  chromium curl fonts-noto-color-emoji
 )
 
 missing=()
