@@ -52,6 +52,7 @@ struct wsconn {
     uint8_t mask_off;           /* payload offset of the next byte, mod 4 */
     bool in_payload;            /* inside a data frame's payload */
     bool frame_fin;             /* the current data frame ends its message */
+    uint16_t frames;            /* data frames of the open message (capped) */
     bool close_sent;            /* our close frame is queued: no more data frames */
     bool ping_out;              /* a ping is out and no input arrived since */
 };
@@ -410,6 +411,8 @@ static void rx_whole(struct wsconn *ws, const struct ws_frame *f, const char *p)
 
 /* A data frame header (h bytes) followed by n available bytes at p.
  * Returns the bytes consumed, 0 after failing the connection. */
+#define WS_MAX_FRAGMENTS 4096 /* data frames in one message -> 1009 beyond */
+
 static size_t rx_data(struct wsconn *ws, const struct ws_frame *f, size_t h, const char *p,
                       size_t n)
 {
@@ -421,7 +424,10 @@ static size_t rx_data(struct wsconn *ws, const struct ws_frame *f, size_t h, con
         fail(ws, WS_E_FRAGMENT_OPEN);
         return 0;
     }
-    if (too_big(ws, f->len)) {
+    /* Many tiny (even empty) fragments cost work per frame without ever
+     * reaching the size limit: a message has at most WS_MAX_FRAGMENTS. */
+    ws->frames = f->opcode != WS_OP_CONT ? 1 : (uint16_t)(ws->frames + 1);
+    if (too_big(ws, f->len) || ws->frames > WS_MAX_FRAGMENTS) {
         fail(ws, WS_E_TOO_BIG);
         return 0;
     }

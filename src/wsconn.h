@@ -11,7 +11,8 @@
  * unmasked and (for text) UTF-8-validated as they arrive, so invalid text
  * closes with 1007 at the first bad byte, even mid-frame. A message's
  * declared size is checked against max_message before anything is
- * buffered (1009). Control frames may interleave with fragments; a ping is
+ * buffered (1009), and so is a message of more than 4096 fragments (1009).
+ * Control frames may interleave with fragments; a ping is
  * answered with a pong carrying its payload, unsolicited pongs are
  * ignored. Any protocol violation sends the matching close code (1002,
  * 1007, 1009) and ends the connection; the server closes TCP first.

@@ -187,3 +187,31 @@ test('a protocol error on one socket does not affect another', async () => {
   b.close();
   await b.closed;
 });
+
+test('a message of more than 4096 fragments closes with 1009; 4096 are fine', async () => {
+  const { connect } = await import('./lib/raw.mjs');
+  const mask = Buffer.from([9, 8, 7, 6]);
+  const frame = (b0, payload = Buffer.alloc(0)) => Buffer.concat([Buffer.from([b0, 0x80 | payload.length]), mask,
+    Buffer.from(payload.map((x, i) => x ^ mask[i % 4]))]);
+  const upgrade = 'GET /test/echo HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+    'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n';
+  for (const [count, expectEcho] of [[4096, true], [4097, false]]) {
+    const c = await connect(srv.port);
+    await c.write(upgrade);
+    await c.until((d) => d.includes('\r\n\r\n'));
+    const parts = [frame(0x01, Buffer.from('a'))];
+    for (let i = 1; i < count - 1; i++) parts.push(frame(0x00));
+    parts.push(frame(0x80, Buffer.from('z')));
+    await c.write(Buffer.concat(parts));
+    const buf = await c.until((d) => d.includes(Buffer.from([0x81, 0x02, 0x61, 0x7a])) || d.includes(Buffer.from([0x88])), 5000);
+    if (expectEcho) {
+      assert.ok(buf.includes(Buffer.from([0x81, 0x02, 0x61, 0x7a])), 'echoed "az"');
+    } else {
+      const at = buf.indexOf(Buffer.from([0x88]));
+      assert.ok(at >= 0, 'close frame');
+      assert.ok((buf[at + 1] & 0x7f) >= 2);
+      assert.equal(buf.readUInt16BE(at + 2), 1009);
+    }
+    c.close();
+  }
+});
