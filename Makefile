@@ -98,6 +98,7 @@ run: setup
 	$(O)/presenced $(ARGS)
 
 test: setup
+	$(MAKE) fmt-check
 	$(MAKE) BUILD=asan all unit
 	$(MAKE) clang-check
 	$(MAKE) BUILD=fuzz fuzz-bins
@@ -108,7 +109,7 @@ fmt:
 	clang-format -i $(FMT_FILES)
 
 fmt-check:
-	clang-format --dry-run --Werror $(FMT_FILES)
+	@clang-format --dry-run --Werror $(FMT_FILES) && echo 'fmt-check: ok'
 
 clean:
 	rm -rf build

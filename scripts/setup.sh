@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEBS=(
-  build-essential clang pkg-config make
+  build-essential clang clang-format pkg-config make
   libssl-dev libcjson-dev libinih-dev node-llhttp libcmocka-dev libsqlite3-dev
   libclang-rt-14-dev
   python3 python3-websockets
