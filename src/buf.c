@@ -70,17 +70,6 @@ void buf_consume(struct buf *b, size_t n)
     b->len -= n;
 }
 
-char *buf_steal(struct buf *b, size_t *len)
-{
-    char *p = b->data;
-
-    if (len)
-        *len = b->len;
-    b->data = NULL;
-    b->len = b->cap = 0;
-    return p;
-}
-
 struct payload *payload_new(size_t cap)
 {
     struct payload *p = xmalloc(sizeof(*p) + cap);

@@ -32,8 +32,6 @@ void buf_append(struct buf *b, const void *p, size_t n);
 void buf_append_str(struct buf *b, const char *s);
 void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_consume(struct buf *b, size_t n); /* drops n bytes from the front */
-/* Hands the storage to the caller (must free()); leaves b empty. */
-char *buf_steal(struct buf *b, size_t *len);
 
 struct payload {
     atomic_uint refs; /* owners; freed when it drops to zero */

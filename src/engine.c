@@ -43,34 +43,16 @@
 
 #define SID_BYTES 16 /* random bytes in a server-made session id */
 
-/* ---- bus messages ---- */
-
-/* Connection ids carry their worker in the top 16 bits (conn.c). */
-
 /* ---- lookups ---- */
 
 static struct watch *find_watch(struct engine *e, const char *uid)
 {
-    uint64_t h = str_hash(uid);
-
-    for (struct hmap_node *n = hmap_find(&e->watches, h); n; n = hmap_find_next(n, h)) {
-        struct watch *wt = container_of(n, struct watch, node);
-        if (strcmp(wt->uid, uid) == 0)
-            return wt;
-    }
-    return NULL;
+    return ENGINE_FIND(struct watch, &e->watches, uid, uid);
 }
 
 static struct sub *find_sub(struct engine *e, const char *uid)
 {
-    uint64_t h = str_hash(uid);
-
-    for (struct hmap_node *n = hmap_find(&e->subs, h); n; n = hmap_find_next(n, h)) {
-        struct sub *s = container_of(n, struct sub, node);
-        if (strcmp(s->uid, uid) == 0)
-            return s;
-    }
-    return NULL;
+    return ENGINE_FIND(struct sub, &e->subs, uid, uid);
 }
 
 /* ---- owner side: the presence core's callbacks ---- */
@@ -126,15 +108,20 @@ static void on_end(void *ctx, const struct presence_session_info *s, enum presen
 
 /* ---- owner side: ops from client workers ---- */
 
-static void reply_error(struct engine *e, const struct emsg *req, int err)
+void engine__reply_error(struct engine *e, uint64_t conn_id, const char *code, const char *message,
+                         const char *ref)
 {
+    struct emsg *em = emsg_new(OP_REPLY, conn_id);
     struct buf b = {0};
 
-    buf_append_str(&b, "{\"type\":\"error\",\"code\":\"invalid\",\"message\":");
-    json_append_cstr(&b, presence_strerror(err));
-    proto_append_ref(&b, req->ref);
-    buf_append_str(&b, "}");
-    reply(e, req, frame_text(&b));
+    proto_error_json(&b, code, message, ref);
+    em->frame = frame_text(&b);
+    send_to(e, worker_of_conn(conn_id), em);
+}
+
+static void reply_error(struct engine *e, const struct emsg *req, int err)
+{
+    engine__reply_error(e, req->conn_id, "invalid", presence_strerror(err), req->ref);
 }
 
 static void new_sid(char out[PRESENCE_ID_MAX + 1])
@@ -319,17 +306,6 @@ static void on_ended(struct engine *e, struct emsg *em)
         ws_close(c->ws, 1000, "left");
     else
         ws_close(c->ws, 4000, "session ended");
-}
-
-/* The JSON inside a server WebSocket frame (unmasked, so the header is
- * 2, 4 or 10 bytes by the 7-bit length field). */
-static void frame_json(const struct payload *f, const char **p, size_t *n)
-{
-    unsigned len7 = (unsigned char)f->data[1] & 0x7fu;
-    size_t hdr = len7 < 126 ? 2 : len7 == 126 ? 4 : 10;
-
-    *p = f->data + hdr;
-    *n = f->len - hdr;
 }
 
 /* Sends a watch's last state to one watcher, as a WebSocket frame or an
@@ -961,7 +937,7 @@ struct engine *engine_new(struct worker *w)
     return e;
 }
 
-static void free_all(struct hmap *m, size_t offset)
+void engine__free_map(struct hmap *m, size_t node_off, void (*release)(void *owner))
 {
     struct hmap_node *n, *next;
     size_t it;
@@ -969,7 +945,9 @@ static void free_all(struct hmap *m, size_t offset)
     for (n = hmap_first(m, &it); n; n = next) {
         next = hmap_next(m, n, &it);
         hmap_remove(m, n);
-        free((char *)n - offset);
+        if (release)
+            release((char *)n - node_off);
+        free((char *)n - node_off);
     }
     hmap_release(m);
 }
@@ -983,7 +961,7 @@ void engine_free(struct engine *e)
     presence_free(e->pres);
     engine__rooms_free(e);
     queries_free(e); /* answers that never came back */
-    free_all(&e->subs, offsetof(struct sub, node));
+    engine__free_map(&e->subs, offsetof(struct sub, node), NULL);
     hmap_release(&e->clients); /* clients are freed with their sockets */
     hmap_release(&e->watches);
     free(e);
@@ -1050,21 +1028,31 @@ static size_t request_token(const struct http_request *req, char *out)
 }
 
 /* auth = jwt at the upgrade: a token, if given, must verify (401 else). */
-static int prepare_token(struct client *c, struct conn *conn, const struct http_request *req)
+/* The request's bearer token, verified: 1 with *cl filled, 0 when the
+ * request has no token, -1 when it has one that does not verify. */
+static int request_claims(struct engine *e, const struct http_request *req, struct jwt_claims *cl)
 {
     char *tok = xmalloc(JWT_MAX_LEN + 1);
     size_t n = request_token(req, tok);
-    struct jwt_claims cl;
-    int r = 0;
+    int r = n == 0 ? 0 : verify_token(e, tok, n, cl) == 0 ? 1 : -1;
 
-    if (n > 0 && verify_token(c->e, tok, n, &cl) < 0) {
-        httpd_error(conn, 401, "unauthorized", jwt_strerror(-1));
-        r = -1;
-    } else if (n > 0) {
-        take_claims(c, &cl);
-    }
     free(tok);
     return r;
+}
+
+/* auth = jwt at the upgrade: a token, if given, must verify (401 else). */
+static int prepare_token(struct client *c, struct conn *conn, const struct http_request *req)
+{
+    struct jwt_claims cl;
+    int r = request_claims(c->e, req, &cl);
+
+    if (r < 0) {
+        httpd_error(conn, 401, "unauthorized", jwt_strerror(-1));
+        return -1;
+    }
+    if (r > 0)
+        take_claims(c, &cl);
+    return 0;
 }
 
 struct client *engine_client_prepare(struct worker *w, struct conn *conn,
@@ -1350,19 +1338,38 @@ static bool http_authorized(struct conn *c, const struct http_request *req, stru
                             struct jwt_claims *cl)
 {
     struct engine *e = engine_of(w);
-    char *tok;
-    size_t n;
-    bool ok;
 
-    if (!auth_jwt(e))
+    if (!auth_jwt(e) || request_claims(e, req, cl) > 0)
         return true;
-    tok = xmalloc(JWT_MAX_LEN + 1);
-    n = request_token(req, tok);
-    ok = n > 0 && verify_token(e, tok, n, cl) == 0;
-    free(tok);
-    if (!ok)
-        httpd_error(c, 401, "unauthorized", jwt_strerror(-1));
-    return ok;
+    httpd_error(c, 401, "unauthorized", jwt_strerror(-1));
+    return false;
+}
+
+/* Reads the ?user= parameters (1..QUERY_MAX_USERS valid ids) into ids.
+ * Returns how many, or 0 after answering 400. */
+static size_t read_users(struct conn *c, const struct http_request *req,
+                         char ids[QUERY_MAX_USERS][PRESENCE_ID_MAX + 1])
+{
+    size_t pos = 0, n = 0;
+
+    for (;;) {
+        char id[PRESENCE_ID_MAX + 1];
+        ssize_t r = http_query_next(req->query, req->query_len, "user", &pos, id, sizeof(id));
+        if (r < 0)
+            break; /* no more (an undecodable one ends the list) */
+        if (!presence_id_valid(id)) {
+            httpd_error(c, 400, "bad_user", "user must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
+            return 0;
+        }
+        if (n == QUERY_MAX_USERS) {
+            httpd_error(c, 400, "too_many_users", "at most 100 users per request");
+            return 0;
+        }
+        memcpy(ids[n++], id, sizeof(id));
+    }
+    if (n == 0)
+        httpd_error(c, 400, "bad_user", "give one or more ?user= parameters");
+    return n;
 }
 
 static void http_read(struct conn *c, const struct http_request *req, struct worker *w,
@@ -1370,31 +1377,12 @@ static void http_read(struct conn *c, const struct http_request *req, struct wor
 {
     struct engine *e = engine_of(w);
     char ids[QUERY_MAX_USERS][PRESENCE_ID_MAX + 1];
-    size_t pos = 0, n = 0;
     struct query *q;
     struct jwt_claims cl;
+    size_t n;
 
-    if (!http_authorized(c, req, w, &cl))
+    if (!http_authorized(c, req, w, &cl) || (n = read_users(c, req, ids)) == 0)
         return;
-    while (n <= QUERY_MAX_USERS) {
-        char id[PRESENCE_ID_MAX + 1];
-        ssize_t r = http_query_next(req->query, req->query_len, "user", &pos, id, sizeof(id));
-        if (r < 0)
-            break; /* no more (an undecodable one ends the list) */
-        if (!presence_id_valid(id)) {
-            httpd_error(c, 400, "bad_user", "user must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
-            return;
-        }
-        if (n == QUERY_MAX_USERS) {
-            httpd_error(c, 400, "too_many_users", "at most 100 users per request");
-            return;
-        }
-        memcpy(ids[n++], id, sizeof(id));
-    }
-    if (n == 0) {
-        httpd_error(c, 400, "bad_user", "give one or more ?user= parameters");
-        return;
-    }
     q = engine__query_new(c, kind, n);
     for (size_t i = 0; i < n; i++) {
         struct emsg *em = emsg_new(OP_QUERY, 0);
@@ -1500,26 +1488,11 @@ void engine_sse_presence(struct conn *conn, const struct http_request *req, stru
 {
     char ids[QUERY_MAX_USERS][PRESENCE_ID_MAX + 1];
     struct client *c;
-    size_t pos = 0, n = 0, idx;
+    size_t n, idx;
     struct jwt_claims cl;
 
-    if (!http_authorized(conn, req, w, &cl))
+    if (!http_authorized(conn, req, w, &cl) || (n = read_users(conn, req, ids)) == 0)
         return;
-
-    for (;;) {
-        char id[PRESENCE_ID_MAX + 1];
-        if (http_query_next(req->query, req->query_len, "user", &pos, id, sizeof(id)) < 0)
-            break;
-        if (!presence_id_valid(id) || n == QUERY_MAX_USERS) {
-            httpd_error(conn, 400, "bad_user", "1 to 100 valid ?user= parameters");
-            return;
-        }
-        memcpy(ids[n++], id, sizeof(id));
-    }
-    if (n == 0) {
-        httpd_error(conn, 400, "bad_user", "give one or more ?user= parameters");
-        return;
-    }
     c = engine__sse_client(conn, w);
     for (size_t i = 0; i < n; i++)
         if (!find_link(c, ids[i], &idx))

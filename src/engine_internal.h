@@ -209,6 +209,34 @@ static inline struct payload *frame_text(struct buf *b)
     return p;
 }
 
+/* The struct that embeds a hmap node (node_off into it) and a string
+ * key (a char array at key_off) equal to key, or NULL. */
+static inline void *engine__find(const struct hmap *m, const char *key, size_t node_off,
+                                 size_t key_off)
+{
+    uint64_t h = str_hash(key);
+
+    for (struct hmap_node *n = hmap_find(m, h); n; n = hmap_find_next(n, h)) {
+        char *owner = (char *)n - node_off;
+        if (strcmp(owner + key_off, key) == 0)
+            return owner;
+    }
+    return NULL;
+}
+#define ENGINE_FIND(type, map, field, key) \
+    ((type *)engine__find((map), (key), offsetof(type, node), offsetof(type, field)))
+
+/* The JSON inside a server WebSocket frame (unmasked, so the header is
+ * 2, 4 or 10 bytes by the 7-bit length field). */
+static inline void frame_json(const struct payload *f, const char **p, size_t *n)
+{
+    unsigned len7 = (unsigned char)f->data[1] & 0x7fu;
+    size_t hdr = len7 < 126 ? 2 : len7 == 126 ? 4 : 10;
+
+    *p = f->data + hdr;
+    *n = f->len - hdr;
+}
+
 static inline struct client *find_client(struct engine *e, uint64_t conn_id)
 {
     uint64_t h = hash_bytes(&conn_id, sizeof(conn_id));
@@ -275,6 +303,15 @@ static inline struct payload *buf_payload(struct buf *b)
     buf_release(b);
     return p;
 }
+
+/* Frees every struct in m (release, if not NULL, first frees what one
+ * owns) and the table itself. engine.c. */
+void engine__free_map(struct hmap *m, size_t node_off, void (*release)(void *owner));
+
+/* Sends a protocol error to the client on connection conn_id (any
+ * worker), as an OP_REPLY. engine.c. */
+void engine__reply_error(struct engine *e, uint64_t conn_id, const char *code, const char *message,
+                         const char *ref);
 
 /* engine_room.c */
 struct room_engine *engine__rooms_new(struct engine *e);

@@ -67,28 +67,19 @@ struct sroom {             /* U side: the rooms of one session */
     size_t n, cap;
 };
 
-#define FIND_BY(type, map, field, key)                             \
-    for (struct hmap_node *n_ = hmap_find(map, str_hash(key)); n_; \
-         n_ = hmap_find_next(n_, str_hash(key))) {                 \
-        type *x_ = container_of(n_, type, node);                   \
-        if (strcmp(x_->field, key) == 0)                           \
-            return x_;                                             \
-    }                                                              \
-    return NULL
-
 static struct lroom *find_lroom(struct engine *e, const char *room)
 {
-    FIND_BY(struct lroom, &e->lrooms, room, room);
+    return ENGINE_FIND(struct lroom, &e->lrooms, room, room);
 }
 
 static struct rsub *find_rsub(struct engine *e, const char *room)
 {
-    FIND_BY(struct rsub, &e->rsubs, room, room);
+    return ENGINE_FIND(struct rsub, &e->rsubs, room, room);
 }
 
 static struct sroom *find_sroom(struct engine *e, const char *sid)
 {
-    FIND_BY(struct sroom, &e->srooms, sid, sid);
+    return ENGINE_FIND(struct sroom, &e->srooms, sid, sid);
 }
 
 static unsigned room_owner(struct engine *e, const char *room)
@@ -104,19 +95,10 @@ static struct emsg *room_msg(struct client *c, enum engine_op op, const char *ro
     return em;
 }
 
-static void room_error(struct engine *e, uint64_t conn_id, unsigned to, int err, const char *ref)
+static void room_error(struct engine *e, uint64_t conn_id, int err, const char *ref)
 {
-    struct buf b = {0};
-    struct emsg *em = emsg_new(OP_REPLY, conn_id);
-
-    buf_append_str(&b, "{\"type\":\"error\",\"code\":");
-    json_append_cstr(&b, err == ROOM_E_FULL ? "room_full" : "invalid");
-    buf_append_str(&b, ",\"message\":");
-    json_append_cstr(&b, room_strerror(err));
-    proto_append_ref(&b, ref);
-    buf_append_str(&b, "}");
-    em->frame = frame_text(&b);
-    send_to(e, to, em);
+    engine__reply_error(e, conn_id, err == ROOM_E_FULL ? "room_full" : "invalid",
+                        room_strerror(err), ref);
 }
 
 /* ---- R side ---- */
@@ -220,7 +202,7 @@ static void r_join(struct engine *e, struct emsg *req)
     room_engine_set_wall_offset(e->rooms, wall_offset(e));
     r = room_join(e->rooms, req->room, req->uid, req->sid, req->text, mlen, now);
     if (r < 0 && r != ROOM_E_JOINED) { /* JOINED: a resumed session re-subscribing */
-        room_error(e, req->conn_id, from, r, req->ref);
+        room_error(e, req->conn_id, r, req->ref);
         send_state(e, req, NULL, true, 0, 0);
         return;
     }
@@ -274,7 +256,7 @@ static void r_patch_or_ephemeral(struct engine *e, struct emsg *req)
     else
         r = room_ephemeral(e->rooms, req->room, req->uid, req->emoji, data, strlen(data), now);
     if (r < 0)
-        room_error(e, req->conn_id, worker_of_conn(req->conn_id), r, req->ref);
+        room_error(e, req->conn_id, r, req->ref);
     else if (req->op == OP_RPATCH)
         reply_ack(e, req);
 }
@@ -337,15 +319,7 @@ static void u_join(struct engine *e, struct emsg *req)
     if (presence_get_session(e->pres, req->sid, &si) != 0 || strcmp(si.user, req->uid) != 0) {
         struct emsg *em = emsg_new(OP_RSTATE, req->conn_id);
 
-        struct emsg *err = emsg_new(OP_REPLY, req->conn_id);
-        struct buf b = {0};
-
-        buf_append_str(&b, "{\"type\":\"error\",\"code\":\"no_session\","
-                           "\"message\":\"the session has ended\"");
-        proto_append_ref(&b, req->ref);
-        buf_append_str(&b, "}");
-        err->frame = frame_text(&b);
-        send_to(e, worker_of_conn(req->conn_id), err);
+        engine__reply_error(e, req->conn_id, "no_session", "the session has ended", req->ref);
         copy_id(em->room, req->room);
         em->arg = 1;
         send_to(e, worker_of_conn(req->conn_id), em);
@@ -449,17 +423,18 @@ void engine__rooms_client_closed(struct client *c)
  * for an event stream the same JSON as an SSE event with id "epoch-seq". */
 static void deliver(struct client *c, struct payload *frame, uint64_t epoch, uint64_t seq)
 {
-    unsigned len7 = (unsigned char)frame->data[1] & 0x7fu;
-    size_t hdr = len7 < 126 ? 2 : len7 == 126 ? 4 : 10;
     char id[48];
     struct payload *ev;
+    const char *json;
+    size_t n;
 
     if (c->ws) {
         ws_send_payload(c->ws, frame);
         return;
     }
     snprintf(id, sizeof(id), "%llu-%llu", (unsigned long long)epoch, (unsigned long long)seq);
-    ev = sse_format_id("room", seq ? id : NULL, frame->data + hdr, frame->len - hdr);
+    frame_json(frame, &json, &n);
+    ev = sse_format_id("room", seq ? id : NULL, json, n);
     sse_send_payload(c->sse, ev);
     payload_unref(ev);
 }
@@ -710,27 +685,17 @@ struct room_engine *engine__rooms_new(struct engine *e)
     return room_engine_new(&rc, loop_wheel(e->w->loop), on_room_event, on_room_event, e);
 }
 
-static void free_map(struct hmap *m, size_t offset, bool srooms)
+static void sroom_release(void *owner)
 {
-    struct hmap_node *n, *next;
-    size_t it;
-
-    for (n = hmap_first(m, &it); n; n = next) {
-        next = hmap_next(m, n, &it);
-        hmap_remove(m, n);
-        if (srooms)
-            free(((struct sroom *)(void *)((char *)n - offset))->rooms);
-        free((char *)n - offset);
-    }
-    hmap_release(m);
+    free(((struct sroom *)owner)->rooms);
 }
 
 void engine__rooms_free(struct engine *e)
 {
     room_engine_free(e->rooms);
-    free_map(&e->rsubs, offsetof(struct rsub, node), false);
-    free_map(&e->srooms, offsetof(struct sroom, node), true);
-    free_map(&e->lrooms, offsetof(struct lroom, node), false);
+    engine__free_map(&e->rsubs, offsetof(struct rsub, node), NULL);
+    engine__free_map(&e->srooms, offsetof(struct sroom, node), sroom_release);
+    engine__free_map(&e->lrooms, offsetof(struct lroom, node), NULL);
 }
 
 void engine__room_stream(struct client *c, const char *room, const char *last_event_id)

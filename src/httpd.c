@@ -44,13 +44,6 @@ struct httpd_conn *httpd_conn_new(struct worker *w)
     return h;
 }
 
-uint64_t httpd_request_id(const struct conn *c)
-{
-    const struct httpd_conn *h = c->proto;
-
-    return (c->id << 16) | (h ? (h->req_seq & 0xffff) : 0);
-}
-
 /* Cached "Date:" value, refreshed at most once a second per thread. */
 static const char *http_date(void)
 {

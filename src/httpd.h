@@ -49,8 +49,6 @@ void httpd_respond(struct conn *c, int status, const char *content_type, const c
                    const void *body, size_t len);
 /* Writes {"error":{"code":code,"message":message}} with the given status. */
 void httpd_error(struct conn *c, int status, const char *code, const char *message);
-/* The request id for logs: conn id and per-connection sequence. */
-uint64_t httpd_request_id(const struct conn *c);
 /* Marks the current request as answered by a protocol switch (WebSocket,
  * SSE): httpd stops managing the connection. */
 void httpd_taken_over(struct conn *c);

@@ -111,11 +111,6 @@ uint64_t loop_now(const struct loop *l)
     return l->now;
 }
 
-void loop_update_time(struct loop *l)
-{
-    l->now = time_mono_ms();
-}
-
 struct wheel *loop_wheel(struct loop *l)
 {
     return l->wheel;

@@ -48,7 +48,6 @@ int loop_io_set(struct loop *l, struct loop_io *io, uint32_t events);
 void loop_io_stop(struct loop *l, struct loop_io *io); /* no-op if not started */
 
 uint64_t loop_now(const struct loop *l); /* cached monotonic ms of this iteration */
-void loop_update_time(struct loop *l);   /* refreshes the cache (rarely needed) */
 struct wheel *loop_wheel(struct loop *l);
 /* Arms t to fire delay_ms after loop_now() (re-arms if linked). */
 void loop_timer_start(struct loop *l, struct wheel_timer *t, uint64_t delay_ms);

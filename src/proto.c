@@ -45,16 +45,21 @@ void proto_ref_text(const cJSON *root, char out[PROTO_REF_MAX])
     buf_release(&b);
 }
 
+void proto_error_json(struct buf *b, const char *code, const char *message, const char *ref)
+{
+    buf_append_str(b, "{\"type\":\"error\",\"code\":");
+    json_append_cstr(b, code);
+    buf_append_str(b, ",\"message\":");
+    json_append_cstr(b, message);
+    proto_append_ref(b, ref);
+    buf_append_str(b, "}");
+}
+
 void proto_send_error(struct wsconn *ws, const char *code, const char *message, const char *ref)
 {
     struct buf b = {0};
 
-    buf_append_str(&b, "{\"type\":\"error\",\"code\":");
-    json_append_cstr(&b, code);
-    buf_append_str(&b, ",\"message\":");
-    json_append_cstr(&b, message);
-    proto_append_ref(&b, ref);
-    buf_append_str(&b, "}");
+    proto_error_json(&b, code, message, ref);
     proto_send_buf(ws, &b);
 }
 

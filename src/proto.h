@@ -35,7 +35,9 @@ cJSON *proto_parse(struct wsconn *ws, const char *p, size_t n, const char **type
 void proto_ref_text(const cJSON *root, char out[PROTO_REF_MAX]);
 /* Appends ,"ref":<ref> when ref is not "". */
 void proto_append_ref(struct buf *b, const char *ref);
-/* {"type":"error","code":..,"message":..[,"ref":..]} */
+/* Appends {"type":"error","code":..,"message":..[,"ref":..]} to b. */
+void proto_error_json(struct buf *b, const char *code, const char *message, const char *ref);
+/* Sends that error message on ws. */
 void proto_send_error(struct wsconn *ws, const char *code, const char *message, const char *ref);
 /* {"type":"ack"[,"ref":..]}, only when ref is not "". */
 void proto_send_ack(struct wsconn *ws, const char *ref);

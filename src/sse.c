@@ -114,15 +114,9 @@ bool sse_last_event_id_text(const struct http_request *req, char *out, size_t ou
 
 bool sse_last_event_id(const struct http_request *req, uint64_t *id)
 {
-    const struct http_header *h = http_header_get(req, "Last-Event-ID");
     char val[32];
-    size_t pos = 0;
-    ssize_t n;
 
-    if (h)
-        return parse_u64(h->value, h->value_len, id);
-    n = http_query_next(req->query, req->query_len, "lastEventId", &pos, val, sizeof(val));
-    return n > 0 && parse_u64(val, (size_t)n, id);
+    return sse_last_event_id_text(req, val, sizeof(val)) && parse_u64(val, strlen(val), id);
 }
 
 struct payload *sse_format(const char *event, uint64_t id, const char *data, size_t n)
@@ -175,11 +169,6 @@ void sse_send(struct sse_stream *s, const char *event, uint64_t id, const char *
 struct conn *sse_conn(struct sse_stream *s)
 {
     return s->conn;
-}
-
-void *sse_data(struct sse_stream *s)
-{
-    return s->data;
 }
 
 #ifdef PRESENCED_TESTING

@@ -48,7 +48,6 @@ void sse_send_payload(struct sse_stream *s, struct payload *p);
 /* Formats and queues one event. */
 void sse_send(struct sse_stream *s, const char *event, uint64_t id, const char *data, size_t n);
 struct conn *sse_conn(struct sse_stream *s);
-void *sse_data(struct sse_stream *s);
 
 #ifdef PRESENCED_TESTING
 /* GET /test/sse: emits events id last+1 .. last+3 ("tick", data {"n":id})
