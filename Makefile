@@ -6,6 +6,7 @@
 #   make asan       ASan+UBSan build (also the test build: it has the echo endpoint)
 #   make fuzz FUZZ_SECONDS=N   libFuzzer targets (clang)
 #   make fmt / fmt-check       clang-format
+#   make bench / bench-quick   benchmark suite (<= 15 min) / its smoke run
 #
 # Sources are discovered: src/*.c is the server, tests/unit/test_*.c are
 # cmocka binaries linked with every src object except main.o, and
@@ -14,7 +15,7 @@
 BUILD   ?= release
 CC      ?= cc
 O       := build/$(BUILD)
-PKGS    := libcjson inih libcrypto sqlite3
+PKGS    := libcjson inih libcrypto sqlite3 libpq
 LLHTTP_SRC := /usr/share/llhttp
 LLHTTP_INC := /usr/share/include/llhttp
 
@@ -48,7 +49,7 @@ UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(O)/fuzz/%)
 
-.PHONY: all asan clang-check run test unit fuzz fuzz-bins fuzz-build setup fmt fmt-check clean
+.PHONY: all asan clang-check run test unit fuzz fuzz-bins fuzz-build setup fmt fmt-check clean bench bench-quick
 
 all: $(O)/presenced
 
@@ -103,6 +104,15 @@ test: setup
 	$(MAKE) clang-check
 	$(MAKE) BUILD=fuzz fuzz-bins
 	tests/run.sh
+
+# Benchmarks use the release build; bench/run.sh builds its own generator.
+bench: setup
+	$(MAKE) all
+	bench/run.sh full
+
+bench-quick: setup
+	$(MAKE) all
+	bench/run.sh quick
 
 FMT_FILES := $(wildcard src/*.c src/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c)
 fmt:

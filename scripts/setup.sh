@@ -11,9 +11,11 @@ cd "$(dirname "$0")/.."
 DEBS=(
   build-essential clang clang-format pkg-config make
   libssl-dev libcjson-dev libinih-dev node-llhttp libcmocka-dev libsqlite3-dev
+  libpq-dev postgresql
   libclang-rt-14-dev
   python3 python3-websockets
   chromium curl fonts-noto-color-emoji
+  redis-server gnuplot-nox
 )
 
 missing=()
@@ -34,11 +36,13 @@ if ! command -v node >/dev/null; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
 
-if [ -f tests/package.json ]; then
-  stamp=tests/node_modules/.setup-stamp
-  if [ ! -f "$stamp" ] || [ tests/package-lock.json -nt "$stamp" ]; then
-    echo "setup: npm install (tests/)"
-    (cd tests && npm ci --no-audit --no-fund --loglevel=error)
+# npm packages: the test clients (tests/) and the benchmark peers (bench/).
+for d in tests bench; do
+  [ -f "$d/package.json" ] || continue
+  stamp=$d/node_modules/.setup-stamp
+  if [ ! -f "$stamp" ] || [ "$d/package-lock.json" -nt "$stamp" ]; then
+    echo "setup: npm install ($d/)"
+    (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
     touch "$stamp"
   fi
-fi
+done

@@ -49,6 +49,8 @@ ls tests/integration/test_*.py >/dev/null 2>&1 && \
 [ -d clients/js/test ] && suite js-sdk bash -c 'cd clients/js && node --test test/'
 ls tests/browser/*.test.mjs >/dev/null 2>&1 && \
   suite browser node --test --test-concurrency=1 tests/browser/
+[ -x tests/pg/run.sh ] && suite postgres tests/pg/run.sh
+[ -x bench/run.sh ] && suite bench-quick bench/run.sh quick
 
 echo
 [ ${#failed_names[@]} -eq 0 ] || echo "failed suites: ${failed_names[*]}"
