@@ -184,6 +184,17 @@ const struct config_def config_defs[] = {
     ROW_INT("ephemeral-rate", ephemeral_rate, 1, 1000, 15,
             "Ephemeral messages (cursors, typing) per second per sender; lower it to save "
             "bandwidth in busy rooms."),
+    /* privacy */
+    ROW_STRING("store", store, "presenced.db",
+               "Settings store: a SQLite file path, or a postgresql:// URI for multi-node "
+               "deployments."),
+    ROW_STRING("admin-api-key", admin_api_key, "",
+               "Bearer key of the admin API under /v1/admin/ (empty: the admin API is off)."),
+    ROW_INT("query-rate", query_rate, 1, 1000000, 100,
+            "User ids per second one connection may query (watch, HTTP reads); lower it to "
+            "slow enumeration."),
+    ROW_INT("query-burst", query_burst, 1, 1000000, 1000,
+            "Ids one connection may query at once before query-rate applies."),
     /* shutdown */
     ROW_INT64("shutdown-drain-ms", shutdown_drain_ms, 0, 600000, 5000,
               "Time given on SIGTERM to flush queued output before exit; raise it if clients miss "

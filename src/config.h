@@ -68,6 +68,11 @@ struct config {
     int room_interval_members; /* interval mode from this many members */
     int64_t room_interval_ms;  /* delta period in interval mode */
     int ephemeral_rate;        /* ephemeral messages per second per sender */
+    /* privacy */
+    char *store;         /* SQLite path or postgresql:// URI */
+    char *admin_api_key; /* "" = admin API off */
+    int query_rate;      /* ids per second per connection */
+    int query_burst;     /* bucket size */
     /* shutdown */
     int64_t shutdown_drain_ms; /* SIGTERM: time to flush before exit */
 };

@@ -50,45 +50,11 @@ static struct watch *find_watch(struct engine *e, const char *uid)
     return ENGINE_FIND(struct watch, &e->watches, uid, uid);
 }
 
-static struct sub *find_sub(struct engine *e, const char *uid)
-{
-    return ENGINE_FIND(struct sub, &e->subs, uid, uid);
-}
-
 /* ---- owner side: the presence core's callbacks ---- */
-
-static struct payload *encode_view(struct engine *e, const struct presence_view *v)
-{
-    struct buf b = {0};
-
-    buf_append_str(&b, "{\"type\":\"presence\",\"presence\":");
-    presence_encode_user(v, wall_offset(e), &b);
-    buf_append_str(&b, "}");
-    return frame_text(&b);
-}
 
 static void on_change(void *ctx, const struct presence_view *old, const struct presence_view *cur)
 {
-    struct engine *e = ctx;
-    struct sub *s = find_sub(e, cur->user);
-    struct payload *frame;
-
-    (void)old;
-    if (!s)
-        return; /* nobody watches: the event has no recipient */
-    frame = encode_view(e, cur);
-    for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
-        struct emsg *em;
-
-        if (!(s->workers & (1ull << i)))
-            continue;
-        em = emsg_new(OP_PRESENCE, 0);
-        copy_id(em->uid, cur->user);
-        em->version = cur->version;
-        em->frame = payload_ref(frame);
-        send_to(e, i, em);
-    }
-    payload_unref(frame);
+    engine__privacy_on_change(ctx, old, cur);
 }
 
 static void on_end(void *ctx, const struct presence_session_info *s, enum presence_end_reason why)
@@ -102,6 +68,8 @@ static void on_end(void *ctx, const struct presence_session_info *s, enum presen
         return; /* its socket is already gone, or it is an HTTP session */
     em = emsg_new(OP_ENDED, conn_id);
     em->arg = (int8_t)why;
+    if (why == PRESENCE_END_KICKED && e->kick_reason)
+        em->text = xstrdup(e->kick_reason);
     copy_id(em->sid, s->sid);
     send_to(e, worker_of_conn(conn_id), em);
 }
@@ -162,34 +130,11 @@ static void op_start(struct engine *e, struct emsg *req)
     res->err = r;
     copy_id(res->sid, req->sid);
     send_to(e, worker_of_conn(req->conn_id), res);
-}
-
-static void op_watch(struct engine *e, struct emsg *req, bool on)
-{
-    struct sub *s = find_sub(e, req->uid);
-    unsigned from = req->msg.from;
-    struct presence_view v;
-    struct emsg *em;
-
-    if (!on) {
-        if (s && (s->workers &= ~(1ull << from)) == 0) {
-            hmap_remove(&e->subs, &s->node);
-            free(s);
-        }
-        return;
+    if (r == 0) { /* then its settings, once known */
+        struct emsg *hello = emsg_new(OP_PRIV_HELLO, req->conn_id);
+        copy_id(hello->uid, req->uid);
+        engine__dispatch(e, hello);
     }
-    if (!s) {
-        s = xcalloc(1, sizeof(*s));
-        copy_id(s->uid, req->uid);
-        hmap_insert(&e->subs, &s->node, str_hash(s->uid));
-    }
-    s->workers |= 1ull << from;
-    presence_get_user(e->pres, req->uid, loop_now(e->w->loop), &v);
-    em = emsg_new(OP_VIEW, 0);
-    copy_id(em->uid, req->uid);
-    em->version = v.version;
-    em->frame = encode_view(e, &v);
-    send_to(e, from, em);
 }
 
 /* Applies a session op; errors go back to the client. */
@@ -300,7 +245,12 @@ static void on_ended(struct engine *e, struct emsg *em)
     if (!c || strcmp(c->sid, em->sid) != 0)
         return;
     c->started = false;
-    buf_printf(&b, "{\"type\":\"session_ended\",\"reason\":\"%s\"}", end_reason_name(em->arg));
+    buf_printf(&b, "{\"type\":\"session_ended\",\"reason\":\"%s\"", end_reason_name(em->arg));
+    if (em->text) {
+        buf_append_str(&b, ",\"message\":");
+        json_append_cstr(&b, em->text);
+    }
+    buf_append_str(&b, "}");
     proto_send_buf(c->ws, &b);
     if (em->arg == PRESENCE_END_LEAVE)
         ws_close(c->ws, 1000, "left");
@@ -308,50 +258,99 @@ static void on_ended(struct engine *e, struct emsg *em)
         ws_close(c->ws, 4000, "session ended");
 }
 
-/* Sends a watch's last state to one watcher, as a WebSocket frame or an
- * SSE event (formatted once per version, shared by all streams). */
-static void client_send_state(struct client *c, struct watch *wt)
+/* Sends frame f (the watch's current one for class cls) to one watcher,
+ * as a WebSocket frame or an SSE event (formatted once per frame, shared
+ * by all streams). */
+static void client_send_frame(struct client *c, struct watch *wt, int cls)
 {
     const char *json;
     size_t n;
 
     if (c->ws) {
-        ws_send_payload(c->ws, wt->last);
+        ws_send_payload(c->ws, wt->last[cls]);
         return;
     }
-    if (!wt->last_sse) {
-        frame_json(wt->last, &json, &n);
-        wt->last_sse = sse_format("presence", wt->version ? wt->version : 1, json, n);
+    if (!wt->last_sse[cls]) {
+        frame_json(wt->last[cls], &json, &n);
+        wt->last_sse[cls] = sse_format("presence", ++wt->sse_id, json, n);
     }
-    sse_send_payload(c->sse, wt->last_sse);
+    sse_send_payload(c->sse, wt->last_sse[cls]);
 }
 
-/* Delivers a presence frame to the local watchers of em->uid: a newer
- * version goes to every watcher; a snapshot (OP_VIEW) that brings nothing
- * newer only to the watchers still waiting for their first state. */
-static void on_presence(struct engine *e, struct emsg *em)
+static void set_last(struct watch *wt, int cls, struct payload *f)
 {
-    struct watch *wt = find_watch(e, em->uid);
-    bool newer;
+    if (wt->last[cls] == f)
+        return;
+    payload_unref(wt->last[cls]);
+    payload_unref(wt->last_sse[cls]);
+    wt->last[cls] = payload_ref(f);
+    wt->last_sse[cls] = NULL;
+}
+
+/* Delivers the view's current frame to its watchers: all of them when its
+ * bytes differ from what they got last, else only those still waiting for
+ * a snapshot. */
+static void view_deliver(struct watch *wt, struct wview *v)
+{
+    struct payload *f = wt->last[v->cls];
+    bool changed = !v->sent || v->sent->len != f->len || memcmp(v->sent->data, f->data, f->len);
     struct list *pos, *tmp;
 
-    if (!wt)
-        return; /* unwatched meanwhile */
-    newer = !wt->last || em->version > wt->version;
-    if (newer) {
-        payload_unref(wt->last);
-        payload_unref(wt->last_sse);
-        wt->last = payload_ref(em->frame);
-        wt->last_sse = NULL;
-        wt->version = em->version;
-    }
-    list_foreach_safe(pos, tmp, &wt->links)
+    list_foreach_safe(pos, tmp, &v->links)
     {
         struct watch_link *l = container_of(pos, struct watch_link, link);
 
-        if (newer || l->need_snapshot)
-            client_send_state(l->client, wt);
+        if (changed || l->need_snapshot)
+            client_send_frame(l->client, wt, v->cls);
         l->need_snapshot = false;
+    }
+    payload_unref(v->sent);
+    v->sent = payload_ref(f);
+}
+
+static struct wview *find_view(struct watch *wt, const char *viewer)
+{
+    struct list *pos;
+
+    list_foreach(pos, &wt->views)
+    {
+        struct wview *v = container_of(pos, struct wview, node);
+        if (strcmp(v->viewer, viewer) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+/* OP_VIEW: the owner's class and frame for one viewer (a snapshot, or a
+ * re-classification after a privacy change). */
+static void on_view(struct engine *e, struct emsg *em)
+{
+    struct watch *wt = find_watch(e, em->uid);
+    struct wview *v = wt ? find_view(wt, em->viewer) : NULL;
+
+    if (!v)
+        return; /* unwatched meanwhile */
+    v->cls = em->arg;
+    set_last(wt, v->cls, em->frame);
+    view_deliver(wt, v);
+}
+
+/* OP_PRESENCE: a transition, one frame per class whose bytes changed. */
+static void on_presence(struct engine *e, struct emsg *em)
+{
+    struct watch *wt = find_watch(e, em->uid);
+    struct list *pos;
+
+    if (!wt)
+        return;
+    for (int k = 0; k < PRIVACY_NCLASS; k++)
+        if (em->frames[k])
+            set_last(wt, k, em->frames[k]);
+    list_foreach(pos, &wt->views)
+    {
+        struct wview *v = container_of(pos, struct wview, node);
+        if (v->cls >= 0 && em->frames[v->cls])
+            view_deliver(wt, v);
     }
 }
 
@@ -359,10 +358,8 @@ static void op_query(struct engine *e, struct emsg *req);
 static void op_http_beat(struct engine *e, struct emsg *req);
 static void on_answer(struct engine *e, struct emsg *em);
 
-static void on_msg(struct worker *w, struct bus_msg *m)
+void engine__dispatch(struct engine *e, struct emsg *em)
 {
-    struct engine *e = engine_of(w);
-    struct emsg *em = (struct emsg *)m;
     struct client *c;
 
     switch (em->op) {
@@ -374,11 +371,25 @@ static void on_msg(struct worker *w, struct bus_msg *m)
         break;
     case OP_WATCH:
     case OP_UNWATCH:
-        op_watch(e, em, em->op == OP_WATCH);
+        engine__op_watch(e, em, em->op == OP_WATCH);
         break;
     case OP_VIEW:
+        on_view(e, em);
+        break;
     case OP_PRESENCE:
         on_presence(e, em);
+        break;
+    case OP_PRIVACY:
+        engine__op_privacy(e, em);
+        break;
+    case OP_PRIV_HELLO:
+        engine__privacy_hello(e, em);
+        break;
+    case OP_ADMIN:
+        engine__op_admin(e, em);
+        break;
+    case OP_ADMIN_ROOMS:
+        engine__admin_rooms(e, em);
         break;
     case OP_ENDED:
         on_ended(e, em);
@@ -413,7 +424,13 @@ static void on_msg(struct worker *w, struct bus_msg *m)
         if (!engine__room_msg(e, em))
             op_session(e, em);
     }
-    emsg_free(m);
+    if (!em->parked)
+        emsg_free(&em->msg);
+}
+
+static void on_msg(struct worker *w, struct bus_msg *m)
+{
+    engine__dispatch(engine_of(w), (struct emsg *)m);
 }
 
 /* ---- client messages ---- */
@@ -539,13 +556,50 @@ static bool msg_leave(struct client *c, const cJSON *root, const char *ref)
     return true;
 }
 
+/* {"type":"privacy","online":"contacts","lastSeen":"nobody","invisible":true}:
+ * any of the three; acknowledged once stored (engine_privacy.c). */
+static bool msg_privacy(struct client *c, const cJSON *root, const char *ref)
+{
+    static const char *const vis[] = {"online", "lastSeen"};
+    const cJSON *inv = cJSON_GetObjectItemCaseSensitive(root, "invisible");
+    struct emsg *em;
+    int v[2] = {0, 0};
+    uint8_t mask = 0;
+
+    if (!need_session(c, ref))
+        return false;
+    for (int i = 0; i < 2; i++) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, vis[i]);
+        if (!f)
+            continue;
+        if (!cJSON_IsString(f) || (v[i] = privacy_visibility_parse(f->valuestring)) < 0) {
+            proto_send_error(c->ws, "bad_request",
+                             "online and lastSeen must be everyone, contacts or nobody", ref);
+            return false;
+        }
+        mask |= (uint8_t)(1u << i);
+    }
+    if (inv && !cJSON_IsBool(inv)) {
+        proto_send_error(c->ws, "bad_request", "invisible must be true or false", ref);
+        return false;
+    }
+    em = session_msg(c, OP_PRIVACY, ref);
+    em->priv.online = (enum store_visibility)v[0];
+    em->priv.last_seen = (enum store_visibility)v[1];
+    em->priv.invisible = inv && cJSON_IsTrue(inv);
+    em->priv_mask = (uint8_t)(mask | (inv ? 4u : 0u));
+    send_to(c->e, c->owner, em);
+    return true;
+}
+
 /* ---- watch lists ---- */
 
-static void watch_request(struct engine *e, const char *uid, enum engine_op op)
+static void watch_request(struct engine *e, const char *uid, const char *viewer, enum engine_op op)
 {
     struct emsg *em = emsg_new(op, 0);
 
     copy_id(em->uid, uid);
+    copy_id(em->viewer, viewer);
     send_to(e, owner_of(e, uid), em);
 }
 
@@ -560,47 +614,81 @@ static struct watch_link *find_link(struct client *c, const char *uid, size_t *i
     return NULL;
 }
 
-static void watch_add(struct client *c, const char *uid)
+/* The watch of uid and, in it, the view of c's user (both made, and the
+ * owner asked, when new). */
+static struct wview *view_get(struct client *c, const char *uid, struct watch **out)
 {
     struct engine *e = c->e;
     struct watch *wt = find_watch(e, uid);
-    struct watch_link *l = xcalloc(1, sizeof(*l));
+    struct wview *v;
+    size_t n;
 
     if (!wt) {
         wt = xcalloc(1, sizeof(*wt));
         copy_id(wt->uid, uid);
-        list_init(&wt->links);
+        list_init(&wt->views);
         hmap_insert(&e->watches, &wt->node, str_hash(wt->uid));
-        watch_request(e, uid, OP_WATCH);
     }
+    *out = wt;
+    if ((v = find_view(wt, c->uid)) != NULL)
+        return v;
+    n = strlen(c->uid);
+    v = xcalloc(1, sizeof(*v) + n + 1);
+    memcpy(v->viewer, c->uid, n + 1);
+    v->cls = -1;
+    list_init(&v->links);
+    list_insert_tail(&wt->views, &v->node);
+    watch_request(e, uid, c->uid, OP_WATCH);
+    return v;
+}
+
+static void watch_add(struct client *c, const char *uid)
+{
+    struct watch *wt;
+    struct wview *v = view_get(c, uid, &wt);
+    struct watch_link *l = xcalloc(1, sizeof(*l));
+
+    l->view = v;
     l->watch = wt;
     l->client = c;
-    l->need_snapshot = wt->last == NULL;
-    list_insert_tail(&wt->links, &l->link);
+    l->need_snapshot = v->cls < 0;
+    list_insert_tail(&v->links, &l->link);
     if (c->nlinks == c->caplinks) {
         c->caplinks = c->caplinks ? c->caplinks * 2 : 8;
         c->links = xrealloc(c->links, c->caplinks * sizeof(*c->links));
     }
     c->links[c->nlinks++] = l;
-    if (wt->last)
-        client_send_state(c, wt); /* snapshot from the local copy */
+    if (v->cls >= 0)
+        client_send_frame(c, wt, v->cls); /* snapshot from the local copy */
+}
+
+static void watch_free(struct engine *e, struct watch *wt)
+{
+    hmap_remove(&e->watches, &wt->node);
+    for (int k = 0; k < PRIVACY_NCLASS; k++) {
+        payload_unref(wt->last[k]);
+        payload_unref(wt->last_sse[k]);
+    }
+    free(wt);
 }
 
 static void watch_remove(struct client *c, size_t idx)
 {
     struct watch_link *l = c->links[idx];
+    struct wview *v = l->view;
     struct watch *wt = l->watch;
 
     c->links[idx] = c->links[--c->nlinks];
     list_del(&l->link);
     free(l);
-    if (!list_empty(&wt->links))
+    if (!list_empty(&v->links))
         return;
-    watch_request(c->e, wt->uid, OP_UNWATCH);
-    hmap_remove(&c->e->watches, &wt->node);
-    payload_unref(wt->last);
-    payload_unref(wt->last_sse);
-    free(wt);
+    watch_request(c->e, wt->uid, v->viewer, OP_UNWATCH);
+    list_del(&v->node);
+    payload_unref(v->sent);
+    free(v);
+    if (list_empty(&wt->views))
+        watch_free(c->e, wt);
 }
 
 /* Validates the "users" array: 1..max ids, each valid. */
@@ -644,6 +732,11 @@ static bool msg_watch(struct client *c, const cJSON *root, const char *ref)
                          ref);
         return false;
     }
+    if (!engine__rate_take(c->e, &c->qtokens, &c->qlast, fresh)) {
+        proto_send_error(c->ws, "rate_limited", "too many user ids queried; slow down (query-rate)",
+                         ref);
+        return true; /* the client's own pace, not garbage */
+    }
     cJSON_ArrayForEach(u, users)
     {
         if (!find_link(c, u->valuestring, &idx))
@@ -685,7 +778,7 @@ struct handler {
 static const struct handler handlers[] = {
     {"ping", msg_ping},     {"heartbeat", msg_heartbeat}, {"activity", msg_activity},
     {"status", msg_status}, {"custom", msg_custom},       {"leave", msg_leave},
-    {"watch", msg_watch},   {"unwatch", msg_unwatch},
+    {"watch", msg_watch},   {"unwatch", msg_unwatch},     {"privacy", msg_privacy},
 };
 
 /* ---- authentication (auth = jwt) ----
@@ -934,6 +1027,7 @@ struct engine *engine_new(struct worker *w)
     e->pres = presence_new(&pc, loop_wheel(w->loop), on_change, on_end, e);
     e->rooms = engine__rooms_new(e);
     list_init(&e->queries);
+    engine__privacy_init(e);
     return e;
 }
 
@@ -958,10 +1052,11 @@ void engine_free(struct engine *e)
 {
     if (!e)
         return;
+    engine__privacy_free(e); /* waits for the store requests in flight */
     presence_free(e->pres);
     engine__rooms_free(e);
     queries_free(e); /* answers that never came back */
-    engine__free_map(&e->subs, offsetof(struct sub, node), NULL);
+    engine__subs_free(e);
     hmap_release(&e->clients); /* clients are freed with their sockets */
     hmap_release(&e->watches);
     free(e);
@@ -1106,8 +1201,6 @@ void engine_client_discard(struct client *c)
  * first, the query is marked orphaned and freed when the last part comes
  * back. */
 
-enum query_kind { QUERY_PRESENCE, QUERY_LASTSEEN, QUERY_BEAT, QUERY_ROOM };
-
 #define QUERY_MAX_USERS 100 /* users in one HTTP read */
 
 #define QUERY_TIMEOUT_MS 2000 /* then missing parts read as unknown, degraded */
@@ -1154,6 +1247,29 @@ static void query_finish(struct query *q)
                       q->parts[0]->data, q->parts[0]->len);
         return;
     }
+    if (q->kind == QUERY_ADMIN_ROOMS) {
+        bool first = true;
+        buf_append_str(&b, "{\"rooms\":[");
+        for (size_t i = 0; i < q->n; i++) {
+            if (q->parts[i]->len == 0)
+                continue;
+            if (!first)
+                buf_append(&b, ",", 1);
+            buf_append(&b, q->parts[i]->data, q->parts[i]->len);
+            first = false;
+        }
+        buf_append_str(&b, "]}\n");
+        httpd_respond(q->conn, 200, "application/json", "Cache-Control: no-store\r\n", b.data,
+                      b.len);
+        buf_release(&b);
+        return;
+    }
+    if (q->kind == QUERY_ADMIN) { /* "NNN" status code, then the JSON */
+        struct payload *p = q->parts[0];
+        httpd_respond(q->conn, atoi((char[4]){p->data[0], p->data[1], p->data[2], 0}),
+                      "application/json", "Cache-Control: no-store\r\n", p->data + 3, p->len - 3);
+        return;
+    }
     if (q->kind == QUERY_BEAT) {
         struct payload *p = q->parts[0];
         httpd_respond(q->conn, p->data[0] == '{' ? 200 : 400, "application/json", NULL,
@@ -1178,6 +1294,8 @@ static struct payload *degraded_part(const struct query *q, size_t i)
 {
     struct buf b = {0};
 
+    if (q->kind == QUERY_ADMIN_ROOMS)
+        return payload_from("", 0); /* that worker's rooms are missing */
     buf_append_str(&b, q->kind == QUERY_ROOM ? "{\"room\":" : "{\"user\":");
     json_append_cstr(&b, q->ids[i]);
     if (q->kind == QUERY_PRESENCE)
@@ -1196,8 +1314,8 @@ static void query_timeout(struct wheel_timer *t, uint64_t now)
     (void)now;
     if (!q->conn)
         return;
-    if (q->kind == QUERY_BEAT) {
-        httpd_error(q->conn, 503, "unavailable", "the session's owner did not answer in time");
+    if (q->kind == QUERY_BEAT || q->kind == QUERY_ADMIN) { /* no partial answer */
+        httpd_error(q->conn, 503, "unavailable", "the user's owner did not answer in time");
     } else {
         for (size_t i = 0; i < q->n; i++)
             if (!q->parts[i])
@@ -1226,22 +1344,14 @@ static void on_answer(struct engine *e, struct emsg *em)
 }
 
 /* Owner side: one user's part of a read. */
-static struct payload *encode_lastseen(struct engine *e, const struct presence_view *v)
+static struct payload *encode_lastseen(struct engine *e, const struct presence_view *v, bool exact)
 {
     struct buf b = {0};
 
     buf_append_str(&b, "{\"user\":");
     json_append_cstr(&b, v->user);
     buf_printf(&b, ",\"online\":%s", v->status == PRESENCE_OFFLINE ? "false" : "true");
-    if (v->status == PRESENCE_OFFLINE && v->last_seen) {
-        struct presence_age age = presence_age_of(v->now - v->last_seen);
-        buf_printf(&b, ",\"lastSeen\":{\"at\":%lld,\"ago\":\"%s\"",
-                   (long long)((int64_t)v->last_seen + wall_offset(e)),
-                   presence_age_unit_name(age.unit));
-        if (age.unit <= PRESENCE_AGE_MINUTES)
-            buf_printf(&b, ",\"value\":%u", age.value);
-        buf_append_str(&b, "}");
-    }
+    presence_encode_last_seen(v, wall_offset(e), exact, &b);
     buf_append_str(&b, "}");
     return buf_payload(&b);
 }
@@ -1262,15 +1372,25 @@ static void op_query(struct engine *e, struct emsg *req)
     if (getenv("PRESENCED_TEST_SILENT_OWNERS"))
         return; /* test builds: simulate owners that cannot answer */
 #endif
-    struct presence_view v;
+    struct presence_view truth, v;
+    const struct privacy_public *pub;
+    const struct store_privacy *set;
     struct buf b = {0};
+    int cls = PRIVACY_CLASS_SELF;
 
-    presence_get_user(e->pres, req->uid, loop_now(e->w->loop), &v);
+    if (!req->unfiltered) { /* the admin API reads the truth */
+        if (!engine__privacy_ready(e, req, req->uid, req->viewer))
+            return;
+        cls = engine__privacy_class(e, req->uid, req->viewer, NULL, NULL);
+    }
+    presence_get_user(e->pres, req->uid, loop_now(e->w->loop), &truth);
+    set = engine__privacy_settings(e, req->uid, &pub);
+    privacy_view(&truth, set, pub, (enum privacy_class)cls, &v);
     if (req->arg == QUERY_LASTSEEN) {
-        engine__answer(e, req, encode_lastseen(e, &v));
+        engine__answer(e, req, encode_lastseen(e, &v, cls == PRIVACY_CLASS_SELF));
         return;
     }
-    presence_encode_user(&v, wall_offset(e), &b);
+    privacy_encode(&v, (enum privacy_class)cls, wall_offset(e), &b);
     engine__answer(e, req, buf_payload(&b));
 }
 
@@ -1313,6 +1433,11 @@ static void op_http_beat(struct engine *e, struct emsg *req)
                    (long long)cfg->session_ttl_ms);
     }
     engine__answer(e, req, buf_payload(&b));
+}
+
+void engine__query_set_id(struct query *q, size_t i, const char *id)
+{
+    copy_id(q->ids[i], id);
 }
 
 struct query *engine__query_new(struct conn *c, int kind, size_t n)
@@ -1372,22 +1497,71 @@ static size_t read_users(struct conn *c, const struct http_request *req,
     return n;
 }
 
-static void http_read(struct conn *c, const struct http_request *req, struct worker *w,
-                      enum query_kind kind)
+bool engine__rate_take(struct engine *e, double *tokens, uint64_t *last, size_t n)
+{
+    const struct config *cfg = &e->w->srv->cfg;
+    uint64_t now = loop_now(e->w->loop);
+
+    if (*last == 0)
+        *tokens = cfg->query_burst;
+    else
+        *tokens = MIN((double)cfg->query_burst,
+                      *tokens + (double)(now - *last) * cfg->query_rate / 1000.0);
+    *last = now ? now : 1;
+    if (*tokens < (double)n)
+        return false;
+    *tokens -= (double)n;
+    return true;
+}
+
+/* Who reads: the bearer token's user under auth = jwt, else ?as= (absent:
+ * anonymous). Returns false after answering 400 for a bad ?as=. */
+static bool http_viewer(struct conn *c, const struct http_request *req, struct engine *e,
+                        const struct jwt_claims *cl, char out[PRESENCE_ID_MAX + 1])
+{
+    out[0] = '\0';
+    if (auth_jwt(e)) {
+        copy_id(out, cl->sub);
+        return true;
+    }
+    if (!query_has(req, "as"))
+        return true;
+    if (query_id(req, "as", out))
+        return true;
+    httpd_error(c, 400, "bad_user", "as must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
+    return false;
+}
+
+static bool http_rate(struct conn *c, struct engine *e, size_t n)
+{
+    struct httpd_conn *h = c->proto;
+
+    if (engine__rate_take(e, &h->qtokens, &h->qlast, n))
+        return true;
+    httpd_error(c, 429, "rate_limited", "too many user ids queried; slow down (query-rate)");
+    return false;
+}
+
+void engine__http_read(struct conn *c, const struct http_request *req, struct worker *w, int kind,
+                       bool unfiltered)
 {
     struct engine *e = engine_of(w);
-    char ids[QUERY_MAX_USERS][PRESENCE_ID_MAX + 1];
+    char ids[QUERY_MAX_USERS][PRESENCE_ID_MAX + 1], viewer[PRESENCE_ID_MAX + 1] = "";
     struct query *q;
     struct jwt_claims cl;
     size_t n;
 
-    if (!http_authorized(c, req, w, &cl) || (n = read_users(c, req, ids)) == 0)
+    if (!unfiltered && (!http_authorized(c, req, w, &cl) || !http_viewer(c, req, e, &cl, viewer)))
+        return;
+    if ((n = read_users(c, req, ids)) == 0 || (!unfiltered && !http_rate(c, e, n)))
         return;
     q = engine__query_new(c, kind, n);
     for (size_t i = 0; i < n; i++) {
         struct emsg *em = emsg_new(OP_QUERY, 0);
         copy_id(q->ids[i], ids[i]);
         copy_id(em->uid, ids[i]);
+        copy_id(em->viewer, viewer);
+        em->unfiltered = unfiltered;
         em->arg = (int8_t)kind;
         em->query = (uint64_t)(uintptr_t)q;
         em->index = (uint32_t)i;
@@ -1397,12 +1571,12 @@ static void http_read(struct conn *c, const struct http_request *req, struct wor
 
 void engine_http_presence(struct conn *c, const struct http_request *req, struct worker *w)
 {
-    http_read(c, req, w, QUERY_PRESENCE);
+    engine__http_read(c, req, w, QUERY_PRESENCE, false);
 }
 
 void engine_http_lastseen(struct conn *c, const struct http_request *req, struct worker *w)
 {
-    http_read(c, req, w, QUERY_LASTSEEN);
+    engine__http_read(c, req, w, QUERY_LASTSEEN, false);
 }
 
 /* POST /v1/heartbeat {"user":"alice","sessionId":"…","device":"web","leave":false} */
@@ -1491,9 +1665,13 @@ void engine_sse_presence(struct conn *conn, const struct http_request *req, stru
     size_t n, idx;
     struct jwt_claims cl;
 
-    if (!http_authorized(conn, req, w, &cl) || (n = read_users(conn, req, ids)) == 0)
+    char viewer[PRESENCE_ID_MAX + 1];
+
+    if (!http_authorized(conn, req, w, &cl) || !http_viewer(conn, req, engine_of(w), &cl, viewer) ||
+        (n = read_users(conn, req, ids)) == 0 || !http_rate(conn, engine_of(w), n))
         return;
     c = engine__sse_client(conn, w);
+    copy_id(c->uid, viewer); /* the viewer; an event stream has no session */
     for (size_t i = 0; i < n; i++)
         if (!find_link(c, ids[i], &idx))
             watch_add(c, ids[i]);

@@ -73,6 +73,8 @@ void engine_sse_presence(struct conn *c, const struct http_request *req, struct 
  * snapshot and deltas (event "room", id "epoch-seq"), resumable with
  * Last-Event-ID. */
 void engine_http_room(struct conn *c, const struct http_request *req, struct worker *w);
+/* /v1/admin/... (engine_admin.c; docs/api.md). */
+void engine_http_admin(struct conn *c, const struct http_request *req, struct worker *w);
 /* Frees a prepared client whose upgrade failed (on_open never ran). */
 void engine_client_discard(struct client *c);
 

@@ -18,13 +18,16 @@
 #include "jwt.h"
 #include "list.h"
 #include "presence.h"
+#include "privacy.h"
 #include "proto.h"
 #include "room.h"
+#include "store.h"
 #include "util.h"
 #include "worker.h"
 #include "ws.h"
 
 struct sse_stream;
+struct query;
 struct watch_link;
 struct room_link;
 
@@ -59,6 +62,25 @@ enum engine_op {
     OP_RUNSUB,   /* worker -> R: no local subscribers left for the room */
     OP_RINFO,    /* HTTP worker -> R: GET /v1/rooms/{id} */
     OP_RSUB,     /* SSE worker -> R: subscribe without joining (event stream) */
+    OP_RVIS,     /* U -> R: the user's room visibility (arg) changed */
+    /* privacy (engine_privacy.c) */
+    OP_PRIVACY,     /* client worker -> U: set settings (priv, arg = fields given) */
+    OP_PRIV_HELLO,  /* owner -> itself: tell session conn_id its settings when known */
+    OP_PRIV_EVENT,  /* U -> client worker: frame (privacy_changed) for conn_id */
+    OP_ADMIN,       /* HTTP worker -> U: an admin call (arg = enum admin_op) */
+    OP_ADMIN_ROOMS, /* HTTP worker -> any: list rooms (arg 0) or one's members (1) */
+};
+
+/* Admin calls on a user's owner (em->arg of OP_ADMIN). */
+enum admin_op {
+    ADMIN_GET_PRIVACY,
+    ADMIN_SET_PRIVACY,
+    ADMIN_CONTACTS_REPLACE,
+    ADMIN_CONTACTS_ADD,
+    ADMIN_CONTACTS_REMOVE,
+    ADMIN_BLOCK,
+    ADMIN_UNBLOCK,
+    ADMIN_KICK,
 };
 
 /* One bus message of the engine. Strings are inline (ids are bounded);
@@ -84,13 +106,36 @@ struct emsg {
     char *text;            /* OP_CUSTOM, owned */
     char *emoji;           /* OP_CUSTOM, owned */
     struct payload *frame; /* OP_VIEW/OP_PRESENCE/OP_REPLY, referenced */
+    /* privacy */
+    char viewer[PRESENCE_ID_MAX + 1];       /* watch/query: who looks ("" = anonymous) */
+    bool unfiltered;                        /* OP_QUERY from the admin API */
+    struct store_privacy priv;              /* OP_PRIVACY, OP_ADMIN set */
+    struct payload *frames[PRIVACY_NCLASS]; /* OP_PRESENCE: per class, NULL = unchanged */
+    uint8_t priv_mask;                      /* OP_PRIVACY/ADMIN set: fields given */
+    struct engine *eng;                     /* a write's engine (store callback) */
+    char **ids;                             /* OP_ADMIN contacts: owned copies */
+    size_t nids;
+    struct list park; /* waiting in a struct puser */
+    bool parked;      /* owned by a puser: do not free */
+    bool reread;      /* a settings write that re-read stale settings */
 };
 
 struct watch_link {
-    struct list link;    /* watch->links */
+    struct list link;    /* view->links */
+    struct wview *view;  /* the viewer group it belongs to */
     struct watch *watch; /* the user watched */
     struct client *client;
     bool need_snapshot; /* waiting for the owner's OP_VIEW */
+};
+
+/* Watcher side: the local watchers of one user that are the same viewer
+ * (so in the same privacy class). */
+struct wview {
+    struct list node;     /* watch->views */
+    struct list links;    /* struct watch_link.link */
+    struct payload *sent; /* the frame last delivered to these watchers */
+    int cls;              /* the owner's verdict; -1 until OP_VIEW */
+    char viewer[];        /* "" = anonymous */
 };
 
 struct client {
@@ -116,21 +161,35 @@ struct client {
     int64_t token_exp;              /* auth=jwt: exp of the current token (s) */
     struct jwt_claims *room_claims; /* the token's "rooms" claim, if it had one */
     struct wheel_timer auth_timer;  /* auth deadline, then the token's expiry */
+    double qtokens;                 /* query-rate bucket: ids that may be queried now */
+    uint64_t qlast;                 /* loop ms of the last refill */
 };
 
 struct watch {
     struct hmap_node node; /* e->watches, by uid */
     char uid[PRESENCE_ID_MAX + 1];
-    struct list links;        /* struct watch_link.link */
-    struct payload *last;     /* last presence frame, NULL until the owner answered */
-    struct payload *last_sse; /* the same as an SSE event, made on first need */
-    uint64_t version;         /* of last */
+    struct list views;                        /* struct wview.node */
+    struct payload *last[PRIVACY_NCLASS];     /* last frame per class, NULL = none yet */
+    struct payload *last_sse[PRIVACY_NCLASS]; /* the same as SSE events, made on need */
+    uint64_t sse_id;                          /* SSE event ids of this user's stream */
+};
+
+/* Owner side: one viewer (a user id, "" = anonymous) watching a user. */
+struct subv {
+    struct list link; /* sub->viewers */
+    uint64_t workers; /* bit i: worker i has this viewer watching */
+    int cls;          /* its privacy class */
+    bool contact;     /* the relation, kept for re-classification */
+    bool blocked;
+    char viewer[];
 };
 
 struct sub {
     struct hmap_node node; /* e->subs, by uid (owner side) */
     char uid[PRESENCE_ID_MAX + 1];
-    uint64_t workers; /* bit i: worker i has local watchers */
+    struct list viewers;                   /* struct subv.link */
+    unsigned ncls[PRIVACY_NCLASS];         /* viewers per class */
+    struct payload *lastf[PRIVACY_NCLASS]; /* last frame sent per class */
 };
 
 struct engine {
@@ -145,6 +204,14 @@ struct engine {
     struct hmap srooms;        /* user-owner side: struct sroom (a session's rooms) by sid */
     struct list queries;       /* HTTP reads waiting for answers (freed at shutdown) */
     uint64_t sub_gen;          /* room subscription generations (engine_room.c) */
+    /* privacy (engine_privacy.c) */
+    struct hmap pusers; /* struct puser by uid: settings cache of owned users */
+    struct list plru;   /* struct puser.lru, least recently used first */
+    size_t npusers;
+    struct store_inbox *inbox; /* this worker's store completions */
+    struct loop_io inbox_io;
+    bool closing;            /* engine_free: completions only free their context */
+    const char *kick_reason; /* during an admin kick: the reason for on_end */
 };
 
 static inline struct engine *engine_of(struct worker *w)
@@ -172,6 +239,11 @@ static inline void emsg_free(struct bus_msg *m)
     free(em->text);
     free(em->emoji);
     payload_unref(em->frame);
+    for (size_t i = 0; i < PRIVACY_NCLASS; i++)
+        payload_unref(em->frames[i]);
+    for (size_t i = 0; i < em->nids; i++)
+        free(em->ids[i]);
+    free(em->ids);
     free(em);
 }
 
@@ -313,7 +385,64 @@ void engine__free_map(struct hmap *m, size_t node_off, void (*release)(void *own
 void engine__reply_error(struct engine *e, uint64_t conn_id, const char *code, const char *message,
                          const char *ref);
 
+/* engine.c: handles one engine message; frees it unless it got parked. */
+void engine__dispatch(struct engine *e, struct emsg *em);
+/* engine.c: the HTTP query machinery's answer encoders for owners */
+struct payload *engine__encode_frame(struct engine *e, const struct presence_view *v, int cls);
+
+/* HTTP queries answered by owners (engine.c). */
+enum query_kind {
+    QUERY_PRESENCE,
+    QUERY_LASTSEEN,
+    QUERY_BEAT,
+    QUERY_ROOM,
+    QUERY_ADMIN,       /* one part: "NNN" status code + JSON */
+    QUERY_ADMIN_ROOMS, /* one part per worker: room list fragments */
+};
+
+/* engine.c: HTTP reads (kind: QUERY_PRESENCE 0 or QUERY_LASTSEEN 1) of
+ * the ?user= ids; unfiltered (admin API) skips auth, viewer and rate. */
+void engine__http_read(struct conn *c, const struct http_request *req, struct worker *w, int kind,
+                       bool unfiltered);
+/* Takes n from a query-rate bucket (*last == 0: a full one); false when
+ * there are not enough tokens (nothing taken). */
+bool engine__rate_take(struct engine *e, double *tokens, uint64_t *last, size_t n);
+
+/* engine.c: names part i of query q (for a degraded answer). */
+void engine__query_set_id(struct query *q, size_t i, const char *id);
+/* engine_admin.c: the worker side of OP_ADMIN_ROOMS. */
+void engine__admin_rooms(struct engine *e, struct emsg *em);
+
+/* engine_privacy.c (owner side) */
+void engine__privacy_init(struct engine *e);
+void engine__privacy_free(struct engine *e);
+/* True when uid's settings and its relation to viewer are known (or
+ * viewer needs none); otherwise parks em (em->parked) behind uid's loads
+ * and returns false: engine__dispatch() runs it again when they are in.
+ * Also parks behind earlier parked messages of uid, to keep order. */
+bool engine__privacy_ready(struct engine *e, struct emsg *em, const char *uid, const char *viewer);
+/* The class of viewer for uid (after engine__privacy_ready()); the
+ * relation is stored in *contact / *blocked when not NULL. */
+int engine__privacy_class(struct engine *e, const char *uid, const char *viewer, bool *contact,
+                          bool *blocked);
+/* uid's settings (after engine__privacy_ready()) and public state. */
+const struct store_privacy *engine__privacy_settings(struct engine *e, const char *uid,
+                                                     const struct privacy_public **pub);
+/* Owner: encodes the view of uid for class cls. */
+struct payload *engine__view_frame(struct engine *e, const struct presence_view *truth, int cls);
+void engine__privacy_on_change(struct engine *e, const struct presence_view *old,
+                               const struct presence_view *cur);
+void engine__subs_free(struct engine *e);
+void engine__op_watch(struct engine *e, struct emsg *req, bool on);
+void engine__op_privacy(struct engine *e, struct emsg *req);
+void engine__op_admin(struct engine *e, struct emsg *req);
+void engine__privacy_hello(struct engine *e, struct emsg *req);
+/* True while uid is visible in rooms (settings loaded and permitting). */
+bool engine__room_visible(struct engine *e, const char *uid);
+
 /* engine_room.c */
+/* U side: tells the owners of uid's rooms its new room visibility. */
+void engine__rooms_visibility(struct engine *e, const char *uid, bool visible);
 struct room_engine *engine__rooms_new(struct engine *e);
 bool engine__room_msg(struct engine *e, struct emsg *em); /* true when handled */
 bool engine__room_dispatch(struct client *c, const cJSON *root, const char *type, const char *ref,

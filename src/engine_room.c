@@ -206,6 +206,7 @@ static void r_join(struct engine *e, struct emsg *req)
         send_state(e, req, NULL, true, 0, 0);
         return;
     }
+    room_set_visible(e->rooms, req->room, req->uid, req->arg != 0, now); /* privacy */
     if (room_get_info(e->rooms, req->room, &info) == 0 && info.mode == ROOM_MODE_NORMAL)
         room_flush(e->rooms, req->room, now); /* the joiner sees itself at once */
     subscribe(e, req->room, from, req->version);
@@ -255,6 +256,8 @@ static void r_patch_or_ephemeral(struct engine *e, struct emsg *req)
         r = room_patch(e->rooms, req->room, req->uid, data, strlen(data), now);
     else
         r = room_ephemeral(e->rooms, req->room, req->uid, req->emoji, data, strlen(data), now);
+    if (r == ROOM_E_INVISIBLE)
+        return; /* hidden by privacy: dropped, as if nobody were listening */
     if (r < 0)
         room_error(e, req->conn_id, r, req->ref);
     else if (req->op == OP_RPATCH)
@@ -325,8 +328,27 @@ static void u_join(struct engine *e, struct emsg *req)
         send_to(e, worker_of_conn(req->conn_id), em);
         return; /* the session is gone: nothing to join */
     }
+    if (!engine__privacy_ready(e, req, req->uid, req->uid))
+        return; /* runs again once the user's settings are known */
     sroom_add(e, req);
-    forward(e, req, OP_RJOIN_R);
+    forward(e, req, OP_RJOIN_R)->arg = engine__room_visible(e, req->uid);
+}
+
+void engine__rooms_visibility(struct engine *e, const char *uid, bool visible)
+{
+    struct presence_session_info si[64];
+    size_t n = MIN(presence_list_sessions(e->pres, uid, si, 64), (size_t)64);
+
+    for (size_t i = 0; i < n; i++) {
+        struct sroom *s = find_sroom(e, si[i].sid);
+        for (size_t j = 0; s && j < s->n; j++) {
+            struct emsg *em = emsg_new(OP_RVIS, 0);
+            copy_id(em->uid, uid);
+            copy_id(em->room, s->rooms[j]);
+            em->arg = visible;
+            send_to(e, room_owner(e, s->rooms[j]), em);
+        }
+    }
 }
 
 static void u_leave(struct engine *e, struct emsg *req)
@@ -652,6 +674,9 @@ bool engine__room_msg(struct engine *e, struct emsg *em)
         return true;
     case OP_RSUB:
         r_subscribe(e, em);
+        return true;
+    case OP_RVIS:
+        room_set_visible(e->rooms, em->room, em->uid, em->arg != 0, loop_now(e->w->loop));
         return true;
     default:
         return false;

@@ -37,6 +37,8 @@ struct httpd_conn {
     int peer_eof;                 /* the client half-closed while an answer was deferred */
     void (*abort_cb)(void *data); /* deferred: called if the connection closes first */
     void *abort_data;             /* for abort_cb */
+    double qtokens;               /* the engine's query-rate bucket */
+    uint64_t qlast;               /* its last refill (loop ms; 0 = full) */
 };
 
 /* Starts HTTP on a freshly accepted connection. */

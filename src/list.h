@@ -55,6 +55,9 @@ static inline void list_del(struct list *node)
 #define list_first(head) ((head)->next)
 
 /* Safe against removal of the current node inside the loop body. */
+/* Iterates over a list that the body does not change. */
+#define list_foreach(pos, head) for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
+
 #define list_foreach_safe(pos, tmp, head)                            \
     for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); \
          (pos) = (tmp), (tmp) = (pos)->next)

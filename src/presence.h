@@ -344,6 +344,18 @@ void presence_get_stats(const struct presence *p, struct presence_stats *out);
  * monotonic + wall_offset_ms; pass wall_now - mono_now taken at encoding. */
 void presence_encode_user(const struct presence_view *v, int64_t wall_offset_ms, struct buf *out);
 
+/* The same for whom the view is exact (exact = true: as above) or public
+ * (exact = false: no "version", and lastSeen.at rounded down to the minute
+ * under an hour of age, to the hour under a day, to the day beyond, with
+ * "value" only for "minutes"). */
+void presence_encode_user_as(const struct presence_view *v, int64_t wall_offset_ms, bool exact,
+                             struct buf *out);
+
+/* Appends just the ,"lastSeen":{...} member of the above (nothing when the
+ * view is online or its last seen unknown). */
+void presence_encode_last_seen(const struct presence_view *v, int64_t wall_offset_ms, bool exact,
+                               struct buf *out);
+
 /* Last-seen granularity, by age (a "today" is the last 24 h,
  * not a calendar day: the server does not know the viewer's time zone). */
 enum presence_age_unit {

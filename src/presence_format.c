@@ -396,30 +396,50 @@ static void encode_custom(const struct presence_view *v, int64_t offset, struct 
     buf_append_str(out, "}");
 }
 
-static void encode_last_seen(const struct presence_view *v, int64_t offset, struct buf *out)
+/* The granularity a coarse last seen is rounded down to, by its age. */
+static uint64_t coarse_step(uint64_t age_ms)
+{
+    if (age_ms < 3600000)
+        return 60000;
+    return age_ms < 86400000 ? 3600000 : 86400000;
+}
+
+void presence_encode_last_seen(const struct presence_view *v, int64_t offset, bool exact,
+                               struct buf *out)
 {
     uint64_t seen = MIN(v->last_seen, v->now); /* never in the future */
     struct presence_age age = presence_age_of(v->now - seen);
+    uint64_t at = to_wall(seen, offset);
 
     if (v->status != PRESENCE_OFFLINE || v->last_seen == 0)
         return;
+    if (!exact)
+        at -= at % coarse_step(v->now - seen);
     buf_append_str(out, ",\"lastSeen\":{\"at\":");
-    json_append_u64(out, to_wall(seen, offset));
+    json_append_u64(out, at);
     buf_printf(out, ",\"ago\":\"%s\"", age_names[age.unit]);
-    if (age.unit == PRESENCE_AGE_SECONDS || age.unit == PRESENCE_AGE_MINUTES)
+    if (age.unit == PRESENCE_AGE_MINUTES || (exact && age.unit == PRESENCE_AGE_SECONDS))
         buf_printf(out, ",\"value\":%u", (unsigned)age.value);
     buf_append_str(out, "}");
 }
 
-void presence_encode_user(const struct presence_view *v, int64_t wall_offset_ms, struct buf *out)
+void presence_encode_user_as(const struct presence_view *v, int64_t wall_offset_ms, bool exact,
+                             struct buf *out)
 {
     buf_append_str(out, "{\"user\":");
     json_append_cstr(out, v->user);
     buf_printf(out, ",\"status\":\"%s\"", presence_status_name(v->status));
     encode_devices(v, out);
     encode_custom(v, wall_offset_ms, out);
-    encode_last_seen(v, wall_offset_ms, out);
-    buf_append_str(out, ",\"version\":");
-    json_append_u64(out, v->version);
+    presence_encode_last_seen(v, wall_offset_ms, exact, out);
+    if (exact) {
+        buf_append_str(out, ",\"version\":");
+        json_append_u64(out, v->version);
+    }
     buf_append_str(out, "}");
+}
+
+void presence_encode_user(const struct presence_view *v, int64_t wall_offset_ms, struct buf *out)
+{
+    presence_encode_user_as(v, wall_offset_ms, true, out);
 }

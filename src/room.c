@@ -1119,6 +1119,48 @@ int room_encode_info(const struct room_engine *e, const char *room, size_t limit
     return 0;
 }
 
+void room_admin_list(const struct room_engine *e, struct buf *out, bool *first)
+{
+    struct hmap_node *n;
+    size_t it;
+
+    for (n = hmap_first(&e->rooms, &it); n; n = hmap_next(&e->rooms, n, &it)) {
+        const struct room *r = container_of(n, struct room, node);
+        if (r->present == 0)
+            continue;
+        buf_append_str(out, *first ? "{\"room\":" : ",{\"room\":");
+        json_append_cstr(out, r->id);
+        buf_printf(out, ",\"members\":%zu,\"visible\":%zu}", r->present, r->published);
+        *first = false;
+    }
+}
+
+int room_admin_members(const struct room_engine *e, const char *room, struct buf *out)
+{
+    const struct room *r;
+    const struct list *pos;
+    const char *sep = "";
+
+    if (!room__id_ok(room, ROOM_ID_MAX))
+        return ROOM_E_ROOM_ID;
+    r = room_find(e, room);
+    buf_append_str(out, "{\"room\":");
+    json_append_cstr(out, room);
+    buf_append_str(out, ",\"members\":[");
+    for (pos = r ? r->order.next : NULL; r && pos != &r->order; pos = pos->next) {
+        const struct member *m = container_of(pos, struct member, order);
+        if (m->nsessions == 0)
+            continue;
+        buf_printf(out, "%s{\"user\":", sep);
+        json_append_cstr(out, m->user);
+        buf_printf(out, ",\"sessions\":%zu,\"visible\":%s}", m->nsessions,
+                   m->visible ? "true" : "false");
+        sep = ",";
+    }
+    buf_append_str(out, "]}");
+    return 0;
+}
+
 void room_get_stats(const struct room_engine *e, struct room_stats *out)
 {
     *out = e->stats;

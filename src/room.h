@@ -381,6 +381,12 @@ int room_get_member(const struct room_engine *e, const char *room, const char *u
  * empty one of epoch 0. 0 or ROOM_E_ROOM_ID (nothing appended). */
 int room_encode_info(const struct room_engine *e, const char *room, size_t limit, struct buf *out);
 void room_get_stats(const struct room_engine *e, struct room_stats *out);
+/* Admin API: appends {"room":id,"members":n,"visible":n} for every room
+ * with members, comma-separated (*first: nothing appended yet; cleared). */
+void room_admin_list(const struct room_engine *e, struct buf *out, bool *first);
+/* Admin API: appends {"room":id,"members":[{"user","sessions","visible"}]}
+ * with every current member, hidden ones included. 0 or ROOM_E_ROOM_ID. */
+int room_admin_members(const struct room_engine *e, const char *room, struct buf *out);
 
 /* ---- pure helpers ---- */
 

@@ -108,6 +108,10 @@ static const struct route routes[] = {
     {"GET", "/v1/presence/events", engine_sse_presence},
     {"GET", "/v1/rooms/", engine_http_room},
     {"POST", "/v1/heartbeat", engine_http_heartbeat},
+    {"GET", "/v1/admin/", engine_http_admin},
+    {"PUT", "/v1/admin/", engine_http_admin},
+    {"POST", "/v1/admin/", engine_http_admin},
+    {"DELETE", "/v1/admin/", engine_http_admin},
 #ifdef PRESENCED_TESTING
     {"GET", "/test/echo", get_test_echo},
     {"GET", "/test/sse", get_test_sse},

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * store.h - durable privacy settings, contacts and blocks in SQLite.
+ * store.h - durable privacy settings, contacts and blocks in SQLite or
+ * PostgreSQL.
  *
- * The store owns one database thread and the only SQLite connection (WAL,
- * synchronous=FULL). Any thread submits requests; each request names a
- * completion inbox, and its callback runs on the thread that drains that
- * inbox (a worker watches store_inbox_fd() in its own epoll loop), so no
- * blocking database call ever runs on an event loop.
+ * The store owns one database thread and the only database connection:
+ * a SQLite file (WAL, synchronous=FULL) or a PostgreSQL server through
+ * libpq (synchronous_commit at least on). Any thread submits requests; each
+ * request names a completion inbox, and its callback runs on the thread
+ * that drains that inbox (a worker watches store_inbox_fd() in its own
+ * epoll loop), so no blocking database call ever runs on an event loop.
  *
  * Guarantees:
  * - Completions of one inbox run in submission order, reads and writes
@@ -16,6 +18,18 @@
  *   power loss. Consecutive queued writes share one transaction.
  * - A failing call (invalid id, too many ids, bad value) returns a negative
  *   error and never fires its callback.
+ * - Both backends give the same answers and the same guarantees.
+ *
+ * PostgreSQL: a lost connection is not retried within the requests that
+ * found it lost; they complete with STORE_E_IO (reads fail closed). The
+ * next batch of requests (everything queued by then) reconnects first, so
+ * an outage costs errors, not a hang, and ends by itself when the server is
+ * back. Bounds, each overridable in the URI: connect_timeout=5 (seconds per
+ * attempt), tcp_user_timeout=30000 and keepalives for a server that
+ * vanished under a query, options "-c statement_timeout=30s -c
+ * lock_timeout=5s" (a URI that sets options replaces both). Tables are
+ * presenced_privacy, presenced_contacts, presenced_blocks and
+ * presenced_schema. Every query is parameterised.
  *
  * Fail closed: a read that completes with an error carries the most private
  * answer (invisible, visibility nobody, not a contact, blocked), and the
@@ -23,7 +37,7 @@
  * or admin caller, never retried silently as success.
  *
  * Not here: caching (the engine keeps a cache and invalidates it on its own
- * acknowledged writes), PostgreSQL, and the visibility rules themselves.
+ * acknowledged writes) and the visibility rules themselves.
  */
 #ifndef STORE_H
 #define STORE_H
@@ -35,16 +49,16 @@
 
 #define STORE_ID_MAX         128   /* bytes in a user id */
 #define STORE_IDS_MAX        10000 /* ids in one contacts call */
-#define STORE_SCHEMA_VERSION 1     /* PRAGMA user_version this code writes */
+#define STORE_SCHEMA_VERSION 1     /* SQLite user_version, PostgreSQL presenced_schema */
 #define STORE_ERR_LEN        256   /* a good errlen for store_open() */
 
 /* Errors beyond errno (-EINVAL: bad id or value; -E2BIG: too many ids). */
 enum {
-    STORE_E_IO = -(PS_EBASE + 700),       /* database unreachable or I/O error */
+    STORE_E_IO = -(PS_EBASE + 700),       /* database unreachable, connection lost, I/O */
     STORE_E_CORRUPT = -(PS_EBASE + 701),  /* database file corrupt or not a database */
     STORE_E_READONLY = -(PS_EBASE + 702), /* database or its directory not writable */
     STORE_E_FULL = -(PS_EBASE + 703),     /* disk full */
-    STORE_E_BUSY = -(PS_EBASE + 704),     /* locked by another process past the timeout */
+    STORE_E_BUSY = -(PS_EBASE + 704),     /* locked past the timeout, or statement timeout */
     STORE_E_SCHEMA = -(PS_EBASE + 705),   /* schema newer than this code, or damaged */
 };
 
@@ -80,12 +94,25 @@ struct store_inbox;
 typedef void store_cb(void *ctx, int status, const struct store_result *r);
 
 /*
- * Opens or creates the database at path, sets WAL and synchronous=FULL,
- * creates or checks the schema, prepares the statements and starts the
- * database thread. Returns NULL and writes a message to err (errlen bytes,
- * STORE_ERR_LEN is enough) when any of that fails.
+ * Opens the database spec names and starts the database thread. A spec
+ * starting with "postgres://" or "postgresql://" is a libpq connection URI
+ * (the database must exist; presenced creates its tables in it); anything
+ * else is the path of a SQLite file, created if missing, set to WAL and
+ * synchronous=FULL. Creates the schema or migrates it to
+ * STORE_SCHEMA_VERSION, refuses a newer one, and prepares the statements.
+ * Returns NULL and writes a message to err (errlen bytes, STORE_ERR_LEN is
+ * enough; never the URI's password) when any of that fails. Blocks the
+ * calling thread while it connects: call it at start, not from a loop.
  */
-struct store *store_open(const char *path, char *err, size_t errlen);
+struct store *store_open(const char *spec, char *err, size_t errlen);
+
+/*
+ * store_open() that also says why: returns 0 and sets *out, or a negative
+ * error (STORE_E_IO: unreachable; STORE_E_SCHEMA: a newer or damaged
+ * schema; STORE_E_CORRUPT, STORE_E_READONLY, ...) with *out NULL and a
+ * message in err.
+ */
+int store_open_status(const char *spec, char *err, size_t errlen, struct store **out);
 
 /*
  * Runs every request already submitted, posts their completions, joins the

@@ -342,6 +342,13 @@ static void worker_release(struct worker *w)
 
 int server_start(struct server *srv)
 {
+    char err[STORE_ERR_LEN];
+
+    srv->store = store_open(srv->cfg.store, err, sizeof(err));
+    if (!srv->store) {
+        log_warnx("store", "cannot open the settings store: %s", err);
+        return -1;
+    }
     srv->nworkers = (unsigned)config_workers(&srv->cfg);
     srv->workers = xcalloc(srv->nworkers, sizeof(*srv->workers));
     srv->bus = bus_new(srv->nworkers);
@@ -353,6 +360,8 @@ int server_start(struct server *srv)
                 worker_release(&srv->workers[j]);
             free(srv->workers);
             srv->workers = NULL;
+            store_close(srv->store);
+            srv->store = NULL;
             return -1;
         }
     }
@@ -380,6 +389,8 @@ void server_join(struct server *srv)
     srv->workers = NULL;
     bus_free(srv->bus);
     srv->bus = NULL;
+    store_close(srv->store);
+    srv->store = NULL;
 }
 
 bool server_ready(struct server *srv)

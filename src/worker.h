@@ -25,6 +25,7 @@
 #include "conn.h"
 #include "loop.h"
 #include "metrics.h"
+#include "store.h"
 #include "jwt.h"
 #include "wsconn.h"
 
@@ -61,6 +62,7 @@ struct server {
     struct ws_opts ws_opts;    /* derived from cfg */
     struct jwt_key jwt;        /* auth = jwt: the verification key (read-only) */
     struct jwt_opts jwt_opts;  /* auth = jwt: leeway, aud, iss */
+    struct store *store;       /* settings store (opened by server_start) */
     atomic_uint conns;         /* live connections, all workers */
     atomic_bool shutting_down; /* set by server_shutdown */
     atomic_uint running;       /* workers whose loop is running */

@@ -151,7 +151,9 @@ case "$cmd" in
     port=$(free_port)
     log="$out/presenced.server.log"
     echo "=== conformance: $bin on 127.0.0.1:$port"
-    "$bin" --port "$port" --bind 127.0.0.1 --workers 2 --ws-max-message-bytes 1048576 >"$log" 2>&1 &
+    rm -f "$out"/presenced.db*
+    "$bin" --port "$port" --bind 127.0.0.1 --workers 2 --ws-max-message-bytes 1048576 \
+      --store "$out/presenced.db" >"$log" 2>&1 &
     pid=$!
     pids+=("$pid")
     if ! wait_port "$port" "$pid" 30; then

@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 import unittest
 import urllib.request
 
@@ -20,8 +21,10 @@ BIN = os.environ.get("PRESENCED_BIN", os.path.join(ROOT, "build/asan/presenced")
 
 class Server:
     def __init__(self, *args):
+        self.tmp = tempfile.TemporaryDirectory(prefix="presenced-store-")
         self.proc = subprocess.Popen(
-            [BIN, "--port", "0", "--bind", "127.0.0.1", *args],
+            [BIN, "--port", "0", "--bind", "127.0.0.1",
+             "--store", os.path.join(self.tmp.name, "presenced.db"), *args],
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.log = ""
         while True:
@@ -38,6 +41,7 @@ class Server:
         self.proc.send_signal(signal.SIGTERM)
         _, err = self.proc.communicate(timeout=15)
         self.log += err
+        self.tmp.cleanup()
         return self.proc.returncode
 
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_store.c - the SQLite settings store through its threaded API.
+ * test_store.c - the settings store through its threaded API, on SQLite
+ * (test_store_pg.c runs the same checks on PostgreSQL).
  *
  * Each test gets a fresh temporary directory. Completions are awaited by
  * polling the inbox eventfd the way a worker loop would, with a bounded
@@ -579,6 +580,35 @@ static void test_newer_schema_refused(void **state)
     sqlite3_close(db);
     assert_null(store_open(f->path, err, sizeof(err)));
     assert_non_null(strstr(err, "newer"));
+    err[0] = '\0';
+    assert_int_equal(store_open_status(f->path, err, sizeof(err), &f->s), STORE_E_SCHEMA);
+    assert_null(f->s);
+    assert_non_null(strstr(err, "newer"));
+}
+
+/*
+ * A postgres:// or postgresql:// spec is a libpq URI, never a file name:
+ * with nothing listening, open fails with STORE_E_IO at once, says so, and
+ * does not repeat the password. (test_store_pg.c covers a live server.)
+ */
+static void test_postgres_spec_is_not_a_file(void **state)
+{
+    const char *specs[] = {"postgresql://u:sekrit@127.0.0.1:1/x",
+                           "postgres://u:sekrit@127.0.0.1:1/x?connect_timeout=1"};
+    char err[STORE_ERR_LEN];
+
+    (void)state;
+    for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
+        struct store *s = NULL;
+
+        err[0] = '\0';
+        assert_int_equal(store_open_status(specs[i], err, sizeof(err), &s), STORE_E_IO);
+        assert_null(s);
+        assert_non_null(strstr(err, "postgresql"));
+        assert_null(strstr(err, "sekrit"));
+        assert_int_equal(access("postgresql:", F_OK), -1);
+        assert_int_equal(access("postgres:", F_OK), -1);
+    }
 }
 
 static void test_strerror(void **state)
@@ -771,6 +801,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unwritable_path_fails_cleanly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_file_fails_cleanly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+        cmocka_unit_test(test_postgres_spec_is_not_a_file),
         cmocka_unit_test(test_strerror),
         cmocka_unit_test(test_durability_kill9),
     };

@@ -4,6 +4,8 @@
 // back from the "listening on" log line. stderr is kept for assertions.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -12,7 +14,14 @@ export const ROOT = path.resolve(here, '../../..');
 export const BIN = process.env.PRESENCED_BIN || path.join(ROOT, 'build/asan/presenced');
 export const MULT = Number(process.env.PRESENCED_TEST_TIMEOUT_MULT || 1);
 
+// Unless the test names its own --store, each server gets a fresh SQLite
+// settings store in a temporary directory, removed when it stops.
 export async function startServer(args = [], { env = {}, cwd = ROOT } = {}) {
+  let tmp = null;
+  if (!args.includes('--store') && !env.PRESENCED_STORE) {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'presenced-store-'));
+    args = ['--store', path.join(tmp, 'presenced.db'), ...args];
+  }
   const child = spawn(BIN, ['--port', '0', '--bind', '127.0.0.1', ...args], {
     cwd,
     env: { ...process.env, ...env },
@@ -21,6 +30,7 @@ export async function startServer(args = [], { env = {}, cwd = ROOT } = {}) {
   let stderr = '';
   let stdout = '';
   child.stdout.on('data', (d) => { stdout += d; });
+  if (tmp) child.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
   const port = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${stderr}`)), 10000 * MULT);
     child.stderr.on('data', (d) => {

@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine_admin.c - the admin API under /v1/admin/ (docs/api.md): the HTTP
+ * side. It checks the key, parses the path and the JSON body, and sends one
+ * OP_ADMIN to the owner of the user concerned (engine_privacy.c does the
+ * work there and answers "NNN" + JSON), or reads without privacy filtering.
+ *
+ * Authentication: "Authorization: Bearer <admin-api-key>", compared in
+ * constant time over SHA-256 digests (so neither content nor length leaks
+ * through timing). No key configured: every call is 403 admin_disabled.
+ */
+#include "engine.h"
+#include "engine_internal.h"
+
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+#include "http.h"
+#include "httpd.h"
+#include "json.h"
+
+#define ADMIN_IDS_MAX 10000 /* ids in one contacts call (STORE_IDS_MAX) */
+
+static bool key_ok(const struct config *cfg, const struct http_request *req)
+{
+    const struct http_header *h = http_header_get(req, "Authorization");
+    unsigned char want[SHA256_DIGEST_LENGTH], got[SHA256_DIGEST_LENGTH];
+
+    if (!h || h->value_len < 7 || !ascii_ieq(h->value, 7, "bearer "))
+        return false;
+    SHA256((const unsigned char *)cfg->admin_api_key, strlen(cfg->admin_api_key), want);
+    SHA256((const unsigned char *)h->value + 7, h->value_len - 7, got);
+    return CRYPTO_memcmp(want, got, sizeof(want)) == 0;
+}
+
+/* Copies the next path segment of [*p, end) into out; false when absent,
+ * empty or not a valid id. */
+static bool segment(const char **p, const char *end, char out[PRESENCE_ID_MAX + 1])
+{
+    const char *s = *p;
+    size_t n = 0;
+
+    while (s + n < end && s[n] != '/')
+        n++;
+    if (n == 0 || n > PRESENCE_ID_MAX)
+        return false;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    *p = s + n + (s + n < end);
+    return presence_id_valid(out);
+}
+
+static bool is_method(const struct http_request *req, const char *m)
+{
+    return req->method_len == strlen(m) && memcmp(req->method, m, req->method_len) == 0;
+}
+
+static void send_admin(struct conn *c, struct worker *w, struct emsg *em, const char *key)
+{
+    struct engine *e = engine_of(w);
+    struct query *q = engine__query_new(c, QUERY_ADMIN, 1);
+
+    em->query = (uint64_t)(uintptr_t)q;
+    engine__query_set_id(q, 0, key);
+    send_to(e, owner_of(e, key), em);
+}
+
+static int vis_field(const cJSON *root, const char *name, uint8_t bit, uint8_t *mask, int *out)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, name);
+
+    if (!f)
+        return 0;
+    if (!cJSON_IsString(f) || (*out = privacy_visibility_parse(f->valuestring)) < 0)
+        return -1;
+    *mask |= bit;
+    return 0;
+}
+
+/* {"online":..,"lastSeen":..,"invisible":..}, any subset; false = 400 sent. */
+static bool parse_privacy(struct conn *c, const cJSON *root, struct emsg *em)
+{
+    const cJSON *inv = cJSON_GetObjectItemCaseSensitive(root, "invisible");
+    int on = 0, ls = 0;
+
+    if (!cJSON_IsObject(root) || vis_field(root, "online", 1, &em->priv_mask, &on) < 0 ||
+        vis_field(root, "lastSeen", 2, &em->priv_mask, &ls) < 0 || (inv && !cJSON_IsBool(inv))) {
+        httpd_error(c, 400, "bad_request",
+                    "body: {\"online\",\"lastSeen\": everyone|contacts|nobody, "
+                    "\"invisible\": true|false}, any subset");
+        return false;
+    }
+    em->priv.online = (enum store_visibility)on;
+    em->priv.last_seen = (enum store_visibility)ls;
+    em->priv.invisible = cJSON_IsTrue(inv);
+    em->priv_mask |= inv ? 4 : 0;
+    return true;
+}
+
+/* Copies a JSON array of user ids into em->ids; false = 400 sent. */
+static bool parse_ids(struct conn *c, const cJSON *arr, struct emsg *em)
+{
+    const cJSON *u;
+    size_t n = 0;
+
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > ADMIN_IDS_MAX) {
+        httpd_error(c, 400, "bad_request", "user ids must be an array of at most 10000");
+        return false;
+    }
+    em->ids = xcalloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof(*em->ids));
+    cJSON_ArrayForEach(u, arr)
+    {
+        if (!cJSON_IsString(u) || !presence_id_valid(u->valuestring)) {
+            httpd_error(c, 400, "bad_user", "user ids must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
+            return false;
+        }
+        em->ids[n++] = xstrdup(u->valuestring);
+        em->nids = n;
+    }
+    return true;
+}
+
+/* POST .../contacts {"add":[..],"remove":[..]}: one or two calls, in order. */
+static bool contacts_post(struct conn *c, const cJSON *root, struct emsg *em)
+{
+    const cJSON *add = cJSON_GetObjectItemCaseSensitive(root, "add");
+    const cJSON *rm = cJSON_GetObjectItemCaseSensitive(root, "remove");
+
+    if ((add && rm) || (!add && !rm)) {
+        httpd_error(c, 400, "bad_request", "give exactly one of \"add\" or \"remove\"");
+        return false;
+    }
+    em->arg = add ? ADMIN_CONTACTS_ADD : ADMIN_CONTACTS_REMOVE;
+    return parse_ids(c, add ? add : rm, em);
+}
+
+/* The users/{id}/... calls: 1 = em is ready, 0 = unknown path or method,
+ * -1 = answered 400 already. */
+static int user_call(struct conn *c, const struct http_request *req, const char *p, const char *end,
+                     struct emsg *em, const cJSON *body)
+{
+    char what[PRESENCE_ID_MAX + 1];
+
+    if (!segment(&p, end, em->uid)) {
+        httpd_error(c, 400, "bad_user", "user ids must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
+        return -1;
+    }
+    if (!segment(&p, end, what))
+        return 0;
+    if (strcmp(what, "privacy") == 0 && p == end) {
+        em->arg = is_method(req, "GET") ? ADMIN_GET_PRIVACY : ADMIN_SET_PRIVACY;
+        if (is_method(req, "GET"))
+            return 1;
+        return !is_method(req, "PUT") ? 0 : parse_privacy(c, body, em) ? 1 : -1;
+    }
+    if (strcmp(what, "contacts") == 0 && p == end) {
+        if (is_method(req, "PUT")) {
+            em->arg = ADMIN_CONTACTS_REPLACE;
+            return parse_ids(c, cJSON_GetObjectItemCaseSensitive(body, "contacts"), em) ? 1 : -1;
+        }
+        return !is_method(req, "POST") ? 0 : contacts_post(c, body, em) ? 1 : -1;
+    }
+    if (strcmp(what, "blocks") == 0 && segment(&p, end, em->viewer) && p == end) {
+        em->arg = is_method(req, "DELETE") ? ADMIN_UNBLOCK : ADMIN_BLOCK;
+        return is_method(req, "PUT") || is_method(req, "DELETE");
+    }
+    if (strcmp(what, "kick") == 0 && p == end && is_method(req, "POST")) {
+        const cJSON *sid = cJSON_GetObjectItemCaseSensitive(body, "session");
+        const cJSON *why = cJSON_GetObjectItemCaseSensitive(body, "reason");
+        em->arg = ADMIN_KICK;
+        if (cJSON_IsString(sid) && presence_id_valid(sid->valuestring))
+            copy_id(em->sid, sid->valuestring);
+        if (cJSON_IsString(why) && strlen(why->valuestring) <= 200)
+            em->text = xstrdup(why->valuestring);
+        return 1;
+    }
+    return 0;
+}
+
+/* The whole body as one JSON value (trailing whitespace only), or NULL. */
+static cJSON *parse_body(const struct http_request *req)
+{
+    const char *end = NULL;
+    cJSON *v = cJSON_ParseWithLengthOpts(req->body, req->body_len, &end, false);
+    const char *stop = req->body + req->body_len;
+
+    while (v && end < stop && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
+        end++;
+    if (v && end != stop) {
+        cJSON_Delete(v);
+        return NULL;
+    }
+    return v;
+}
+
+static void users_route(struct conn *c, const struct http_request *req, struct worker *w,
+                        const char *p, const char *end)
+{
+    cJSON *body = NULL;
+    struct emsg *em = emsg_new(OP_ADMIN, 0);
+    int ok;
+
+    if (req->body_len > 0 && !(body = parse_body(req))) {
+        httpd_error(c, 400, "bad_json", "the body is not valid JSON");
+        emsg_free(&em->msg);
+        return;
+    }
+    ok = user_call(c, req, p, end, em, body);
+    cJSON_Delete(body);
+    if (ok > 0) {
+        send_admin(c, w, em, em->uid);
+        return;
+    }
+    if (ok == 0)
+        httpd_error(c, 404, "not_found", "no such admin resource or method");
+    emsg_free(&em->msg);
+}
+
+static void rooms_route(struct conn *c, struct worker *w, const char *p, const char *end)
+{
+    struct engine *e = engine_of(w);
+    struct emsg *em;
+
+    if (p == end) { /* every worker lists its rooms */
+        struct query *q = engine__query_new(c, QUERY_ADMIN_ROOMS, e->w->srv->nworkers);
+        for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
+            em = emsg_new(OP_ADMIN_ROOMS, 0);
+            em->query = (uint64_t)(uintptr_t)q;
+            em->index = i;
+            send_to(e, i, em);
+        }
+        return;
+    }
+    em = emsg_new(OP_ADMIN_ROOMS, 0);
+    if (!segment(&p, end, em->room) || p != end || !room_id_valid(em->room)) {
+        httpd_error(c, 404, "not_found", "no such admin resource");
+        emsg_free(&em->msg);
+        return;
+    }
+    em->arg = 1;
+    em->query = (uint64_t)(uintptr_t)engine__query_new(c, QUERY_ADMIN, 1);
+    engine__query_set_id((struct query *)(uintptr_t)em->query, 0, em->room);
+    send_to(e, owner_of(e, em->room), em);
+}
+
+void engine_http_admin(struct conn *c, const struct http_request *req, struct worker *w)
+{
+    static const char prefix[] = "/v1/admin/";
+    const struct config *cfg = &w->srv->cfg;
+    const char *p = req->path + sizeof(prefix) - 1, *end = req->path + req->path_len;
+
+    if (!cfg->admin_api_key[0]) {
+        httpd_error(c, 403, "admin_disabled", "the admin API is off: set admin-api-key");
+        return;
+    }
+    if (!key_ok(cfg, req)) {
+        httpd_error(c, 401, "unauthorized", "a valid admin key is required");
+        return;
+    }
+    if (end - p == 8 && memcmp(p, "presence", 8) == 0 && is_method(req, "GET"))
+        engine__http_read(c, req, w, QUERY_PRESENCE, true);
+    else if (end - p == 8 && memcmp(p, "lastseen", 8) == 0 && is_method(req, "GET"))
+        engine__http_read(c, req, w, QUERY_LASTSEEN, true);
+    else if (end - p >= 5 && memcmp(p, "rooms", 5) == 0 && (end - p == 5 || p[5] == '/') &&
+             is_method(req, "GET"))
+        rooms_route(c, w, p + 5 + (end - p > 5), end);
+    else if (end - p > 6 && memcmp(p, "users/", 6) == 0)
+        users_route(c, req, w, p + 6, end);
+    else
+        httpd_error(c, 404, "not_found", "no such admin resource or method");
+}
+
+/* The worker side of OP_ADMIN_ROOMS: its room list (arg 0) or one room's
+ * members (arg 1), as an answer part. */
+void engine__admin_rooms(struct engine *e, struct emsg *em)
+{
+    struct buf b = {0};
+    bool first = true;
+
+    if (em->arg) {
+        buf_append_str(&b, "200");
+        room_admin_members(e->rooms, em->room, &b);
+        buf_append(&b, "\n", 1);
+    } else {
+        room_admin_list(e->rooms, &b, &first);
+    }
+    engine__answer(e, em, buf_payload(&b));
+}

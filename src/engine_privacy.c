@@ -1,0 +1,973 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine_privacy.c - privacy on the owner side of the engine: the settings
+ * cache, the store reads and writes behind it, per-viewer watch
+ * subscriptions with class-based fan-out, the `privacy` message and the
+ * admin calls that land on a user's owner.
+ *
+ * Cache. The owner of a user keeps a struct puser for it: the settings
+ * (most private until the store answered: fail closed), the public state
+ * of privacy.h, and a cache of relations (viewer -> contact, blocked)
+ * filled by store_get_relations(). Every write of a user's settings,
+ * contacts or blocks goes through its owner, which applies it to the cache
+ * when the store acknowledged it: explicit invalidation with one writer.
+ * A puser stays while it is in use (subscriptions, live sessions, loads,
+ * writes or parked messages); beyond PUSER_MAX per worker the least
+ * recently used unused ones go.
+ *
+ * Parking. A message that needs data not cached yet (a watch needs the
+ * viewer's relation, a query too, a join the room visibility) is parked on
+ * the puser, the loads are submitted, and when the last load completes the
+ * parked messages run again in arrival order through engine__dispatch().
+ * Any later message about the same user parks behind them, so per-user
+ * order holds.
+ *
+ * Fan-out. struct sub keeps one struct subv per viewer with its class; a
+ * transition is encoded once per class in use (privacy_encode()), classes
+ * whose frame did not change are left out, and each subscribed worker gets
+ * one OP_PRESENCE with the frames. A settings or relation change
+ * re-classifies the viewers: a viewer whose class changed gets OP_VIEW
+ * with its new frame, and the watcher side sends it only if its bytes
+ * differ from what that viewer last got.
+ */
+#include "engine_internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+
+#include "json.h"
+#include "log.h"
+
+#define PUSER_MAX    65536 /* cached users per worker before eviction */
+#define RELS_MAX     4096  /* cached relations per user before a reset */
+#define SESSIONS_MAX 64    /* sessions told about a privacy change */
+#define RETRY_MS     1000  /* a failed read is used (most private) this long */
+
+enum { FIELD_ONLINE = 1, FIELD_LAST_SEEN = 2, FIELD_INVISIBLE = 4 };
+
+struct prel {
+    struct hmap_node node; /* puser->rels, by viewer */
+    bool contact, blocked;
+    bool pending; /* a load is in flight */
+    bool stale;   /* the store failed: most private, reload on next use */
+    uint64_t failed_at;
+    char viewer[];
+};
+
+struct puser {
+    struct hmap_node node; /* e->pusers, by uid */
+    struct list lru;       /* e->plru */
+    char uid[PRESENCE_ID_MAX + 1];
+    struct store_privacy set;  /* cached (most private until loaded) */
+    struct store_privacy want; /* the latest value a write in flight sets */
+    bool loaded, stale;
+    uint64_t failed_at;     /* loop ms of the failed read behind stale */
+    unsigned loads, writes; /* store requests in flight */
+    struct privacy_public pub;
+    struct hmap rels; /* struct prel */
+    size_t nrels;
+    struct list parked; /* struct emsg.park */
+};
+
+struct load {
+    struct engine *e;
+    char uid[PRESENCE_ID_MAX + 1];
+    char viewer[PRESENCE_ID_MAX + 1]; /* "" = settings only */
+};
+
+/* ---- lookups and lifetime ---- */
+
+static struct puser *find_puser(struct engine *e, const char *uid)
+{
+    return ENGINE_FIND(struct puser, &e->pusers, uid, uid);
+}
+
+static struct sub *find_sub(struct engine *e, const char *uid)
+{
+    return ENGINE_FIND(struct sub, &e->subs, uid, uid);
+}
+
+static struct prel *find_prel(struct puser *pu, const char *viewer)
+{
+    return ENGINE_FIND(struct prel, &pu->rels, viewer, viewer);
+}
+
+static void rels_clear(struct puser *pu, bool keep_pending)
+{
+    struct hmap_node *n, *next;
+    size_t it;
+
+    for (n = hmap_first(&pu->rels, &it); n; n = next) {
+        struct prel *r = container_of(n, struct prel, node);
+        next = hmap_next(&pu->rels, n, &it);
+        if (keep_pending && r->pending)
+            continue;
+        hmap_remove(&pu->rels, n);
+        free(r);
+        pu->nrels--;
+    }
+}
+
+static bool has_sessions(struct engine *e, const char *uid)
+{
+    return presence_list_sessions(e->pres, uid, NULL, 0) > 0;
+}
+
+static bool pinned(struct engine *e, struct puser *pu)
+{
+    return pu->loads || pu->writes || !list_empty(&pu->parked) || find_sub(e, pu->uid) ||
+           has_sessions(e, pu->uid);
+}
+
+static void puser_free(struct engine *e, struct puser *pu)
+{
+    hmap_remove(&e->pusers, &pu->node);
+    list_del(&pu->lru);
+    rels_clear(pu, false);
+    hmap_release(&pu->rels);
+    e->npusers--;
+    free(pu);
+}
+
+/* Drops least recently used pusers nobody uses while over PUSER_MAX. */
+static void evict(struct engine *e)
+{
+    struct list *pos, *tmp;
+
+    list_foreach_safe(pos, tmp, &e->plru)
+    {
+        struct puser *pu = container_of(pos, struct puser, lru);
+        if (e->npusers <= PUSER_MAX)
+            return;
+        if (!pinned(e, pu))
+            puser_free(e, pu);
+    }
+}
+
+static struct puser *puser_get(struct engine *e, const char *uid)
+{
+    struct puser *pu = find_puser(e, uid);
+
+    if (pu) {
+        list_del(&pu->lru);
+        list_insert_tail(&e->plru, &pu->lru);
+        return pu;
+    }
+    pu = xcalloc(1, sizeof(*pu));
+    copy_id(pu->uid, uid);
+    pu->set = privacy_most_private();
+    pu->want = pu->set;
+    list_init(&pu->parked);
+    hmap_insert(&e->pusers, &pu->node, str_hash(pu->uid));
+    list_insert_tail(&e->plru, &pu->lru);
+    e->npusers++;
+    evict(e);
+    return pu;
+}
+
+/* ---- frames ---- */
+
+struct payload *engine__view_frame(struct engine *e, const struct presence_view *truth, int cls)
+{
+    const struct privacy_public *pub;
+    const struct store_privacy *set = engine__privacy_settings(e, truth->user, &pub);
+    struct presence_view v;
+    struct buf b = {0};
+
+    privacy_view(truth, set, pub, (enum privacy_class)cls, &v);
+    buf_append_str(&b, "{\"type\":\"presence\",\"presence\":");
+    privacy_encode(&v, (enum privacy_class)cls, wall_offset(e), &b);
+    buf_append_str(&b, "}");
+    return frame_text(&b);
+}
+
+static bool same_bytes(const struct payload *a, const struct payload *b)
+{
+    return a && b && a->len == b->len && memcmp(a->data, b->data, a->len) == 0;
+}
+
+static uint64_t sub_workers(const struct sub *s)
+{
+    uint64_t w = 0;
+    struct list *pos;
+
+    list_foreach(pos, &s->viewers)
+    {
+        w |= container_of(pos, struct subv, link)->workers;
+    }
+    return w;
+}
+
+/* Sends the frames of every class in use whose bytes changed since the
+ * last ones (nothing at all when none did). */
+static void republish(struct engine *e, struct sub *s, const struct presence_view *truth)
+{
+    struct payload *frames[PRIVACY_NCLASS] = {0};
+    uint64_t workers = sub_workers(s);
+    bool any = false;
+
+    for (int k = 0; k < PRIVACY_NCLASS; k++) {
+        struct payload *f;
+        if (s->ncls[k] == 0)
+            continue;
+        f = engine__view_frame(e, truth, k);
+        if (same_bytes(f, s->lastf[k])) {
+            payload_unref(f);
+            continue;
+        }
+        payload_unref(s->lastf[k]);
+        s->lastf[k] = f;
+        frames[k] = f;
+        any = true;
+    }
+    for (unsigned i = 0; any && i < e->w->srv->nworkers; i++) {
+        struct emsg *em;
+        if (!(workers & (1ull << i)))
+            continue;
+        em = emsg_new(OP_PRESENCE, 0);
+        copy_id(em->uid, truth->user);
+        em->version = truth->version;
+        for (int k = 0; k < PRIVACY_NCLASS; k++)
+            em->frames[k] = frames[k] ? payload_ref(frames[k]) : NULL;
+        send_to(e, i, em);
+    }
+}
+
+static void send_view(struct engine *e, const struct presence_view *truth, const struct subv *v,
+                      uint64_t workers)
+{
+    struct payload *f = engine__view_frame(e, truth, v->cls);
+
+    for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
+        struct emsg *em;
+        if (!(workers & (1ull << i)))
+            continue;
+        em = emsg_new(OP_VIEW, 0);
+        copy_id(em->uid, truth->user);
+        copy_id(em->viewer, v->viewer);
+        em->arg = (int8_t)v->cls;
+        em->version = truth->version;
+        em->frame = payload_ref(f);
+        send_to(e, i, em);
+    }
+    payload_unref(f);
+}
+
+/* ---- classes ---- */
+
+static enum privacy_relation relation(struct puser *pu, const char *viewer, bool contact,
+                                      bool blocked)
+{
+    if (viewer[0] && strcmp(viewer, pu->uid) == 0)
+        return PRIVACY_SELF;
+    if (blocked)
+        return PRIVACY_BLOCKED;
+    return contact ? PRIVACY_CONTACT : PRIVACY_STRANGER;
+}
+
+int engine__privacy_class(struct engine *e, const char *uid, const char *viewer, bool *contact,
+                          bool *blocked)
+{
+    struct puser *pu = puser_get(e, uid);
+    struct prel *r = viewer[0] ? find_prel(pu, viewer) : NULL;
+    bool c = r && r->contact, b = !r ? false : r->blocked;
+
+    if (viewer[0] && strcmp(viewer, uid) != 0 && (!r || r->pending))
+        b = true; /* not known: most private */
+    if (contact)
+        *contact = c;
+    if (blocked)
+        *blocked = b;
+    return (int)privacy_class_of(&pu->set, relation(pu, viewer, c, b));
+}
+
+const struct store_privacy *engine__privacy_settings(struct engine *e, const char *uid,
+                                                     const struct privacy_public **pub)
+{
+    struct puser *pu = puser_get(e, uid);
+
+    *pub = &pu->pub;
+    return &pu->set;
+}
+
+bool engine__room_visible(struct engine *e, const char *uid)
+{
+    struct puser *pu = find_puser(e, uid);
+
+    return pu && pu->loaded && privacy_room_visible(&pu->set);
+}
+
+/* Re-classifies every viewer of pu (settings or relations changed), then
+ * republishes the frames whose bytes changed. */
+static void reclassify(struct engine *e, struct puser *pu)
+{
+    struct sub *s = find_sub(e, pu->uid);
+    struct presence_view truth;
+    struct list *pos;
+
+    if (!s)
+        return;
+    presence_get_user(e->pres, pu->uid, loop_now(e->w->loop), &truth);
+    list_foreach(pos, &s->viewers)
+    {
+        struct subv *v = container_of(pos, struct subv, link);
+        int cls = (int)privacy_class_of(&pu->set, relation(pu, v->viewer, v->contact, v->blocked));
+        if (cls == v->cls)
+            continue;
+        s->ncls[v->cls]--;
+        s->ncls[cls]++;
+        v->cls = cls;
+        send_view(e, &truth, v, v->workers);
+    }
+    for (int k = 0; k < PRIVACY_NCLASS; k++) {
+        if (s->ncls[k] == 0) {
+            payload_unref(s->lastf[k]);
+            s->lastf[k] = NULL;
+        }
+    }
+    republish(e, s, &truth);
+}
+
+/* New settings for pu (a load or an acknowledged write). */
+static void settings_apply(struct engine *e, struct puser *pu, const struct store_privacy *p)
+{
+    bool was_visible = pu->loaded && privacy_room_visible(&pu->set);
+    bool changed = !pu->loaded || memcmp(&pu->set, p, sizeof(*p)) != 0;
+    struct presence_view truth;
+
+    if (!changed)
+        return;
+    presence_get_user(e->pres, pu->uid, loop_now(e->w->loop), &truth);
+    if (p->invisible && (!pu->loaded || !pu->set.invisible))
+        pu->pub.frozen_last_seen = truth.status == PRESENCE_OFFLINE ? truth.last_seen : truth.now;
+    pu->set = *p;
+    if (pu->writes == 0)
+        pu->want = *p;
+    pu->loaded = true;
+    if (was_visible != privacy_room_visible(p))
+        engine__rooms_visibility(e, pu->uid, privacy_room_visible(p));
+    reclassify(e, pu);
+}
+
+/* ---- loads and parking ---- */
+
+static void replay(struct engine *e, struct puser *pu)
+{
+    struct list todo;
+
+    list_init(&todo);
+    while (!list_empty(&pu->parked)) {
+        struct list *l = list_first(&pu->parked);
+        list_del(l);
+        list_insert_tail(&todo, l);
+    }
+    while (!list_empty(&todo)) { /* pu may go meanwhile: use only the list */
+        struct emsg *em = container_of(list_first(&todo), struct emsg, park);
+        list_del(&em->park);
+        em->parked = false;
+        engine__dispatch(e, em);
+    }
+}
+
+static void load_done(void *ctx, int status, const struct store_result *r)
+{
+    struct load *ld = ctx;
+    struct engine *e = ld->e;
+    struct puser *pu = e->closing ? NULL : find_puser(e, ld->uid);
+    struct store_privacy p = status < 0 ? privacy_most_private() : r->privacy;
+
+    if (!pu) {
+        free(ld);
+        return;
+    }
+    pu->loads--;
+    if (status < 0)
+        log_warnx("store", "settings of %s unreadable, treated as most private: %s", ld->uid,
+                  store_strerror(status));
+    pu->stale = status < 0;
+    pu->failed_at = loop_now(e->w->loop);
+    if (ld->viewer[0]) {
+        struct prel *rel = find_prel(pu, ld->viewer);
+        if (rel) {
+            rel->pending = false;
+            rel->stale = status < 0;
+            rel->failed_at = pu->failed_at;
+            rel->contact = status == 0 && r->is_contact;
+            rel->blocked = status < 0 || r->blocked;
+        }
+    }
+    free(ld);
+    settings_apply(e, pu, &p);
+    if (pu->loads == 0)
+        replay(e, pu);
+}
+
+/* Submits a read of pu's settings, with viewer's relation if viewer[0]. */
+static void request_load(struct engine *e, struct puser *pu, const char *viewer)
+{
+    struct load *ld = xcalloc(1, sizeof(*ld));
+    struct store *st = e->w->srv->store;
+    int r;
+
+    ld->e = e;
+    copy_id(ld->uid, pu->uid);
+    copy_id(ld->viewer, viewer);
+    if (viewer[0])
+        r = store_get_relations(st, e->inbox, pu->uid, viewer, load_done, ld);
+    else
+        r = store_get_privacy(st, e->inbox, pu->uid, load_done, ld);
+    if (r < 0) { /* an id the store refuses: answer as a failed read */
+        struct store_result res;
+        memset(&res, 0, sizeof(res));
+        pu->loads++;
+        load_done(ld, r, &res);
+        return;
+    }
+    pu->loads++;
+}
+
+static struct prel *prel_new(struct puser *pu, const char *viewer)
+{
+    size_t n = strlen(viewer);
+    struct prel *r = xcalloc(1, sizeof(*r) + n + 1);
+
+    memcpy(r->viewer, viewer, n + 1);
+    r->pending = true;
+    if (pu->nrels >= RELS_MAX)
+        rels_clear(pu, true);
+    hmap_insert(&pu->rels, &r->node, str_hash(r->viewer));
+    pu->nrels++;
+    return r;
+}
+
+static void park(struct puser *pu, struct emsg *em)
+{
+    em->parked = true;
+    list_insert_tail(&pu->parked, &em->park);
+}
+
+/* A failed read is answered from (most private) for RETRY_MS, so that an
+ * outage does not turn every request into a failing read; then the next
+ * request reads again and waits for the answer. */
+static bool retry_due(struct engine *e, const struct puser *pu, const struct prel *rel)
+{
+    uint64_t now = loop_now(e->w->loop);
+
+    if (pu->loads)
+        return false;
+    return (pu->stale && now - pu->failed_at >= RETRY_MS) ||
+           (rel && rel->stale && now - rel->failed_at >= RETRY_MS);
+}
+
+bool engine__privacy_ready(struct engine *e, struct emsg *em, const char *uid, const char *viewer)
+{
+    struct puser *pu = puser_get(e, uid);
+    bool need_rel = viewer && viewer[0] && strcmp(viewer, uid) != 0;
+    struct prel *rel = need_rel ? find_prel(pu, viewer) : NULL;
+    bool wait = false;
+
+    if (!list_empty(&pu->parked)) {
+        park(pu, em);
+        return false;
+    }
+    if (!viewer)
+        return true; /* only order mattered */
+    if (need_rel && (!rel || rel->pending)) {
+        if (!rel) {
+            prel_new(pu, viewer);
+            request_load(e, pu, viewer); /* brings the settings too */
+        }
+        wait = true;
+    } else if (!pu->loaded) {
+        if (pu->loads == 0)
+            request_load(e, pu, "");
+        wait = true;
+    } else if (retry_due(e, pu, rel)) { /* a failed read, long enough ago: read again */
+        if (rel) {
+            rel->stale = false;
+            rel->pending = true;
+        }
+        pu->stale = false;
+        request_load(e, pu, need_rel ? viewer : "");
+        wait = true;
+    }
+    if (!wait)
+        return true;
+    park(pu, em);
+    return false;
+}
+
+/* ---- watch subscriptions (owner side) ---- */
+
+static struct subv *find_subv(struct sub *s, const char *viewer)
+{
+    struct list *pos;
+
+    list_foreach(pos, &s->viewers)
+    {
+        struct subv *v = container_of(pos, struct subv, link);
+        if (strcmp(v->viewer, viewer) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+static void sub_free(struct engine *e, struct sub *s)
+{
+    while (!list_empty(&s->viewers)) {
+        struct list *l = list_first(&s->viewers);
+        list_del(l);
+        free(container_of(l, struct subv, link));
+    }
+    for (int k = 0; k < PRIVACY_NCLASS; k++)
+        payload_unref(s->lastf[k]);
+    hmap_remove(&e->subs, &s->node);
+    free(s);
+}
+
+static void unwatch(struct engine *e, const char *uid, const char *viewer, unsigned from)
+{
+    struct sub *s = find_sub(e, uid);
+    struct subv *v = s ? find_subv(s, viewer) : NULL;
+
+    if (!v || (v->workers &= ~(1ull << from)) != 0)
+        return;
+    s->ncls[v->cls]--;
+    list_del(&v->link);
+    free(v);
+    if (list_empty(&s->viewers))
+        sub_free(e, s);
+}
+
+void engine__op_watch(struct engine *e, struct emsg *req, bool on)
+{
+    unsigned from = req->msg.from;
+    struct presence_view truth;
+    struct sub *s;
+    struct subv *v;
+
+    if (!engine__privacy_ready(e, req, req->uid, on ? req->viewer : NULL))
+        return;
+    if (!on) {
+        unwatch(e, req->uid, req->viewer, from);
+        return;
+    }
+    if (!(s = find_sub(e, req->uid))) {
+        s = xcalloc(1, sizeof(*s));
+        copy_id(s->uid, req->uid);
+        list_init(&s->viewers);
+        hmap_insert(&e->subs, &s->node, str_hash(s->uid));
+    }
+    if (!(v = find_subv(s, req->viewer))) {
+        size_t n = strlen(req->viewer);
+        v = xcalloc(1, sizeof(*v) + n + 1);
+        memcpy(v->viewer, req->viewer, n + 1);
+        v->cls = engine__privacy_class(e, req->uid, req->viewer, &v->contact, &v->blocked);
+        s->ncls[v->cls]++;
+        list_insert_tail(&s->viewers, &v->link);
+    }
+    v->workers |= 1ull << from;
+    presence_get_user(e->pres, req->uid, loop_now(e->w->loop), &truth);
+    send_view(e, &truth, v, 1ull << from);
+}
+
+void engine__privacy_on_change(struct engine *e, const struct presence_view *old,
+                               const struct presence_view *cur)
+{
+    struct sub *s = find_sub(e, cur->user);
+    struct puser *pu = find_puser(e, cur->user);
+
+    if (pu && cur->status != PRESENCE_OFFLINE && old->status == PRESENCE_OFFLINE && old->last_seen)
+        pu->pub.offline_last_seen = old->last_seen;
+    if (s)
+        republish(e, s, cur);
+}
+
+/* ---- settings writes: the privacy message and the admin API ---- */
+
+static struct payload *privacy_event(const struct store_privacy *p)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"type\":\"privacy_changed\",\"privacy\":");
+    privacy_encode_settings(p, &b);
+    buf_append_str(&b, "}");
+    return frame_text(&b);
+}
+
+static void send_frame_to(struct engine *e, uint64_t conn_id, struct payload *f)
+{
+    struct emsg *em = emsg_new(OP_REPLY, conn_id);
+
+    em->frame = f;
+    send_to(e, worker_of_conn(conn_id), em);
+}
+
+/* privacy_changed to every live socket session of uid. */
+static void notify_sessions(struct engine *e, struct puser *pu)
+{
+    struct presence_session_info si[SESSIONS_MAX];
+    size_t n = presence_list_sessions(e->pres, pu->uid, si, SESSIONS_MAX);
+    struct payload *f = privacy_event(&pu->set);
+
+    for (size_t i = 0; i < n && i < SESSIONS_MAX; i++) {
+        uint64_t conn = (uint64_t)(uintptr_t)si[i].conn_ref;
+        if (conn && si[i].attached)
+            send_frame_to(e, conn, payload_ref(f));
+    }
+    payload_unref(f);
+}
+
+void engine__privacy_hello(struct engine *e, struct emsg *req)
+{
+    struct puser *pu;
+
+    if (!engine__privacy_ready(e, req, req->uid, req->uid))
+        return;
+    pu = puser_get(e, req->uid);
+    send_frame_to(e, req->conn_id, privacy_event(&pu->set));
+}
+
+/* Answers an admin call: status code + JSON (see engine_admin.c). */
+static void admin_answer(struct engine *e, const struct emsg *req, int code, struct buf *json)
+{
+    struct buf b = {0};
+
+    buf_printf(&b, "%03d", code);
+    buf_append(&b, json->data ? json->data : "", json->len);
+    buf_append(&b, "\n", 1);
+    buf_release(json);
+    engine__answer(e, req, buf_payload(&b));
+}
+
+static void admin_error(struct engine *e, const struct emsg *req, int code, const char *err,
+                        const char *message)
+{
+    struct buf b = {0};
+
+    buf_printf(&b, "{\"error\":{\"code\":\"%s\",\"message\":", err);
+    json_append_cstr(&b, message);
+    buf_append_str(&b, "}}");
+    admin_answer(e, req, code, &b);
+}
+
+static void admin_settings(struct engine *e, const struct emsg *req, struct puser *pu)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"user\":");
+    json_append_cstr(&b, pu->uid);
+    buf_append_str(&b, ",\"privacy\":");
+    privacy_encode_settings(&pu->set, &b);
+    buf_append_str(&b, "}");
+    admin_answer(e, req, 200, &b);
+}
+
+static void admin_changed(struct engine *e, const struct emsg *req, const char *what, size_t n)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"user\":");
+    json_append_cstr(&b, req->uid);
+    buf_printf(&b, ",\"%s\":%zu}", what, n);
+    admin_answer(e, req, 200, &b);
+}
+
+static bool in_sorted(char *const *ids, size_t n, const char *id)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(ids[mid], id);
+        if (c == 0)
+            return true;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Applies an acknowledged contacts or block write to the viewers' bits. */
+static void relations_apply(struct engine *e, struct puser *pu, const struct emsg *req)
+{
+    struct sub *s = find_sub(e, pu->uid);
+    struct list *pos;
+
+    if (req->arg == ADMIN_CONTACTS_REPLACE)
+        qsort(req->ids, req->nids, sizeof(*req->ids), cmp_str);
+    rels_clear(pu, true);
+    if (!s) {
+        reclassify(e, pu);
+        return;
+    }
+    list_foreach(pos, &s->viewers)
+    {
+        struct subv *v = container_of(pos, struct subv, link);
+        switch (req->arg) {
+        case ADMIN_CONTACTS_REPLACE:
+            v->contact = in_sorted(req->ids, req->nids, v->viewer);
+            break;
+        case ADMIN_CONTACTS_ADD:
+        case ADMIN_CONTACTS_REMOVE:
+            for (size_t i = 0; i < req->nids; i++)
+                if (strcmp(req->ids[i], v->viewer) == 0)
+                    v->contact = req->arg == ADMIN_CONTACTS_ADD;
+            break;
+        default: /* block / unblock: the target rides in viewer */
+            if (strcmp(req->viewer, v->viewer) == 0)
+                v->blocked = req->arg == ADMIN_BLOCK;
+        }
+    }
+    reclassify(e, pu);
+}
+
+/* A write of req (kept alive as the callback's context) completed. */
+static void write_done(void *ctx, int status, const struct store_result *r)
+{
+    struct emsg *req = ctx;
+    struct engine *e = req->eng;
+    struct puser *pu = e->closing ? NULL : find_puser(e, req->uid);
+    bool admin = req->op == OP_ADMIN;
+
+    if (!pu) {
+        emsg_free(&req->msg);
+        return;
+    }
+    pu->writes--;
+    if (status < 0) {
+        if (pu->writes == 0)
+            pu->want = pu->set;
+        log_warnx("store", "write for %s failed: %s", req->uid, store_strerror(status));
+        if (admin)
+            admin_error(e, req, 503, "store_unavailable", store_strerror(status));
+        else
+            engine__reply_error(e, req->conn_id, "store_unavailable",
+                                "the settings could not be saved; nothing changed", req->ref);
+    } else if (req->op == OP_PRIVACY || req->arg == ADMIN_SET_PRIVACY) {
+        pu->stale = false; /* the stored value is known now: the one written */
+        settings_apply(e, pu, &req->priv);
+        notify_sessions(e, pu);
+        if (admin)
+            admin_settings(e, req, pu);
+        else
+            reply_ack(e, req);
+    } else {
+        relations_apply(e, pu, req);
+        admin_changed(e, req, "changed", r->changed);
+    }
+    emsg_free(&req->msg);
+}
+
+static void merge(struct store_privacy *into, const struct emsg *req)
+{
+    if (req->priv_mask & FIELD_ONLINE)
+        into->online = req->priv.online;
+    if (req->priv_mask & FIELD_LAST_SEEN)
+        into->last_seen = req->priv.last_seen;
+    if (req->priv_mask & FIELD_INVISIBLE)
+        into->invisible = req->priv.invisible;
+}
+
+/* Submits req's write with req itself as the context (it is parked, so
+ * the dispatcher leaves it alone); returns the store's submit status. */
+static int submit_write(struct engine *e, struct puser *pu, struct emsg *req)
+{
+    struct store *st = e->w->srv->store;
+    const char *const *ids = (const char *const *)req->ids;
+    int r;
+
+    req->eng = e;
+    switch (req->op == OP_PRIVACY ? ADMIN_SET_PRIVACY : req->arg) {
+    case ADMIN_SET_PRIVACY:
+        r = store_set_privacy(st, e->inbox, req->uid, &req->priv, write_done, req);
+        break;
+    case ADMIN_CONTACTS_REPLACE:
+        r = store_contacts_replace(st, e->inbox, req->uid, ids, req->nids, write_done, req);
+        break;
+    case ADMIN_CONTACTS_ADD:
+        r = store_contacts_add(st, e->inbox, req->uid, ids, req->nids, write_done, req);
+        break;
+    case ADMIN_CONTACTS_REMOVE:
+        r = store_contacts_remove(st, e->inbox, req->uid, ids, req->nids, write_done, req);
+        break;
+    case ADMIN_BLOCK:
+        r = store_block(st, e->inbox, req->uid, req->viewer, write_done, req);
+        break;
+    default:
+        r = store_unblock(st, e->inbox, req->uid, req->viewer, write_done, req);
+    }
+    if (r == 0) {
+        pu->writes++;
+        req->parked = true; /* owned by the store request now */
+    }
+    return r;
+}
+
+/*
+ * A partial settings write merges into the stored settings, so it needs
+ * them for real, not the fail-closed stand-in: stale ones are read again
+ * first (req parks), and if that read fails too the write is refused.
+ * Returns pu when the write may go on.
+ */
+static struct puser *fresh_settings(struct engine *e, struct emsg *req)
+{
+    struct puser *pu;
+
+    if (!engine__privacy_ready(e, req, req->uid, req->uid))
+        return NULL;
+    pu = puser_get(e, req->uid);
+    if (!pu->stale)
+        return pu;
+    if (req->reread) {
+        if (req->op == OP_ADMIN)
+            admin_error(e, req, 503, "store_unavailable", "the settings store is unreachable");
+        else
+            engine__reply_error(e, req->conn_id, "store_unavailable",
+                                "the settings could not be saved; nothing changed", req->ref);
+        return NULL;
+    }
+    req->reread = true;
+    if (pu->loads == 0)
+        request_load(e, pu, "");
+    park(pu, req);
+    return NULL;
+}
+
+void engine__op_privacy(struct engine *e, struct emsg *req)
+{
+    struct puser *pu;
+    struct store_privacy p;
+
+    if (!(pu = fresh_settings(e, req)))
+        return;
+    p = pu->writes ? pu->want : pu->set;
+    merge(&p, req);
+    req->priv = p;
+    if (submit_write(e, pu, req) < 0) {
+        engine__reply_error(e, req->conn_id, "store_unavailable",
+                            "the settings could not be saved; nothing changed", req->ref);
+        return;
+    }
+    pu->want = p;
+}
+
+static void admin_kick(struct engine *e, struct emsg *req)
+{
+    struct presence_session_info si[SESSIONS_MAX];
+    char sids[SESSIONS_MAX][PRESENCE_ID_MAX + 1];
+    size_t n = presence_list_sessions(e->pres, req->uid, si, SESSIONS_MAX), kicked = 0;
+    uint64_t now = loop_now(e->w->loop);
+
+    n = MIN(n, (size_t)SESSIONS_MAX);
+    for (size_t i = 0; i < n; i++) /* ids are borrowed: copy before ending any */
+        copy_id(sids[i], si[i].sid);
+    e->kick_reason = req->text;
+    for (size_t i = 0; i < n; i++)
+        if ((!req->sid[0] || strcmp(req->sid, sids[i]) == 0) &&
+            presence_session_kick(e->pres, sids[i], now) == 0)
+            kicked++;
+    e->kick_reason = NULL;
+    admin_changed(e, req, "kicked", kicked);
+}
+
+void engine__op_admin(struct engine *e, struct emsg *req)
+{
+    struct puser *pu;
+    int r;
+
+    if (req->arg == ADMIN_KICK) {
+        if (engine__privacy_ready(e, req, req->uid, NULL))
+            admin_kick(e, req);
+        return;
+    }
+    if (req->arg == ADMIN_SET_PRIVACY) {
+        if (!(pu = fresh_settings(e, req)))
+            return;
+    } else if (!engine__privacy_ready(e, req, req->uid, req->uid)) {
+        return;
+    }
+    pu = puser_get(e, req->uid);
+    if (req->arg == ADMIN_GET_PRIVACY) {
+        admin_settings(e, req, pu);
+        return;
+    }
+    if (req->arg == ADMIN_SET_PRIVACY) {
+        struct store_privacy p = pu->writes ? pu->want : pu->set;
+        merge(&p, req);
+        req->priv = p;
+    }
+    r = submit_write(e, pu, req);
+    if (r < 0)
+        admin_error(e, req, r == -E2BIG ? 413 : 400, "bad_request", store_strerror(r));
+    else if (req->arg == ADMIN_SET_PRIVACY)
+        pu->want = req->priv;
+}
+
+/* ---- set-up ---- */
+
+static void on_inbox(struct loop_io *io, uint32_t events)
+{
+    struct engine *e = container_of(io, struct engine, inbox_io);
+
+    (void)events;
+    store_inbox_drain(e->inbox);
+}
+
+void engine__privacy_init(struct engine *e)
+{
+    list_init(&e->plru);
+    e->inbox = store_inbox_new();
+    if (loop_io_start(e->w->loop, &e->inbox_io, store_inbox_fd(e->inbox), EPOLLIN, on_inbox) < 0)
+        fatal("engine", "epoll_ctl");
+}
+
+/* Waits (bounded) for the store requests still in flight so that their
+ * contexts are freed; their callbacks do nothing else now. */
+static void drain_inbox(struct engine *e)
+{
+    uint64_t until = time_mono_ms() + 10000;
+
+    e->closing = true;
+    while (store_inbox_pending(e->inbox) > 0 && time_mono_ms() < until) {
+        struct pollfd pfd = {.fd = store_inbox_fd(e->inbox), .events = POLLIN};
+        poll(&pfd, 1, 100);
+        store_inbox_drain(e->inbox);
+    }
+}
+
+void engine__subs_free(struct engine *e)
+{
+    while (e->subs.count > 0) {
+        size_t it;
+        sub_free(e, container_of(hmap_first(&e->subs, &it), struct sub, node));
+    }
+    hmap_release(&e->subs);
+}
+
+void engine__privacy_free(struct engine *e)
+{
+    drain_inbox(e);
+    while (!list_empty(&e->plru)) {
+        struct puser *pu = container_of(list_first(&e->plru), struct puser, lru);
+        while (!list_empty(&pu->parked)) {
+            struct emsg *em = container_of(list_first(&pu->parked), struct emsg, park);
+            list_del(&em->park);
+            emsg_free(&em->msg);
+        }
+        puser_free(e, pu);
+    }
+    hmap_release(&e->pusers);
+    if (store_inbox_pending(e->inbox) == 0)
+        store_inbox_free(e->inbox);
+    else
+        log_warnx("store", "store requests still running at exit; leaving their inbox");
+}

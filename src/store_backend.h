@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store_backend.h - the seam between the settings store's queue, thread and
+ * inboxes (store.c) and a database (store_sqlite.c, store_pg.c).
+ *
+ * A backend is a table of blocking functions. After open() returns, only
+ * the database thread calls them, one at a time, with the state open()
+ * made. store.c validates every argument before a backend sees it, groups
+ * consecutive writes into one transaction, reruns a failed group one write
+ * at a time, and turns a read error into the most private answer; a
+ * backend only runs statements and maps its errors to STORE_E_* codes.
+ * Backends never log: errors travel back as statuses and messages.
+ */
+#ifndef STORE_BACKEND_H
+#define STORE_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "store.h"
+
+enum store_kind {
+    STORE_SET_PRIVACY,
+    STORE_CONTACTS_ADD,
+    STORE_CONTACTS_REMOVE,
+    STORE_CONTACTS_REPLACE,
+    STORE_BLOCK,
+    STORE_UNBLOCK,
+    STORE_LAST_WRITE = STORE_UNBLOCK, /* kinds up to here are writes */
+    STORE_GET_PRIVACY,
+    STORE_GET_RELATIONS,
+};
+
+/* A request's validated arguments; owned by store.c, borrowed by backends. */
+struct store_args {
+    enum store_kind kind;
+    char *user;                /* owner; a valid id */
+    char *other;               /* viewer or block target; NULL if unused */
+    char **ids;                /* contacts calls: n valid ids */
+    size_t n;                  /* 0..STORE_IDS_MAX */
+    struct store_privacy priv; /* set_privacy; values in range */
+};
+
+struct store_backend {
+    const char *name; /* "sqlite", "postgresql" */
+
+    /*
+     * Opens the database spec names, creates or migrates the schema and
+     * prepares what the other calls need. Returns 0 and sets *db, or a
+     * STORE_E_* code with a message in err (errlen bytes) and *db unset.
+     * Runs on the caller's thread.
+     */
+    int (*open)(const char *spec, void **db, char *err, size_t errlen);
+
+    /* Closes the connection and frees db. */
+    void (*close)(void *db);
+
+    /*
+     * Called once before each batch taken from the queue: returns 0 when
+     * the database can be used, or the error every request of the batch
+     * completes with. A backend that can lose its connection reconnects
+     * here (and only here). NULL: always ready.
+     */
+    int (*ready)(void *db);
+
+    /* Transaction control. commit() returns 0 only once the transaction is
+     * durable; rollback() is a no-op outside a transaction. */
+    int (*begin)(void *db);
+    int (*commit)(void *db);
+    void (*rollback)(void *db);
+
+    /* Applies one write inside the open transaction; adds the rows
+     * inserted or deleted to *changed (set_privacy: 1). */
+    int (*write)(void *db, const struct store_args *a, size_t *changed);
+
+    /* Runs one read (get_privacy or get_relations) into res, which the
+     * caller zero-filled; unknown users keep the defaults, found false. */
+    int (*read)(void *db, const struct store_args *a, struct store_result *res);
+};
+
+extern const struct store_backend store__sqlite; /* a file path */
+extern const struct store_backend store__pg;     /* a postgres:// URI */
+
+/* The stored names of the visibility values, indexed by value. */
+extern const char *const store__vis_name[3];
+
+/* Parses a stored visibility name; unknown text reads as the most private
+ * value (STORE_VIS_NOBODY). s may be NULL. */
+enum store_visibility store__vis_parse(const char *s);
+
+#endif

@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store_sqlite.c - the SQLite backend of the settings store: one
+ * connection in WAL mode with synchronous=FULL, cached prepared statements,
+ * the schema version in PRAGMA user_version.
+ *
+ * Exports store__sqlite (store_backend.h). Called only by the database
+ * thread after open; does not queue, retry or log.
+ */
+#include "store_backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "util.h"
+
+#define BUSY_TIMEOUT_MS 5000 /* waiting for a lock held by another process */
+
+enum stmt {
+    ST_BEGIN,
+    ST_COMMIT,
+    ST_ROLLBACK,
+    ST_GET_PRIVACY,
+    ST_SET_PRIVACY,
+    ST_CONTACT_ADD,
+    ST_CONTACT_DEL,
+    ST_CONTACT_CLEAR,
+    ST_IS_CONTACT,
+    ST_BLOCK_ADD,
+    ST_BLOCK_DEL,
+    ST_IS_BLOCKED,
+    ST_COUNT,
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_GET_PRIVACY] = "SELECT online_visibility, last_seen_visibility, invisible"
+                       " FROM privacy WHERE user = ?1",
+    [ST_SET_PRIVACY] = "INSERT INTO privacy(user, online_visibility, last_seen_visibility,"
+                       " invisible) VALUES (?1, ?2, ?3, ?4) ON CONFLICT(user) DO UPDATE SET"
+                       " online_visibility = ?2, last_seen_visibility = ?3, invisible = ?4",
+    [ST_CONTACT_ADD] = "INSERT OR IGNORE INTO contacts(owner, contact) VALUES (?1, ?2)",
+    [ST_CONTACT_DEL] = "DELETE FROM contacts WHERE owner = ?1 AND contact = ?2",
+    [ST_CONTACT_CLEAR] = "DELETE FROM contacts WHERE owner = ?1",
+    [ST_IS_CONTACT] = "SELECT 1 FROM contacts WHERE owner = ?1 AND contact = ?2",
+    [ST_BLOCK_ADD] = "INSERT OR IGNORE INTO blocks(owner, blocked) VALUES (?1, ?2)",
+    [ST_BLOCK_DEL] = "DELETE FROM blocks WHERE owner = ?1 AND blocked = ?2",
+    [ST_IS_BLOCKED] = "SELECT 1 FROM blocks WHERE owner = ?1 AND blocked = ?2",
+};
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS privacy ("
+    " user TEXT PRIMARY KEY NOT NULL,"
+    " online_visibility TEXT NOT NULL DEFAULT 'everyone'"
+    "  CHECK (online_visibility IN ('everyone', 'contacts', 'nobody')),"
+    " last_seen_visibility TEXT NOT NULL DEFAULT 'everyone'"
+    "  CHECK (last_seen_visibility IN ('everyone', 'contacts', 'nobody')),"
+    " invisible INTEGER NOT NULL DEFAULT 0 CHECK (invisible IN (0, 1))"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS contacts ("
+    " owner TEXT NOT NULL, contact TEXT NOT NULL, PRIMARY KEY (owner, contact)"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS blocks ("
+    " owner TEXT NOT NULL, blocked TEXT NOT NULL, PRIMARY KEY (owner, blocked)"
+    ") WITHOUT ROWID;";
+
+struct lite {
+    sqlite3 *db;
+    sqlite3_stmt *stmt[ST_COUNT]; /* prepared once, used by the thread only */
+};
+
+static int map_sqlite(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_OK:
+    case SQLITE_DONE:
+    case SQLITE_ROW:
+        return 0;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        return STORE_E_CORRUPT;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_CANTOPEN:
+        return STORE_E_READONLY;
+    case SQLITE_FULL:
+        return STORE_E_FULL;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return STORE_E_BUSY;
+    case SQLITE_SCHEMA:
+    case SQLITE_CONSTRAINT:
+    case SQLITE_MISMATCH:
+        return STORE_E_SCHEMA;
+    default:
+        return STORE_E_IO;
+    }
+}
+
+/* ---- statements ---- */
+
+/* Steps a cached statement once; returns the SQLite code and resets it
+ * unless a row is returned (the caller reads it, then calls stmt_done). */
+static int stmt_step(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    }
+    return rc;
+}
+
+static void stmt_done(sqlite3_stmt *st)
+{
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+}
+
+static sqlite3_stmt *bind2(struct lite *l, enum stmt k, const char *a, const char *b)
+{
+    sqlite3_stmt *st = l->stmt[k];
+
+    sqlite3_bind_text(st, 1, a, -1, SQLITE_STATIC);
+    if (b)
+        sqlite3_bind_text(st, 2, b, -1, SQLITE_STATIC);
+    return st;
+}
+
+/* Runs a pair statement (owner, x) for each x; counts changed rows. */
+static int exec_pairs(struct lite *l, enum stmt k, const char *owner, char *const *xs, size_t n,
+                      size_t *changed)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = stmt_step(bind2(l, k, owner, xs[i]));
+
+        if (rc != SQLITE_DONE)
+            return map_sqlite(rc);
+        *changed += (size_t)sqlite3_changes(l->db);
+    }
+    return 0;
+}
+
+static int exec_set_privacy(struct lite *l, const struct store_args *a, size_t *changed)
+{
+    sqlite3_stmt *st = bind2(l, ST_SET_PRIVACY, a->user, NULL);
+    int rc;
+
+    sqlite3_bind_text(st, 2, store__vis_name[a->priv.online], -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, store__vis_name[a->priv.last_seen], -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 4, a->priv.invisible ? 1 : 0);
+    rc = stmt_step(st);
+    if (rc != SQLITE_DONE)
+        return map_sqlite(rc);
+    *changed = 1;
+    return 0;
+}
+
+static int lite_write(void *db, const struct store_args *a, size_t *changed)
+{
+    struct lite *l = db;
+    int err;
+
+    switch (a->kind) {
+    case STORE_SET_PRIVACY:
+        return exec_set_privacy(l, a, changed);
+    case STORE_CONTACTS_ADD:
+        return exec_pairs(l, ST_CONTACT_ADD, a->user, a->ids, a->n, changed);
+    case STORE_CONTACTS_REMOVE:
+        return exec_pairs(l, ST_CONTACT_DEL, a->user, a->ids, a->n, changed);
+    case STORE_CONTACTS_REPLACE:
+        err = map_sqlite(stmt_step(bind2(l, ST_CONTACT_CLEAR, a->user, NULL)));
+        if (err == 0)
+            *changed += (size_t)sqlite3_changes(l->db);
+        return err ? err : exec_pairs(l, ST_CONTACT_ADD, a->user, a->ids, a->n, changed);
+    case STORE_BLOCK:
+        return exec_pairs(l, ST_BLOCK_ADD, a->user, &a->other, 1, changed);
+    case STORE_UNBLOCK:
+        return exec_pairs(l, ST_BLOCK_DEL, a->user, &a->other, 1, changed);
+    default:
+        abort(); /* store.c passes only writes here */
+    }
+}
+
+/* Reads user's privacy into res; returns 0 or an error. */
+static int read_privacy(struct lite *l, const char *user, struct store_result *res)
+{
+    sqlite3_stmt *st = bind2(l, ST_GET_PRIVACY, user, NULL);
+    int rc = stmt_step(st);
+
+    if (rc == SQLITE_DONE)
+        return 0;
+    if (rc != SQLITE_ROW)
+        return map_sqlite(rc);
+    res->privacy.online = store__vis_parse((const char *)sqlite3_column_text(st, 0));
+    res->privacy.last_seen = store__vis_parse((const char *)sqlite3_column_text(st, 1));
+    res->privacy.invisible = sqlite3_column_int(st, 2) != 0;
+    res->found = true;
+    stmt_done(st);
+    return 0;
+}
+
+/* Sets *yes to whether the pair row exists. */
+static int read_exists(struct lite *l, enum stmt k, const char *a, const char *b, bool *yes)
+{
+    sqlite3_stmt *st = bind2(l, k, a, b);
+    int rc = stmt_step(st);
+
+    if (rc == SQLITE_ROW) {
+        stmt_done(st);
+        *yes = true;
+        return 0;
+    }
+    *yes = false;
+    return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+}
+
+static int lite_read(void *db, const struct store_args *a, struct store_result *res)
+{
+    struct lite *l = db;
+    int err = read_privacy(l, a->user, res);
+
+    if (err == 0 && a->kind == STORE_GET_RELATIONS)
+        err = read_exists(l, ST_IS_CONTACT, a->user, a->other, &res->is_contact);
+    if (err == 0 && a->kind == STORE_GET_RELATIONS)
+        err = read_exists(l, ST_IS_BLOCKED, a->user, a->other, &res->blocked);
+    return err;
+}
+
+static int lite_begin(void *db)
+{
+    struct lite *l = db;
+
+    return map_sqlite(stmt_step(l->stmt[ST_BEGIN]));
+}
+
+/* With synchronous=FULL in WAL mode, COMMIT returns after the fsync. */
+static int lite_commit(void *db)
+{
+    struct lite *l = db;
+
+    return map_sqlite(stmt_step(l->stmt[ST_COMMIT]));
+}
+
+static void lite_rollback(void *db)
+{
+    struct lite *l = db;
+
+    if (!sqlite3_get_autocommit(l->db))
+        stmt_step(l->stmt[ST_ROLLBACK]);
+}
+
+/* ---- open and close ---- */
+
+static int open_fail(sqlite3 *db, int rc, char *err, size_t errlen, const char *what,
+                     const char *path)
+{
+    snprintf(err, errlen, "cannot %s %s: %s", what, path,
+             db ? sqlite3_errmsg(db) : "out of memory");
+    rc = map_sqlite(rc);
+    return rc ? rc : STORE_E_IO;
+}
+
+/* Sets WAL and FULL sync, and checks that WAL really took effect. */
+static int configure(sqlite3 *db, const char *path, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+    bool wal;
+
+    if (rc != SQLITE_OK)
+        return open_fail(db, rc, err, errlen, "open database", path);
+    rc = sqlite3_step(st);
+    wal = rc == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+    sqlite3_finalize(st);
+    if (!wal)
+        return open_fail(db, rc, err, errlen, "enable WAL on", path);
+    rc = sqlite3_exec(db, "PRAGMA synchronous=FULL", NULL, NULL, NULL);
+    if (rc != SQLITE_OK)
+        return open_fail(db, rc, err, errlen, "configure", path);
+    sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
+    return 0;
+}
+
+static int user_version(sqlite3 *db, int *v)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
+
+    if (rc != SQLITE_OK)
+        return rc;
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? SQLITE_OK : rc;
+}
+
+/*
+ * Creates the tables (idempotent) and stamps user_version in one
+ * transaction. Later versions add migration steps here, each guarded by
+ * the version read before it.
+ */
+static int create_schema(sqlite3 *db, const char *path, char *err, size_t errlen)
+{
+    int v = 0, rc = user_version(db, &v);
+    char sql[sizeof(schema_sql) + 64];
+
+    if (rc != SQLITE_OK)
+        return open_fail(db, rc, err, errlen, "read schema version of", path);
+    if (v > STORE_SCHEMA_VERSION) {
+        snprintf(err, errlen, "database %s has schema version %d, newer than %d", path, v,
+                 STORE_SCHEMA_VERSION);
+        return STORE_E_SCHEMA;
+    }
+    snprintf(sql, sizeof(sql), "BEGIN IMMEDIATE;%sPRAGMA user_version=%d;COMMIT;", schema_sql,
+             STORE_SCHEMA_VERSION);
+    rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        rc = open_fail(db, rc, err, errlen, "create schema in", path);
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return rc;
+    }
+    return 0;
+}
+
+static int prepare_all(struct lite *l, const char *path, char *err, size_t errlen)
+{
+    for (int k = 0; k < ST_COUNT; k++) {
+        int rc = sqlite3_prepare_v3(l->db, stmt_sql[k], -1, SQLITE_PREPARE_PERSISTENT, &l->stmt[k],
+                                    NULL);
+
+        if (rc != SQLITE_OK)
+            return open_fail(l->db, rc, err, errlen, "prepare statements for", path);
+    }
+    return 0;
+}
+
+static void lite_close(void *db)
+{
+    struct lite *l = db;
+
+    if (!l)
+        return;
+    for (int k = 0; k < ST_COUNT; k++)
+        sqlite3_finalize(l->stmt[k]);
+    sqlite3_close(l->db);
+    free(l);
+}
+
+static int lite_open(const char *path, void **db, char *err, size_t errlen)
+{
+    struct lite *l = xcalloc(1, sizeof(*l));
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    int rc = sqlite3_open_v2(path, &l->db, flags, NULL);
+
+    if (rc != SQLITE_OK) {
+        rc = open_fail(l->db, rc, err, errlen, "open database", path);
+        goto out_close;
+    }
+    sqlite3_extended_result_codes(l->db, 1);
+    rc = configure(l->db, path, err, errlen);
+    if (rc == 0)
+        rc = create_schema(l->db, path, err, errlen);
+    if (rc == 0)
+        rc = prepare_all(l, path, err, errlen);
+    if (rc)
+        goto out_close;
+    *db = l;
+    return 0;
+out_close:
+    lite_close(l);
+    return rc;
+}
+
+const struct store_backend store__sqlite = {
+    .name = "sqlite",
+    .open = lite_open,
+    .close = lite_close,
+    .ready = NULL,
+    .begin = lite_begin,
+    .commit = lite_commit,
+    .rollback = lite_rollback,
+    .write = lite_write,
+    .read = lite_read,
+};

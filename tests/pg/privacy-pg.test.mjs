@@ -1,0 +1,284 @@
+// The settings store on a real PostgreSQL (started by tests/pg/run.sh, which
+// exports PRESENCED_TEST_PG): presenced runs with --store "$PRESENCED_TEST_PG".
+// A basic privacy check (invisible, contacts, blocks, survive a restart),
+// acknowledged changes surviving kill -9 of presenced (admin API and protocol
+// messages interleaved, a few rounds), and, when tests/pg/cluster.sh is
+// available (PRESENCED_TEST_PG_CTL), fail-closed behaviour while PostgreSQL
+// is down. Ids carry the pid and the time: the database outlives one run.
+import { test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { execFileSync } from 'node:child_process';
+import { startServer, stopClean, sleep, MULT } from '../integration/lib/server.mjs';
+import { Client } from '../integration/lib/client.mjs';
+
+const PG = process.env.PRESENCED_TEST_PG;
+const CTL = process.env.PRESENCED_TEST_PG_CTL;
+const KEY = 'pg-admin-key-0123456789abcdef';
+const FLAGS = ['--workers', '2', '--admin-api-key', KEY, '--presence-debounce-ms', '20',
+  '--room-batch-ms', '20', '--reconnect-grace-ms', '0', '--query-rate', '10000', '--query-burst', '10000'];
+const MODES = ['everyone', 'contacts', 'nobody'];
+const DEFAULT = { online: 'everyone', lastSeen: 'everyone', invisible: false };
+const RUN = `${process.pid}-${Date.now().toString(36)}`;
+let n = 0;
+const uid = (p) => `${p}-${RUN}-${++n}`;
+
+const SEED = Number(process.env.DURABLE_SEED || (Date.now() % 100000));
+let state = SEED;
+const rnd = () => {
+  state = (state + 0x6D2B79F5) | 0;
+  let t = Math.imul(state ^ (state >>> 15), 1 | state);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+};
+const pick = (a) => a[Math.floor(rnd() * a.length)];
+const randomPrivacy = () => ({ online: pick(MODES), lastSeen: pick(MODES), invisible: rnd() < 0.5 });
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+before(() => {
+  // Not a skip: this suite exists to run against PostgreSQL.
+  assert.ok(PG, 'PRESENCED_TEST_PG is not set: run this through tests/pg/run.sh');
+  assert.match(PG, /^postgres(ql)?:\/\//);
+});
+
+const start = () => startServer([...FLAGS, '--store', PG]);
+async function admin(srv, method, p, body, signal) {
+  const r = await fetch(`${srv.url}${p}`, { method, signal, headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await r.text();
+  return { status: r.status, json: (() => { try { return JSON.parse(text); } catch { return undefined; } })(), text };
+}
+async function adminOk(srv, method, p, body) {
+  const r = await admin(srv, method, p, body);
+  assert.equal(r.status, 200, `${method} ${p}: ${r.status} ${r.text}`);
+  return r.json;
+}
+async function waitUntil(fn, what, ms = 5000) {
+  const deadline = Date.now() + ms * MULT;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+const view = async (srv, u, as) => (await (await fetch(`${srv.url}/v1/presence?user=${u}${as ? `&as=${as}` : ''}`)).json()).users[0];
+const errCode = (j) => j && (typeof j.error === 'string' ? j.error : j.error && j.error.code);
+
+test('privacy on PostgreSQL: invisible, contacts and blocks apply, and survive a restart', async () => {
+  const X = uid('px');
+  const C = uid('pc');
+  const S = uid('ps');
+  const B = uid('pb');
+  const Y = uid('py');
+  let srv = await start();
+  try {
+    assert.deepEqual(await adminOk(srv, 'GET', `/v1/admin/users/${X}/privacy`), { user: X, privacy: DEFAULT });
+    await adminOk(srv, 'PUT', `/v1/admin/users/${X}/privacy`, { invisible: true, lastSeen: 'contacts' });
+    await adminOk(srv, 'PUT', `/v1/admin/users/${Y}/privacy`, { online: 'contacts' });
+    await adminOk(srv, 'PUT', `/v1/admin/users/${Y}/contacts`, { contacts: [C] });
+    await adminOk(srv, 'PUT', `/v1/admin/users/${Y}/blocks/${B}`);
+    for (let round = 0; round < 2; round++) {
+      const x = await Client.open(srv, { user: X });
+      assert.deepEqual((await x.next((m) => m.type === 'privacy_changed')).privacy,
+        { online: 'everyone', lastSeen: 'contacts', invisible: true });
+      const y = await Client.open(srv, { user: Y });
+      await waitUntil(async () => (await adminOk(srv, 'GET', `/v1/admin/presence?user=${X}&user=${Y}`)).users.every((p) => p.status === 'online'), 'online');
+      // X invisible: offline for everyone but itself.
+      assert.deepEqual(await view(srv, X, S), { user: X, status: 'offline', devices: {} });
+      assert.deepEqual(await view(srv, X), { user: X, status: 'offline', devices: {} });
+      const self = await view(srv, X, X);
+      assert.equal(self.status, 'online');
+      assert.equal(typeof self.version, 'number');
+      // Y: online for its contact only; its blocked user sees it as unknown.
+      const yc = await view(srv, Y, C);
+      assert.equal(yc.status, 'online');
+      assert.ok(!('version' in yc));
+      assert.deepEqual(await view(srv, Y, S), { user: Y, status: 'offline', devices: {} });
+      assert.deepEqual(await view(srv, Y, B), { user: Y, status: 'offline', devices: {} });
+      // A watcher that is a stranger sees nothing when X turns visible... then everything.
+      if (round === 1) {
+        const w = await Client.open(srv, { user: S });
+        w.send({ type: 'watch', users: [X], ref: 'w' });
+        assert.deepEqual(await w.presenceOf(X), { user: X, status: 'offline', devices: {} });
+        x.send({ type: 'privacy', invisible: false, ref: 'v' });
+        await x.next((m) => m.type === 'ack' && m.ref === 'v');
+        const p = await w.presenceOf(X);
+        assert.equal(p.status, 'online');
+        x.send({ type: 'privacy', invisible: true, ref: 'i' });
+        await x.next((m) => m.type === 'ack' && m.ref === 'i');
+        assert.deepEqual(await w.presenceOf(X), { user: X, status: 'offline', devices: {} });
+        await w.close();
+      }
+      for (const c of [x, y]) { c.send({ type: 'leave' }); await c.closed; }
+      // Restart: everything comes back from PostgreSQL.
+      await stopClean(srv, assert);
+      srv = await start();
+    }
+    assert.deepEqual(await adminOk(srv, 'GET', `/v1/admin/users/${X}/privacy`),
+      { user: X, privacy: { online: 'everyone', lastSeen: 'contacts', invisible: true } });
+  } finally {
+    await stopClean(srv, assert);
+  }
+});
+
+// Concurrent writers until `target` acknowledgements, then SIGKILL.
+async function round(srv, r, target, log) {
+  const tag = `${RUN}-r${r}`;
+  const rec = { privacy: {}, contacts: { owner: `pgdc-${tag}`, acked: [] }, blocks: { owner: `pgdb-${tag}`, acked: [] } };
+  let acked = 0;
+  let stop = false;
+  const ctrl = new AbortController();
+  const s0 = await admin(srv, 'PUT', `/v1/admin/users/${rec.contacts.owner}/privacy`, { online: 'contacts' });
+  assert.equal(s0.status, 200, s0.text);
+  const track = (u) => (rec.privacy[u] ||= { sent: [], lastAcked: -1 });
+  const guard = (fn) => async (...a) => { try { await fn(...a); } catch (e) { if (!stop) throw e; } };
+  const adminPrivacy = guard(async (k) => {
+    const u = `pgda-${tag}-${k}`;
+    const t = track(u);
+    while (!stop) {
+      const v = randomPrivacy();
+      const i = t.sent.push(v) - 1;
+      const res = await admin(srv, 'PUT', `/v1/admin/users/${u}/privacy`, v, ctrl.signal);
+      if (res.status !== 200) throw new Error(`admin privacy ${res.status} ${res.text}`);
+      t.lastAcked = i;
+      acked++;
+    }
+  });
+  const protoPrivacy = guard(async (k) => {
+    const u = `pgdp-${tag}-${k}`;
+    const t = track(u);
+    const c = await Client.open(srv, { user: u });
+    const pending = new Map();
+    c.ws.on('message', (d) => {
+      const m = JSON.parse(d.toString());
+      if (m.type === 'ack' && pending.has(m.ref)) {
+        const i = pending.get(m.ref);
+        pending.delete(m.ref);
+        if (i > t.lastAcked) t.lastAcked = i;
+        acked++;
+      } else if (m.type === 'error' && !stop) log.push(`protocol error ${JSON.stringify(m)}`);
+    });
+    let seq = 0;
+    while (!stop && c.ws.readyState === 1) {
+      if (pending.size < 4) {
+        const v = randomPrivacy();
+        const i = t.sent.push(v) - 1;
+        const ref = `p${seq++}`;
+        pending.set(ref, i);
+        c.send({ type: 'privacy', ...v, ref });
+      }
+      await sleep(2);
+    }
+  });
+  const contacts = guard(async () => {
+    for (let i = 0; !stop; i++) {
+      const id = `pgc-${tag}-${i}`;
+      const res = await admin(srv, 'POST', `/v1/admin/users/${rec.contacts.owner}/contacts`, { add: [id] }, ctrl.signal);
+      if (res.status !== 200) throw new Error(`contacts ${res.status} ${res.text}`);
+      rec.contacts.acked.push(id);
+      acked++;
+    }
+  });
+  const blocks = guard(async () => {
+    for (let i = 0; !stop; i++) {
+      const id = `pgt-${tag}-${i}`;
+      const res = await admin(srv, 'PUT', `/v1/admin/users/${rec.blocks.owner}/blocks/${id}`, undefined, ctrl.signal);
+      if (res.status !== 200) throw new Error(`block ${res.status} ${res.text}`);
+      rec.blocks.acked.push(id);
+      acked++;
+    }
+  });
+  const writers = [adminPrivacy(0), adminPrivacy(1), protoPrivacy(0), protoPrivacy(1), contacts(), blocks()];
+  const failed = Promise.race(writers.map((w) => w.then(() => new Promise(() => {}))));
+  await Promise.race([failed, waitUntil(() => acked >= target, `${target} acknowledged changes`, 60000)]);
+  stop = true;
+  srv.child.kill('SIGKILL');
+  await once(srv.child, 'exit').catch(() => {});
+  ctrl.abort();
+  await Promise.allSettled(writers);
+  log.push(`round ${r}: ${acked} acknowledged at the kill`);
+  return rec;
+}
+
+async function verify(srv, recs) {
+  for (const rec of recs) {
+    for (const [u, t] of Object.entries(rec.privacy)) {
+      const got = (await adminOk(srv, 'GET', `/v1/admin/users/${u}/privacy`)).privacy;
+      const allowed = t.lastAcked < 0 ? [DEFAULT, ...t.sent] : t.sent.slice(t.lastAcked);
+      assert.ok(allowed.some((v) => same(v, got)),
+        `${u}: after restart ${JSON.stringify(got)}; last acknowledged #${t.lastAcked} ${JSON.stringify(t.sent[t.lastAcked])} of ${t.sent.length} sent`);
+    }
+    const co = await Client.open(srv, { user: rec.contacts.owner });
+    const bo = await Client.open(srv, { user: rec.blocks.owner });
+    await waitUntil(async () => (await adminOk(srv, 'GET', `/v1/admin/presence?user=${rec.contacts.owner}&user=${rec.blocks.owner}`))
+      .users.every((p) => p.status === 'online'), 'owners online');
+    for (const id of rec.contacts.acked) assert.equal((await view(srv, rec.contacts.owner, id)).status, 'online', `acknowledged contact ${id} lost`);
+    assert.equal((await view(srv, rec.contacts.owner, uid('nobody'))).status, 'offline');
+    for (const id of rec.blocks.acked) assert.equal((await view(srv, rec.blocks.owner, id)).status, 'offline', `acknowledged block ${id} lost`);
+    assert.equal((await view(srv, rec.blocks.owner, uid('nobody'))).status, 'online');
+    for (const c of [co, bo]) { c.send({ type: 'leave' }); await c.closed; }
+  }
+}
+
+test('acknowledged changes survive kill -9 of presenced (PostgreSQL store)', async () => {
+  const log = [`seed ${SEED} (DURABLE_SEED to replay)`];
+  const recs = [];
+  let srv = await start();
+  try {
+    for (let r = 0; r < 3; r++) {
+      recs.push(await round(srv, r, 50 + Math.floor(rnd() * 50), log));
+      srv = await start();
+      await verify(srv, recs);
+    }
+  } catch (e) {
+    e.message += `\n${log.join('\n')}`;
+    throw e;
+  } finally {
+    await stopClean(srv, assert);
+  }
+});
+
+test('PostgreSQL down: writes fail with store_unavailable, reads fail closed; back up: works again', { skip: !CTL && 'PRESENCED_TEST_PG_CTL not set' }, async () => {
+  const U = uid('fc');     // settings never read by this server: not cached
+  const V = uid('fcv');
+  const W = uid('fcw');
+  let srv = await start();
+  const ctl = (cmd) => execFileSync(CTL, [cmd], { stdio: 'inherit' });
+  let down = false;
+  try {
+    await adminOk(srv, 'PUT', `/v1/admin/users/${W}/privacy`, { online: 'nobody' }); // stored now
+    await stopClean(srv, assert);
+    srv = await start();
+    ctl('stop');
+    down = true;
+    // Admin writes: 503 store_unavailable.
+    const w = await admin(srv, 'PUT', `/v1/admin/users/${V}/privacy`, { invisible: true });
+    assert.equal(w.status, 503, w.text);
+    assert.equal(errCode(w.json), 'store_unavailable');
+    // Protocol writes: error store_unavailable, nothing announced.
+    const v = await Client.open(srv, { user: V });
+    v.send({ type: 'privacy', invisible: true, ref: 'p' });
+    const e = await v.next((m) => m.ref === 'p', 15000);
+    assert.equal(e.type, 'error');
+    assert.equal(e.code, 'store_unavailable');
+    // Reads fail closed: an online user whose settings cannot be read is
+    // shown as the most private (offline to others), never as public.
+    const u = await Client.open(srv, { user: U });
+    const wc = await Client.open(srv, { user: W });
+    await sleep(500 * MULT);
+    const pu = await view(srv, U, V);
+    assert.deepEqual(pu, { user: U, status: 'offline', devices: {} }, 'fail closed for an unreadable user');
+    assert.deepEqual(await view(srv, W, V), { user: W, status: 'offline', devices: {} }, 'online=nobody stays hidden');
+    ctl('start');
+    down = false;
+    // Back: writes succeed again (the store reconnects).
+    await waitUntil(async () => (await admin(srv, 'PUT', `/v1/admin/users/${V}/privacy`, { lastSeen: 'nobody' })).status === 200, 'writes work again', 20000);
+    assert.deepEqual((await adminOk(srv, 'GET', `/v1/admin/users/${V}/privacy`)).privacy,
+      { online: 'everyone', lastSeen: 'nobody', invisible: false }, 'the refused write did not happen');
+    for (const c of [u, v, wc]) await c.close();
+  } finally {
+    if (down) ctl('start');
+    await stopClean(srv, assert);
+  }
+});
