@@ -737,12 +737,12 @@ static bool msg_watch(struct client *c, const cJSON *root, const char *ref)
                          ref);
         return true; /* the client's own pace, not garbage */
     }
+    proto_send_ack(c->ws, ref); /* first, so that snapshots always follow it */
     cJSON_ArrayForEach(u, users)
     {
         if (!find_link(c, u->valuestring, &idx))
             watch_add(c, u->valuestring);
     }
-    proto_send_ack(c->ws, ref);
     return true;
 }
 
