@@ -190,6 +190,9 @@ const struct config_def config_defs[] = {
                "deployments."),
     ROW_STRING("admin-api-key", admin_api_key, "",
                "Bearer key of the admin API under /v1/admin/ (empty: the admin API is off)."),
+    ROW_STRING("room-token-secret", room_token_secret, "",
+               "Secret for per-room subscription tokens: when set, a join needs the JWT rooms "
+               "claim or a token (empty: only the rooms claim, if any, is checked)."),
     ROW_INT("query-rate", query_rate, 1, 1000000, 100,
             "User ids per second one connection may query (watch, HTTP reads); lower it to "
             "slow enumeration."),

@@ -1677,6 +1677,27 @@ void engine_sse_presence(struct conn *conn, const struct http_request *req, stru
             watch_add(c, ids[i]);
 }
 
+/* The rooms claim of the bearer token (auth = jwt), else with
+ * room-token-secret a ?room_token= for holder "http"; 403 otherwise. */
+static bool http_room_allowed(struct conn *c, const struct http_request *req, struct engine *e,
+                              const struct jwt_claims *cl, const char *room)
+{
+    char tok[2 * 64 + 1];
+    size_t pos = 0;
+    bool claims = auth_jwt(e) && cl->has_rooms;
+
+    if (claims && jwt_claims_allow_room(cl, room))
+        return true;
+    if (!e->w->srv->cfg.room_token_secret[0] && !claims)
+        return true;
+    if (e->w->srv->cfg.room_token_secret[0] &&
+        http_query_next(req->query, req->query_len, "room_token", &pos, tok, sizeof(tok)) > 0 &&
+        engine__room_token_ok(e, "http", room, tok))
+        return true;
+    httpd_error(c, 403, "forbidden", "this room needs a rooms claim or a valid room_token");
+    return false;
+}
+
 /* GET /v1/rooms/{id} and GET /v1/rooms/{id}/events */
 void engine_http_room(struct conn *c, const struct http_request *req, struct worker *w)
 {
@@ -1703,6 +1724,8 @@ void engine_http_room(struct conn *c, const struct http_request *req, struct wor
         httpd_error(c, 400, "bad_room", "room must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
         return;
     }
+    if (!http_room_allowed(c, req, e, &claims, room))
+        return;
     if (events) {
         bool has = sse_last_event_id_text(req, last, sizeof(last));
         engine__room_stream(engine__sse_client(c, w), room, has ? last : NULL);

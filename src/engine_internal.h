@@ -441,6 +441,12 @@ void engine__privacy_hello(struct engine *e, struct emsg *req);
 bool engine__room_visible(struct engine *e, const char *uid);
 
 /* engine_room.c */
+/* True when tok is the room subscription token of holder (a connection id
+ * in hex, or "http" for HTTP reads) for room: the lowercase hex
+ * HMAC-SHA256 of "<holder>:<room>" under room-token-secret, as the
+ * application's backend signs it (like Pusher's channel auth). */
+bool engine__room_token_ok(const struct engine *e, const char *holder, const char *room,
+                           const char *tok);
 /* U side: tells the owners of uid's rooms its new room visibility. */
 void engine__rooms_visibility(struct engine *e, const char *uid, bool visible);
 struct room_engine *engine__rooms_new(struct engine *e);

@@ -26,6 +26,11 @@
  */
 #include "engine_internal.h"
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+
 #include <cJSON.h>
 #include <openssl/rand.h>
 
@@ -537,6 +542,43 @@ static char *json_arg(const cJSON *root, const char *key, size_t max, bool *bad)
     return text;
 }
 
+bool engine__room_token_ok(const struct engine *e, const char *holder, const char *room,
+                           const char *tok)
+{
+    const char *secret = e->w->srv->cfg.room_token_secret;
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned maclen = 0;
+    char msg[64 + PRESENCE_ID_MAX], hex[2 * EVP_MAX_MD_SIZE + 1];
+    int n = snprintf(msg, sizeof(msg), "%s:%s", holder, room);
+
+    if (!tok || n < 0 || (size_t)n >= sizeof(msg))
+        return false;
+    HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)msg, (size_t)n, mac,
+         &maclen);
+    for (unsigned i = 0; i < maclen; i++)
+        snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+    return strlen(tok) == 2 * maclen && CRYPTO_memcmp(hex, tok, 2 * maclen) == 0;
+}
+
+/*
+ * A join is allowed by the JWT's rooms claim, or by a per-room
+ * subscription token (when room-token-secret is set) for this connection
+ * (engine_internal.h). Without a secret and without a claim every room is
+ * open.
+ */
+static bool room_allowed(const struct client *c, const cJSON *root, const char *room)
+{
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "token");
+    char holder[32];
+
+    if (c->room_claims && jwt_claims_allow_room(c->room_claims, room))
+        return true;
+    if (!c->e->w->srv->cfg.room_token_secret[0])
+        return c->room_claims == NULL;
+    snprintf(holder, sizeof(holder), "%llx", (unsigned long long)c->conn_id);
+    return engine__room_token_ok(c->e, holder, room, cJSON_IsString(tok) ? tok->valuestring : NULL);
+}
+
 static bool msg_join(struct client *c, const cJSON *root, const char *ref)
 {
     const char *room = room_arg(c, root, ref);
@@ -548,8 +590,10 @@ static bool msg_join(struct client *c, const cJSON *root, const char *ref)
 
     if (!room || !need_session(c, ref))
         return false;
-    if (c->room_claims && !jwt_claims_allow_room(c->room_claims, room)) {
-        proto_send_error(c->ws, "forbidden", "the token does not allow this room", ref);
+    if (!room_allowed(c, root, room)) {
+        proto_send_error(c->ws, "forbidden",
+                         "the token does not allow this room and no valid room token was given",
+                         ref);
         return false;
     }
     meta = json_arg(root, "meta", 1024, &bad);
