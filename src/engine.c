@@ -63,7 +63,7 @@ static void on_end(void *ctx, const struct presence_session_info *s, enum presen
     uint64_t conn_id = (uint64_t)(uintptr_t)s->conn_ref;
     struct emsg *em;
 
-    engine__rooms_session_ended(e, s->sid); /* its rooms see it leave */
+    engine__rooms_session_ended(e, s->sid, s->user); /* its rooms see it leave */
     if (why == PRESENCE_END_GRACE || !s->attached || conn_id == 0)
         return; /* its socket is already gone, or it is an HTTP session */
     em = emsg_new(OP_ENDED, conn_id);

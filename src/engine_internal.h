@@ -454,7 +454,7 @@ bool engine__room_msg(struct engine *e, struct emsg *em); /* true when handled *
 bool engine__room_dispatch(struct client *c, const cJSON *root, const char *type, const char *ref,
                            bool *ok);
 void engine__rooms_client_closed(struct client *c);
-void engine__rooms_session_ended(struct engine *e, const char *sid);
+void engine__rooms_session_ended(struct engine *e, const char *sid, const char *uid);
 void engine__rooms_free(struct engine *e);
 /* Subscribes an event-stream client to room (no membership), resuming
  * after last_event_id ("epoch-seq") when given. */

@@ -56,9 +56,8 @@ struct prel {
 };
 
 struct puser {
-    struct hmap_node node; /* e->pusers, by uid */
-    struct list lru;       /* e->plru */
-    char uid[PRESENCE_ID_MAX + 1];
+    struct hmap_node node;     /* e->pusers, by uid */
+    struct list lru;           /* e->plru */
     struct store_privacy set;  /* cached (most private until loaded) */
     struct store_privacy want; /* the latest value a write in flight sets */
     bool loaded, stale;
@@ -68,6 +67,7 @@ struct puser {
     struct hmap rels; /* struct prel */
     size_t nrels;
     struct list parked; /* struct emsg.park */
+    char uid[];         /* the user */
 };
 
 struct load {
@@ -154,8 +154,8 @@ static struct puser *puser_get(struct engine *e, const char *uid)
         list_insert_tail(&e->plru, &pu->lru);
         return pu;
     }
-    pu = xcalloc(1, sizeof(*pu));
-    copy_id(pu->uid, uid);
+    pu = xcalloc(1, sizeof(*pu) + strlen(uid) + 1);
+    memcpy(pu->uid, uid, strlen(uid) + 1);
     pu->set = privacy_most_private();
     pu->want = pu->set;
     list_init(&pu->parked);

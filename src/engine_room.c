@@ -66,10 +66,9 @@ struct rsub {              /* R side: workers subscribed to a room */
 
 struct sroom {             /* U side: the rooms of one session */
     struct hmap_node node; /* e->srooms, by sid */
-    char sid[PRESENCE_ID_MAX + 1];
-    char uid[PRESENCE_ID_MAX + 1];
-    char (*rooms)[PRESENCE_ID_MAX + 1];
+    char **rooms;          /* n room ids (heap copies) */
     size_t n, cap;
+    char sid[]; /* the session */
 };
 
 static struct lroom *find_lroom(struct engine *e, const char *room)
@@ -276,9 +275,9 @@ static void sroom_add(struct engine *e, const struct emsg *req)
     struct sroom *s = find_sroom(e, req->sid);
 
     if (!s) {
-        s = xcalloc(1, sizeof(*s));
-        copy_id(s->sid, req->sid);
-        copy_id(s->uid, req->uid);
+        size_t n = strlen(req->sid);
+        s = xcalloc(1, sizeof(*s) + n + 1);
+        memcpy(s->sid, req->sid, n + 1);
         hmap_insert(&e->srooms, &s->node, str_hash(s->sid));
     }
     for (size_t i = 0; i < s->n; i++)
@@ -288,7 +287,7 @@ static void sroom_add(struct engine *e, const struct emsg *req)
         s->cap = s->cap ? s->cap * 2 : 4;
         s->rooms = xrealloc(s->rooms, s->cap * sizeof(*s->rooms));
     }
-    copy_id(s->rooms[s->n++], req->room);
+    s->rooms[s->n++] = xstrdup(req->room);
 }
 
 static void sroom_del(struct engine *e, const struct emsg *req)
@@ -297,7 +296,8 @@ static void sroom_del(struct engine *e, const struct emsg *req)
 
     for (size_t i = 0; s && i < s->n; i++) {
         if (strcmp(s->rooms[i], req->room) == 0) {
-            memcpy(s->rooms[i], s->rooms[--s->n], sizeof(s->rooms[i]));
+            free(s->rooms[i]);
+            s->rooms[i] = s->rooms[--s->n];
             return;
         }
     }
@@ -362,7 +362,16 @@ static void u_leave(struct engine *e, struct emsg *req)
     forward(e, req, OP_RLEAVE_R);
 }
 
-void engine__rooms_session_ended(struct engine *e, const char *sid)
+static void sroom_release(void *owner)
+{
+    struct sroom *s = owner;
+
+    for (size_t i = 0; i < s->n; i++)
+        free(s->rooms[i]);
+    free(s->rooms);
+}
+
+void engine__rooms_session_ended(struct engine *e, const char *sid, const char *uid)
 {
     struct sroom *s = find_sroom(e, sid);
 
@@ -370,13 +379,13 @@ void engine__rooms_session_ended(struct engine *e, const char *sid)
         return;
     for (size_t i = 0; i < s->n; i++) {
         struct emsg *em = emsg_new(OP_RLEAVE_R, 0);
-        copy_id(em->uid, s->uid);
+        copy_id(em->uid, uid);
         copy_id(em->sid, s->sid);
         copy_id(em->room, s->rooms[i]);
         send_to(e, room_owner(e, s->rooms[i]), em);
     }
     hmap_remove(&e->srooms, &s->node);
-    free(s->rooms);
+    sroom_release(s);
     free(s);
 }
 
@@ -752,11 +761,6 @@ struct room_engine *engine__rooms_new(struct engine *e)
     if (room_config_check(&rc) != 0)
         fatalx("engine", "invalid room settings");
     return room_engine_new(&rc, loop_wheel(e->w->loop), on_room_event, on_room_event, e);
-}
-
-static void sroom_release(void *owner)
-{
-    free(((struct sroom *)owner)->rooms);
 }
 
 void engine__rooms_free(struct engine *e)

@@ -1,8 +1,14 @@
 // buffer.js - coalesces presence updates for a window and hands out one
-// immutable map per flush. Per user, later updates overwrite earlier ones
-// and versions not larger than the known one are ignored (unless forced:
-// the first state after a (re)watch resets the baseline, e.g. after a server
-// restart versions start again).
+// immutable map per flush. Per user, later updates overwrite earlier ones.
+//
+// Ordering: presence objects of other users carry no `version` (the server
+// leaves it out so that versions cannot leak activity); they arrive in order
+// on the socket, so the stream order is the order and the last one wins.
+// Your own presence carries `version`: one not larger than the known one is
+// ignored, unless forced (the first state after a (re)watch resets the
+// baseline: after a server restart versions start again).
+// An update equal to what is already shown (a snapshot after a reconnect,
+// say) changes nothing and causes no callback.
 //
 // Each value is the server's presence object plus `stale` (true while the
 // connection is down); after `unknown` the status reads "unknown", never
@@ -35,6 +41,16 @@ export function createPresenceBuffer({ windowMs = 200, timers, onFlush } = {}) {
     return Object.freeze({ ...rest, status: 'unknown', devices: Object.freeze({}), stale: true, lastKnown: p });
   }
 
+  // Same state, `version` aside (the versions differ by definition).
+  function same(a, b) {
+    if (a === b) return true;
+    if (!a || !b || typeof a !== 'object' || typeof b !== 'object' || Array.isArray(a) !== Array.isArray(b)) return false;
+    const ka = Object.keys(a).filter((k) => k !== 'version'), kb = Object.keys(b).filter((k) => k !== 'version');
+    if (ka.length !== kb.length) return false;
+    for (const k of ka) if (!Object.prototype.hasOwnProperty.call(b, k) || !same(a[k], b[k])) return false;
+    return true;
+  }
+
   function flush() {
     if (timer !== null) { t.clearTimeout(timer); timer = null; }
     for (const [user, p] of pending) { known.set(user, p); dirty.add(user); }
@@ -56,9 +72,17 @@ export function createPresenceBuffer({ windowMs = 200, timers, onFlush } = {}) {
     push(p, { force = false } = {}) {
       if (!p || typeof p.user !== 'string') return false;
       const cur = pending.get(p.user) || known.get(p.user);
-      if (!force && cur && typeof p.version === 'number' && typeof cur.version === 'number' &&
-          p.version <= cur.version) {
+      const old = !force && cur && typeof p.version === 'number' && typeof cur.version === 'number' &&
+          p.version <= cur.version;
+      if (old || (cur && same(cur, p))) {
+        // Nothing new, but a state from the server is fresh again.
         if (stale.has(p.user)) { stale.delete(p.user); dirty.add(p.user); schedule(); }
+        if (!old && cur.version !== p.version) {
+          // Same state under another version (a restarted server counts
+          // again): keep it as the baseline, without a callback.
+          const f = Object.freeze({ ...p });
+          if (pending.has(p.user)) pending.set(p.user, f); else known.set(p.user, f);
+        }
         return false;
       }
       if (stale.delete(p.user)) dirty.add(p.user);

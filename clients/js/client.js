@@ -48,6 +48,7 @@ export function createClient(options = {}) {
 
   const backoff = createBackoff({ ...backoffOpts, random });
   const stateEv = new Emitter(), presenceEv = new Emitter(), errorEv = new Emitter(), welcomeEv = new Emitter();
+  const privacyEv = new Emitter();
   const buffer = createPresenceBuffer({ windowMs: bufferMs, timers: t, onFlush: (m, c) => presenceEv.emit(m, c) });
 
   let state = 'connecting';
@@ -66,6 +67,9 @@ export function createClient(options = {}) {
   const fresh = new Set(); // users whose next presence resets the version baseline
   const rooms = new Map(); // id -> room handle
   let serverOffset = 0;
+  let privacy = null; // last known privacy settings (privacy_changed), frozen
+  let privacySeq = 0; // counts privacy_changed messages
+  let kicked = null; // the session_ended message of an admin kick
 
   function setState(s) { if (s !== state) { state = s; stateEv.emit(s); } }
   const isOpen = () => ws && welcome && ws.readyState === 1;
@@ -75,7 +79,7 @@ export function createClient(options = {}) {
   }
   function send(obj) { return isOpen() ? rawSend(obj) : false; }
   function request(obj) {
-    if (!isOpen()) return Promise.reject(new Error('not connected'));
+    if (!isOpen()) return Promise.reject(Object.assign(new Error('not connected'), { code: 'not_connected' }));
     const ref = `c${++refN}`;
     return new Promise((resolve, reject) => {
       pendingRefs.set(ref, { resolve, reject });
@@ -127,9 +131,15 @@ export function createClient(options = {}) {
     for (const r of rooms.values()) r._disconnected();
     if (wasOpen || unknownTimer === null) degrade();
     if (closedByUser) { setState('closed'); return; }
-    if (code === 4001 || (code === 4403 && typeof token !== 'function')) {
-      // Our session was resumed elsewhere, or the token expired with no way to get another.
+    if (code === 4001 || ((code === 4403 || code === 4401) && typeof token !== 'function')) {
+      // Our session was resumed elsewhere, or the token expired (or was
+      // refused) with no way to get another.
       closedByUser = true; setState('closed'); return;
+    }
+    if (code === 4000 && kicked) {
+      // An administrator ended this session: do not come straight back.
+      const e = Object.assign(new Error(kicked.message || 'session ended by an administrator'), { code: 'kicked' });
+      kicked = null; closedByUser = true; sessionId = null; errorEv.emit(e); setState('closed'); return;
     }
     if (code === 4000) sessionId = null; // the session ended: start a new one
     scheduleReconnect();
@@ -152,6 +162,7 @@ export function createClient(options = {}) {
   function onWelcome(m) {
     welcome = m;
     welcomeSeen = true;
+    kicked = null;
     backoff.reset();
     if (unknownTimer !== null) { t.clearTimeout(unknownTimer); unknownTimer = null; }
     if (m.user) self = m.user;
@@ -219,17 +230,45 @@ export function createClient(options = {}) {
       }
       case 'error': {
         const r = [...rooms.values()].find((x) => x._ref === m.ref);
-        if (r) r._onError(m); else errorEv.emit(Object.assign(new Error(m.message || m.code), { code: m.code }));
+        if (r) { r._onError(m); break; }
+        errorEv.emit(Object.assign(new Error(m.message || m.code), { code: m.code }));
+        if (m.code === 'unauthorized' && !welcome && ws) {
+          // The token was refused. A fixed one will not get better: stop.
+          // A token function gets another try with backoff.
+          if (typeof token !== 'function') closedByUser = true;
+          try { ws.close(1000); } catch { /* gone */ }
+        }
+        break;
+      }
+      case 'privacy_changed': {
+        const p = m.privacy;
+        if (!p || typeof p !== 'object') break;
+        privacySeq++;
+        setPrivacyState(p);
         break;
       }
       case 'ack': { for (const r of rooms.values()) r._onAck(m.ref); break; }
-      case 'session_ended': if (m.reason !== 'leave') sessionId = null; break;
+      case 'session_ended':
+        if (m.reason !== 'leave') sessionId = null;
+        if (m.reason === 'kicked') kicked = m;
+        break;
       default: break;
     }
   }
 
+  function setPrivacyState(p) {
+    const next = Object.freeze({
+      online: typeof p.online === 'string' ? p.online : (privacy ? privacy.online : 'everyone'),
+      lastSeen: typeof p.lastSeen === 'string' ? p.lastSeen : (privacy ? privacy.lastSeen : 'everyone'),
+      invisible: typeof p.invisible === 'boolean' ? p.invisible : (privacy ? privacy.invisible : false),
+    });
+    if (privacy && next.online === privacy.online && next.lastSeen === privacy.lastSeen && next.invisible === privacy.invisible) return;
+    privacy = next;
+    privacyEv.emit(privacy);
+  }
+
   // ---- rooms ----
-  function makeRoom(id, meta) {
+  function makeRoom(id, meta, roomToken) {
     const model = new RoomModel(id);
     const changeEv = new Emitter(), ephEv = new Emitter(), roomErrEv = new Emitter();
     let phase = 'idle'; // idle | joining | leaving | joined | left
@@ -267,11 +306,24 @@ export function createClient(options = {}) {
       _join(since) {
         if (!isOpen()) return;
         phase = 'joining';
-        room._ref = `r${++refN}`;
-        const msg = { type: 'join', room: id, ref: room._ref };
+        const ref = room._ref = `r${++refN}`;
+        const msg = { type: 'join', room: id, ref };
         if (myMeta !== undefined) msg.meta = myMeta;
         if (since) msg.since = since;
-        rawSend(msg);
+        if (!roomToken) { rawSend(msg); return; }
+        // A room token is bound to the connection: ask for one per connection.
+        const w = welcome;
+        Promise.resolve()
+          .then(() => (typeof roomToken === 'function' ? roomToken({ room: id, connectionId: w.connectionId, user: self }) : roomToken))
+          .then((tok) => {
+            if (welcome !== w || room._ref !== ref || phase === 'left' || !isOpen()) return; // superseded
+            if (myMeta !== undefined) msg.meta = myMeta;
+            rawSend(tok ? { ...msg, token: String(tok) } : msg);
+          }, (e) => {
+            if (room._ref !== ref) return;
+            phase = 'idle';
+            roomErrEv.emit(Object.assign(e instanceof Error ? e : new Error(String(e)), { code: e && e.code ? e.code : 'room_token' }));
+          });
       },
       _rejoin() { if (phase !== 'left') room._join(joinedOnce ? model.since : undefined); },
       _disconnected() { if (phase !== 'left') phase = 'idle'; },
@@ -375,7 +427,9 @@ export function createClient(options = {}) {
     get welcome() { return welcome; },
     get presence() { return buffer.view; },
     get active() { return active; },
+    get privacy() { return privacy; },
     onState(fn) { return stateEv.on(fn); },
+    onPrivacy(fn) { return privacyEv.on(fn); },
     onPresence(fn) { return presenceEv.on(fn); },
     onError(fn) { return errorEv.on(fn); },
     onWelcome(fn) { return welcomeEv.on(fn); },
@@ -405,12 +459,24 @@ export function createClient(options = {}) {
       return sendOrQueue({ type: 'custom', ...c, ...(expiresInMs ? { expiresInMs } : {}) });
     },
     setActive(a) { setActive(!!a); },
+    setPrivacy(settings = {}) {
+      // Durable on the server: sent only on an open session, never queued.
+      const msg = { type: 'privacy' };
+      for (const k of ['online', 'lastSeen', 'invisible']) if (settings[k] !== undefined) msg[k] = settings[k];
+      const seq = privacySeq;
+      return request(msg).then(() => {
+        // The ack comes once the change is stored. privacy_changed (sent to
+        // every session) is the authority; until it arrives, assume ours.
+        if (privacySeq === seq) { const { type, ...p } = msg; setPrivacyState(p); }
+        return privacy;
+      });
+    },
     heartbeat() { return send({ type: 'heartbeat' }); },
     ping() { return request({ type: 'ping' }).then((m) => { serverOffset = m.time - t.now(); return m; }); },
-    join(id, { meta } = {}) {
+    join(id, { meta, token: roomToken } = {}) {
       let r = rooms.get(id);
       if (r) return r;
-      r = makeRoom(id, meta);
+      r = makeRoom(id, meta, roomToken);
       rooms.set(id, r);
       r._join();
       return r;

@@ -8,14 +8,29 @@ export type ConnectionState = 'connecting' | 'open' | 'reconnecting' | 'closed';
 export interface LastSeen { at: number; ago: AgeUnit; value?: number }
 export interface CustomStatus { text?: string; emoji?: string; expiresAt?: number }
 
-/** The server's presence object (docs/protocol.md, Watch lists). */
+/**
+ * The server's presence object (docs/protocol.md, Watch lists). `version`
+ * is present only in your own presence; others' presence carries none (it is
+ * ordered by the stream). An invisible, blocked, hidden or unknown user reads
+ * `{user, status: 'offline', devices: {}}`.
+ */
 export interface Presence {
   user: string;
   status: Status;
   devices: Partial<Record<DeviceType, Exclude<Status, 'offline'>>>;
   custom?: CustomStatus;
   lastSeen?: LastSeen;
-  version: number;
+  version?: number;
+}
+
+/** Who may see your online status / your last seen. */
+export type Visibility = 'everyone' | 'contacts' | 'nobody';
+/** Your privacy settings (docs/protocol.md, Privacy). */
+export interface Privacy {
+  readonly online: Visibility;
+  readonly lastSeen: Visibility;
+  /** Everyone but you sees you offline (last seen frozen), and rooms hide you. */
+  readonly invisible: boolean;
 }
 /** What reads return: `stale` while disconnected; after `unknownAfterMs` the status is 'unknown'. */
 export interface PresenceView extends Omit<Presence, 'status'> {
@@ -95,9 +110,14 @@ export interface Client {
   readonly welcome: Record<string, unknown> | null;
   readonly presence: PresenceMap;
   readonly active: boolean;
+  /** Your privacy settings as last told by the server (`privacy_changed`, sent after every welcome); null before. */
+  readonly privacy: Privacy | null;
   onState(fn: (s: ConnectionState) => void): () => void;
+  /** Called with the new settings after each change (from any of your sessions, or the admin API). */
+  onPrivacy(fn: (privacy: Privacy) => void): () => void;
   /** One call per flush: the whole (immutable) map and the users that changed. */
   onPresence(fn: (map: PresenceMap, changed: readonly string[]) => void): () => void;
+  /** Server errors without a request of their own; `unauthorized` (a refused token) and `kicked` (an admin ended the session; the client stays closed) among them. */
   onError(fn: (err: Error & { code?: string }) => void): () => void;
   onWelcome(fn: (welcome: Record<string, unknown>) => void): () => void;
   getPresence(user: string): Readonly<PresenceView> | undefined;
@@ -107,11 +127,25 @@ export interface Client {
   setStatus(status: Exclude<Status, 'offline'>, opts?: { expiresInMs?: number }): Promise<unknown>;
   setCustom(custom: { text?: string; emoji?: string } | null, opts?: { expiresInMs?: number }): Promise<unknown>;
   setActive(active: boolean): void;
+  /**
+   * Changes any subset of your privacy settings. Resolves with the settings
+   * once the server has stored them (`ack`); rejects with the server's error
+   * (`err.code`: `bad_request`, `store_unavailable`, ...) or `not_connected`.
+   */
+  setPrivacy(settings: Partial<{ online: Visibility; lastSeen: Visibility; invisible: boolean }>): Promise<Privacy | null>;
   heartbeat(): boolean;
   ping(): Promise<{ type: 'pong'; time: number }>;
   serverNow(): number;
-  join(room: string, opts?: { meta?: unknown }): Room;
+  /**
+   * `token`: a per-room subscription token (servers with room-token-secret):
+   * the hex HMAC-SHA256 of "<connectionId>:<room>" from your backend. It is
+   * bound to the connection, so pass a function: it is called for every
+   * (re)join with the connection id of the current welcome.
+   */
+  join(room: string, opts?: { meta?: unknown; token?: string | ((req: { room: string; connectionId: string; user: string | null }) => string | Promise<string>) }): Room;
   room(id: string): Room | undefined;
+  /** createCursorPublisher, for positions sent another way (room.cursor() is the usual one). */
+  cursor<P = CursorPosition>(opts: { send: (pos: P) => void; maxPerSecond?: number; timers?: Partial<Timers> }): CursorPublisher<P>;
   viewportFraction(clientX: number, clientY: number): { x: number; y: number };
   /** Ends the session now ({"type":"leave"}, or a beacon when the socket is gone). */
   leave(): void;

@@ -13,7 +13,13 @@ export function createPresenceHooks(React) {
   // (one re-render per flush, not per update).
   function usePresence(client, users) {
     const key = [].concat(users || []).join('\n');
-    useEffect(() => (key ? client.watch(key.split('\n')) : undefined), [client, key]);
+    useEffect(() => {
+      if (!key) return undefined;
+      const stop = client.watch(key.split('\n'));
+      // Released a microtask later, after the next list is watched: users in
+      // both lists stay watched (no unwatch/watch, no gap in their state).
+      return () => { Promise.resolve().then(stop); };
+    }, [client, key]);
     return useStore(React.useCallback ? React.useCallback((cb) => client.onPresence(cb), [client]) : (cb) => client.onPresence(cb), () => client.presence);
   }
   function useConnectionState(client) {

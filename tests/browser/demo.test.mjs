@@ -79,9 +79,14 @@ test('landing information and the labelled development mode are on the demo page
   assert.equal(JSON.parse(await pageA.textContent('#welcome')).user, 'ann');
   assert.match(await pageA.textContent('.devnote'), /auth = none.*user\s+name freely/s);
   for (const href of ['/healthz', '/readyz', '/metrics']) assert.equal(await pageA.locator(`a[href="${href}"]`).count(), 1);
-  const inv = pageA.locator('#invisible');
-  assert.equal(await inv.isDisabled(), true);
-  assert.equal(await pageA.getAttribute('.invisible-row', 'title'), 'needs the privacy settings (coming)');
+  assert.equal(await pageA.isVisible('#authnote'), false);
+  assert.equal(await pageA.isVisible('#token-gate'), false);
+  assert.match(await pageA.textContent('#id-kind'), /development identity/);
+  // The invisible switch works once the server has told the page its privacy settings.
+  await pageA.waitForSelector('#invisible:not([disabled])', { timeout: T });
+  assert.equal(await pageA.isChecked('#invisible'), false);
+  assert.equal(await pageA.isVisible('#invisible-banner'), false);
+  assert.deepEqual(await pageA.evaluate(() => window.__presenced.client.privacy), { online: 'everyone', lastSeen: 'everyone', invisible: false });
 }));
 
 test('A sets dnd with a custom status, B shows it', () => onFailure('dnd', async () => {
