@@ -291,11 +291,20 @@ const struct store_privacy *engine__privacy_settings(struct engine *e, const cha
     return &pu->set;
 }
 
+/* Room visibility while writes are in flight: visible only if both the
+ * stored and the requested settings allow it, so a join sent right after
+ * "invisible" never shows the user, even for the milliseconds of the write. */
+static bool room_visible_now(const struct puser *pu)
+{
+    return pu->loaded && privacy_room_visible(&pu->set) &&
+           (pu->writes == 0 || privacy_room_visible(&pu->want));
+}
+
 bool engine__room_visible(struct engine *e, const char *uid)
 {
     struct puser *pu = find_puser(e, uid);
 
-    return pu && pu->loaded && privacy_room_visible(&pu->set);
+    return pu && room_visible_now(pu);
 }
 
 /* Re-classifies every viewer of pu (settings or relations changed), then
@@ -744,8 +753,12 @@ static void write_done(void *ctx, int status, const struct store_result *r)
     }
     pu->writes--;
     if (status < 0) {
-        if (pu->writes == 0)
+        if (pu->writes == 0 && memcmp(&pu->want, &pu->set, sizeof(pu->set)) != 0) {
+            bool was = privacy_room_visible(&pu->want) && privacy_room_visible(&pu->set);
             pu->want = pu->set;
+            if (pu->loaded && was != privacy_room_visible(&pu->set))
+                engine__rooms_visibility(e, pu->uid, privacy_room_visible(&pu->set));
+        }
         log_warnx("store", "write for %s failed: %s", req->uid, store_strerror(status));
         if (admin)
             admin_error(e, req, 503, "store_unavailable", store_strerror(status));
