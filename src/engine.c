@@ -43,6 +43,8 @@
 
 #define SID_BYTES 16 /* random bytes in a server-made session id */
 
+char engine__no_id[1]; /* "": what unset client ids point to */
+
 /* ---- lookups ---- */
 
 static struct watch *find_watch(struct engine *e, const char *uid)
@@ -231,7 +233,7 @@ static void on_started(struct engine *e, struct emsg *res)
         ws_close(c->ws, 1008, "session refused");
         return;
     }
-    copy_id(c->sid, res->sid);
+    client_set_id(&c->sid, res->sid);
     c->started = true;
     c->last_beat = loop_now(e->w->loop);
     send_welcome(c, res->arg != 0);
@@ -837,7 +839,7 @@ static void on_auth_timer(struct wheel_timer *t, uint64_t now)
 /* Takes the identity and room rights of verified claims. */
 static void take_claims(struct client *c, const struct jwt_claims *cl)
 {
-    copy_id(c->uid, cl->sub);
+    client_set_id(&c->uid, cl->sub);
     c->authed = true;
     c->token_exp = cl->exp;
     if (cl->has_device && presence_device_parse(cl->device) >= 0) {
@@ -985,6 +987,7 @@ static void app_on_close(struct wsconn *ws, unsigned code)
         send_to(e, c->owner, session_msg(c, OP_CLOSED, NULL));
     hmap_remove(&e->clients, &c->node);
     ws_set_user_data(ws, NULL);
+    client_free_ids(c);
     free(c);
 }
 
@@ -1154,17 +1157,21 @@ struct client *engine_client_prepare(struct worker *w, struct conn *conn,
                                      const struct http_request *req)
 {
     struct client *c = xcalloc(1, sizeof(*c));
-    char dev[32];
+    char dev[32], id[PRESENCE_ID_MAX + 1];
     size_t pos = 0;
     int d = PRESENCE_DEVICE_WEB;
 
     c->e = engine_of(w);
+    c->uid = c->sid = engine__no_id;
     if (auth_jwt(c->e)) {
         if (prepare_token(c, conn, req) < 0)
             goto out_free;
-    } else if (query_has(req, "user") && !query_id(req, "user", c->uid)) {
-        httpd_error(conn, 400, "bad_user", "user must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
-        goto out_free;
+    } else if (query_has(req, "user")) {
+        if (!query_id(req, "user", id)) {
+            httpd_error(conn, 400, "bad_user", "user must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
+            goto out_free;
+        }
+        client_set_id(&c->uid, id);
     }
     if (query_has(req, "device")) {
         if (http_query_next(req->query, req->query_len, "device", &pos, dev, sizeof(dev)) < 0 ||
@@ -1176,19 +1183,19 @@ struct client *engine_client_prepare(struct worker *w, struct conn *conn,
     }
     if (!c->device_claim)
         c->device = (enum presence_device)d;
-    c->resume = c->uid[0] && query_id(req, "resume", c->sid);
-    if (!c->resume)
-        c->sid[0] = '\0';
+    c->resume = c->uid[0] && query_id(req, "resume", id);
+    if (c->resume)
+        client_set_id(&c->sid, id);
     return c;
 out_free:
-    free(c->room_claims);
-    free(c);
+    engine_client_discard(c);
     return NULL;
 }
 
 void engine_client_discard(struct client *c)
 {
     free(c->room_claims);
+    client_free_ids(c);
     free(c);
 }
 
@@ -1644,6 +1651,7 @@ static void sse_closed(struct sse_stream *s, void *data)
     free(c->links);
     engine__rooms_client_closed(c);
     hmap_remove(&c->e->clients, &c->node);
+    client_free_ids(c);
     free(c);
 }
 
@@ -1652,6 +1660,7 @@ struct client *engine__sse_client(struct conn *conn, struct worker *w)
     struct client *c = xcalloc(1, sizeof(*c));
 
     c->e = engine_of(w);
+    c->uid = c->sid = engine__no_id;
     c->conn_id = conn->id;
     hmap_insert(&c->e->clients, &c->node, hash_bytes(&c->conn_id, sizeof(c->conn_id)));
     c->sse = sse_start(conn, w, sse_closed, c);
@@ -1671,7 +1680,7 @@ void engine_sse_presence(struct conn *conn, const struct http_request *req, stru
         (n = read_users(conn, req, ids)) == 0 || !http_rate(conn, engine_of(w), n))
         return;
     c = engine__sse_client(conn, w);
-    copy_id(c->uid, viewer); /* the viewer; an event stream has no session */
+    client_set_id(&c->uid, viewer); /* the viewer; an event stream has no session */
     for (size_t i = 0; i < n; i++)
         if (!find_link(c, ids[i], &idx))
             watch_add(c, ids[i]);

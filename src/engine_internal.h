@@ -144,8 +144,8 @@ struct client {
     struct wsconn *ws;      /* NULL before open, and for an event stream */
     struct sse_stream *sse; /* an event stream (GET /v1/presence/events) */
     uint64_t conn_id;
-    char uid[PRESENCE_ID_MAX + 1]; /* "" for an anonymous observer */
-    char sid[PRESENCE_ID_MAX + 1]; /* session id once started (or asked to resume) */
+    char *uid; /* the user, "" for an anonymous observer (client_set_id()) */
+    char *sid; /* session id once started (or asked to resume), else "" */
     enum presence_device device;
     bool resume;               /* sid names a session to resume */
     bool started;              /* the owner confirmed the session */
@@ -213,6 +213,24 @@ struct engine {
     bool closing;            /* engine_free: completions only free their context */
     const char *kick_reason; /* during an admin kick: the reason for on_end */
 };
+
+/* The empty id a client's uid and sid point to when unset (never NULL). */
+extern char engine__no_id[1];
+
+/* Sets a client's uid or sid to a heap copy of v (NULL or "" = unset),
+ * freeing the previous one: ids cost their length, not a fixed buffer. */
+static inline void client_set_id(char **field, const char *v)
+{
+    if (*field && *field != engine__no_id)
+        free(*field);
+    *field = v && v[0] ? xstrdup(v) : engine__no_id;
+}
+
+static inline void client_free_ids(struct client *c)
+{
+    client_set_id(&c->uid, NULL);
+    client_set_id(&c->sid, NULL);
+}
 
 static inline struct engine *engine_of(struct worker *w)
 {

@@ -61,7 +61,7 @@ struct rsub {              /* R side: workers subscribed to a room */
     struct hmap_node node; /* e->rsubs */
     char room[PRESENCE_ID_MAX + 1];
     uint64_t workers;
-    uint64_t gen[64]; /* per worker: newest subscription generation seen */
+    uint64_t gen[]; /* per worker (nworkers): newest subscription generation seen */
 };
 
 struct sroom {             /* U side: the rooms of one session */
@@ -187,7 +187,7 @@ static void subscribe(struct engine *e, const char *room, unsigned from, uint64_
     struct rsub *s = find_rsub(e, room);
 
     if (!s) {
-        s = xcalloc(1, sizeof(*s));
+        s = xcalloc(1, sizeof(*s) + e->w->srv->nworkers * sizeof(s->gen[0]));
         copy_id(s->room, room);
         hmap_insert(&e->rsubs, &s->node, str_hash(s->room));
     }
