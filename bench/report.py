@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+"""bench/report.py MODE DIR - tables, plot data and checks from DIR/results.jsonl.
+
+Groups the runs of one configuration (the label without its " rN" repeat
+suffix), reports the median with min-max of every number, writes
+DIR/summary.md (markdown tables) and DIR/*.dat (gnuplot input), prints the
+summary, and in quick mode exits 1 if any run had an error or lost a message.
+"""
+import json
+import re
+import statistics
+import sys
+from collections import OrderedDict
+
+mode, out = sys.argv[1], sys.argv[2]
+rows = [json.loads(l) for l in open(f"{out}/results.jsonl") if l.strip()]
+
+
+def group(r):
+    return re.sub(r"\s*r\d+$", "", r["label"]).strip()
+
+
+def runs(w, **match):
+    return [r for r in rows if r["workload"] == w and all(r.get(k) == v for k, v in match.items())]
+
+
+def med(rs, key, fmt="{:,.0f}"):
+    vals = [r[key] for r in rs if key in r]
+    if not vals:
+        return "-", None
+    m = statistics.median(vals)
+    if len(vals) == 1:
+        return fmt.format(m), m
+    return f"{fmt.format(m)} ({fmt.format(min(vals))}–{fmt.format(max(vals))})", m
+
+
+def configs(w):
+    seen = OrderedDict()
+    for r in rows:
+        if r["workload"] == w:
+            seen.setdefault((r["target"], group(r)), None)
+    return list(seen)
+
+
+lines = []
+
+
+def table(title, header, body, note=None):
+    lines.append(f"### {title}\n")
+    if note:
+        lines.append(note + "\n")
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "---|" * len(header))
+    for b in body:
+        lines.append("| " + " | ".join(str(x) for x in b) + " |")
+    lines.append("")
+
+
+def name(t, g):
+    n = {"native": "presenced", "sio": "Socket.IO peer", "redis": "Redis pub/sub", "sink": "null sink"}[t]
+    return f"{n} {g}".strip()
+
+
+F1 = "{:,.1f}"
+F2 = "{:,.2f}"
+
+# null sink and W3
+body = []
+for t, g in configs("w3"):
+    rs = [r for r in runs("w3", target=t) if group(r) == g]
+    body.append([name(t, g), med(rs, "heartbeats_per_s")[0], med(rs, "server_cpu_s", F2)[0],
+                 med(rs, "heartbeats_per_cpu_s")[0], med(rs, "gen_cpu_s", F2)[0], len(rs)])
+table("W3 heartbeat flood (and the generator against a null sink)",
+      ["server", "heartbeats/s", "server CPU s", "heartbeats per server CPU-s", "generator CPU s", "runs"], body)
+
+# W1
+body = []
+for t, g in configs("w1"):
+    rs = [r for r in runs("w1", target=t) if group(r) == g]
+    body.append([name(t, g), med(rs, "conns")[0], med(rs, "joined")[0], med(rs, "server_rss_per_conn_b")[0],
+                 med(rs, "slab_per_conn_b")[0], med(rs, "gen_rss_per_conn_b")[0], med(rs, "idle_cpu_pct", F2)[0]])
+table("W1 idle connections", ["server", "connections", "in a room", "server RSS B/conn",
+                              "kernel slab B/conn (both ends)", "generator RSS B/conn", "server CPU % while idle"], body)
+
+# W2
+body = []
+for t, g in configs("w2"):
+    rs = [r for r in runs("w2", target=t) if group(r) == g]
+    body.append([name(t, g), med(rs, "ready")[0], med(rs, "handshakes_per_s")[0], med(rs, "handshakes_per_cpu_s")[0],
+                 med(rs, "handshake_p99_ms", F1)[0], med(rs, "connect_failed")[0], len(rs)])
+table("W2 connection ramp", ["server", "connected", "handshakes/s", "handshakes per server CPU-s",
+                             "connect→welcome p99 ms", "failed", "runs"], body)
+
+# W4
+body = []
+best = {}
+series = []
+for t, g in configs("w4"):
+    rates = sorted({r["rate"] for r in runs("w4", target=t) if group(r) == g})
+    fname = f"w4-{len(series)}.dat"
+    series.append((fname, name(t, g)))
+    dat = open(f"{out}/{fname}", "w")
+    dat.write(f"# {name(t, g)}: rate deliveries/s deliveries-per-cpu-s p99-ms\n")
+    for rate in rates:
+        rs = [r for r in runs("w4", target=t, rate=rate) if group(r) == g]
+        dpc = med(rs, "deliveries_per_cpu_s")
+        dps = med(rs, "deliveries_per_s")
+        p99 = med(rs, "lat_p99_ms", F1)
+        loss = sum(r["gaps"] + r["missing"] for r in rs)
+        body.append([name(t, g), f"{rs[0]['rooms']}×{rs[0]['room_size']}", f"{rate:,.0f}", dps[0], dpc[0],
+                     med(rs, "lat_p50_ms", F1)[0], p99[0], med(rs, "gen_cpu_s", F2)[0], loss, len(rs)])
+        dat.write(f"{rate} {dps[1]} {dpc[1]} {p99[1]}\n")
+        key = (t, g)
+        if dpc[1] and dpc[1] > best.get(key, (0, 0))[0]:
+            best[key] = (dpc[1], rate)
+    dat.close()
+# gnuplot: bench/plot/*.gp load these plot commands (column 3: per CPU-s, 4: p99)
+for col, fn in ((3, "w4-cpu-series.gp"), (4, "w4-p99-series.gp")):
+    cmds = ", ".join(f"'{f}' using 1:{col} with linespoints title '{n}'" for f, n in series)
+    open(f"{out}/{fn}", "w").write(f"plot {cmds}\n")
+table("W4 fan-out", ["server", "rooms×members", "transitions/s per room", "deliveries/s",
+                     "deliveries per server CPU-s", "p50 ms", "p99 ms", "generator CPU s", "lost (all runs)", "runs"], body)
+body = []
+for (t, g), (v, rate) in best.items():
+    body.append([name(t, g), f"{v:,.0f}", f"{rate:,.0f}"])
+table("W4 best deliveries per server CPU-second", ["server", "deliveries per CPU-s", "at rate"], body)
+
+# W5
+body = []
+for t, g in configs("w5"):
+    rs = [r for r in runs("w5", target=t) if group(r) == g]
+    body.append([name(t, g), med(rs, "lat_p50_ms", F2)[0], med(rs, "lat_p99_ms", F2)[0], med(rs, "lat_max_ms", F1)[0],
+                 med(rs, "last_p50_ms", F2)[0], med(rs, "last_p99_ms", F2)[0], med(rs, "server_cpu_pct", F1)[0],
+                 sum(r["lost"] for r in rs), len(rs)])
+table("W5 cursor room", ["server", "p50 ms", "p99 ms", "max ms", "last recipient p50 ms",
+                         "last recipient p99 ms", "server CPU % of a core", "lost", "runs"], body)
+
+# W6
+body = []
+for t, g in configs("w6"):
+    c = [r for r in runs("w6", target=t, step=0) if group(r) == g]
+    e = [r for r in runs("w6", target=t, step=1) if group(r) == g]
+    body.append([name(t, g), med(c, "ops_per_s")[0], med(c, "server_cpu_s", F2)[0], med(c, "gen_cpu_s", F2)[0],
+                 med(c, "join_p50_ms", F1)[0], med(c, "join_p99_ms", F1)[0],
+                 med(c, "leave_p99_ms", F1)[0], f"{med(e, 'detected')[0]}/{med(e, 'victims')[0]}",
+                 med(e, "offline_p50_ms")[0], med(e, "offline_max_ms")[0], med(e, "detect_over_ttl_max_ms")[0],
+                 med(e, "server_cpu_s", F2)[0], len(c)])
+table("W6 churn and expiry", ["server", "join+leave/s", "server CPU s (churn)", "generator CPU s", "join→event p50 ms", "join p99 ms", "leave p99 ms",
+                              "victims detected", "offline after last heartbeat p50 ms", "max ms",
+                              "max − TTL ms", "expiry phase CPU s", "runs"], body)
+
+# W8
+body = []
+for t, g in configs("w8"):
+    rs = {s: [r for r in runs("w8", target=t, step=s) if group(r) == g] for s in range(4)}
+    if not rs[0]:
+        continue
+    body.append([name(t, g), f"{rs[0][0]['room_size']}", f"{rs[0][0]['rate']:,.0f}",
+                 med(rs[0], "deliveries_per_s")[0], med(rs[0], "lat_p99_ms", F1)[0], med(rs[1], "lat_p99_ms", F1)[0],
+                 med(rs[2], "lat_p99_ms", F1)[0], med(rs[0], "server_peak_rss_mb", F1)[0],
+                 med(rs[1], "server_peak_rss_mb", F1)[0], med(rs[2], "server_peak_rss_mb", F1)[0],
+                 med(rs[1], "tcp_peak_mb", F1)[0], sum(r["slow_closed"] for s in range(3) for r in rs[s])])
+table("W8 slow consumer", ["server", "members", "transitions/s", "deliveries/s", "healthy p99 ms before",
+                          "during the stall", "after",
+                           "server peak RSS MB before", "during", "after",
+                           "machine TCP buffers peak MB (stall)", "slow member disconnected"], body)
+body = []
+for t, g in configs("w8"):
+    rs = [r for r in runs("w8", target=t, step=3) if group(r) == g]
+    if rs:
+        body.append([name(t, g), med(rs, "conns")[0], med(rs, "rejoined")[0], med(rs, "resumed")[0],
+                     med(rs, "retries")[0], med(rs, "resync_s", F2)[0], med(rs, "resync_p50_ms")[0],
+                     med(rs, "resync_p99_ms")[0], med(rs, "server_cpu_s", F2)[0], len(rs)])
+table("W8 reconnect storm", ["server", "connections", "back in their room", "sessions resumed",
+                             "reconnects retried", "time to full resync s", "per-client p50 ms",
+                             "p99 ms", "server CPU s", "runs"], body)
+
+try:
+    lines.insert(0, "Machine and run:\n\n```\n" + open(f"{out}/machine.txt").read() + "```\n")
+except OSError:
+    pass
+text = "\n".join(lines)
+open(f"{out}/summary.md", "w").write(text)
+print(text)
+
+# Checks: errors and loss, never speed.
+bad = []
+for r in rows:
+    what = f"{r['workload']} {r['target']} {r['label']} step {r['step']}"
+    for k in ("errors", "connect_failed", "closed"):
+        if r.get(k, 0) > 0:
+            bad.append(f"{what}: {k}={r[k]}")
+    if r["target"] != "native":
+        continue
+    # gaps are not loss in presenced: consecutive patches of one member that
+    # meet in one batch window are merged (latest wins); "missing" is loss
+    for k in ("dups", "missing", "lost"):
+        if r.get(k, 0) > 0 and not (r["workload"] == "w8" and r["step"] > 0):
+            bad.append(f"{what}: {k}={r[k]}")
+    if r["workload"] == "w1" and r["joined"] < r["conns"]:
+        bad.append(f"{what}: only {r['joined']} of {r['conns']} joined")
+    if r["workload"] == "w2" and r["ready"] < r["conns"]:
+        bad.append(f"{what}: only {r['ready']} of {r['conns']} connected")
+    if r["workload"] == "w3" and r["barrier_ok"] < r["conns"]:
+        bad.append(f"{what}: only {r['barrier_ok']} of {r['conns']} answered the barrier")
+    if r["workload"] == "w6" and r["step"] == 1 and r["detected"] < r["victims"]:
+        bad.append(f"{what}: detected {r['detected']} of {r['victims']} expiries")
+    if r["workload"] == "w8" and r["step"] == 3 and r["rejoined"] < r["conns"]:
+        bad.append(f"{what}: {r['rejoined']} of {r['conns']} rejoined")
+for b in bad:
+    print("CHECK FAILED:", b, file=sys.stderr)
+if mode == "quick" and bad:
+    sys.exit(1)

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# bench/run.sh - the benchmark suite of presenced (issue 6).
+#
+#   bench/run.sh quick   smoke run (<= 2 min): small sizes, fails on any
+#                        error or loss, never on speed (CI: make test)
+#   bench/run.sh full    the workloads W1-W8 against presenced, the Socket.IO
+#                        peer (bench/peers/) and Redis pub/sub (<= 15 min)
+#
+# Builds what it needs (the release server, bench/build/presence-bench),
+# starts every server itself on loopback (port 0 / a free port), runs the
+# generator, and writes bench/results/<mode>-<time>/: results.jsonl (one
+# JSON object per measured step), gen.log (the generator's stderr),
+# summary.md (the markdown tables) and, in full mode, the plots (PNG).
+# Parameters: bench/workloads.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODE=${1:-quick}
+case $MODE in quick | full) ;; *) echo "usage: bench/run.sh quick|full" >&2; exit 2 ;; esac
+. bench/workloads.sh
+
+make -s BUILD=release all
+make -s -C bench CC=gcc >/dev/null
+GEN=bench/build/presence-bench
+PD=build/release/presenced
+OUT=bench/results/$MODE-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$OUT"
+RES=$OUT/results.jsonl
+LOG=$OUT/gen.log
+: >"$RES"
+FAILED=0
+PIDS=()
+SRV_PID= SRV_PORT=
+
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+# wait_port FILE: the port from a "listening on ...PORT" line (the peer, the
+# sink) or presenced's "running: http://127.0.0.1:PORT/" line.
+wait_port() {
+  local i
+  for i in $(seq 1 100); do
+    SRV_PORT=$(grep -aoE 'listening on [^ ]*[0-9]|running: http://[^/]*' "$1" 2>/dev/null |
+      head -1 | grep -oE '[0-9]+$' || true)
+    [ -n "$SRV_PORT" ] && return 0
+    kill -0 "$SRV_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "bench: server did not start ($1):" >&2; cat "$1" >&2; return 1
+}
+
+start_presenced() { # flags...
+  rm -f "$OUT"/presenced.db*
+  $PD --port 0 --store "$OUT/presenced.db" $PD_BASE "$@" >"$OUT/server.log" 2>&1 &
+  SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$OUT/server.log"
+}
+start_sio() { # flags...
+  node bench/peers/socketio-presence.mjs --port 0 "$@" >"$OUT/server.log" 2>&1 &
+  SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$OUT/server.log"
+}
+start_redis() {
+  local port
+  for port in $(shuf -i 20000-30000 -n 20); do
+    redis-server --port "$port" --bind 127.0.0.1 --protected-mode no --save '' \
+      --appendonly no --loglevel warning >"$OUT/server.log" 2>&1 &
+    SRV_PID=$!; PIDS+=("$SRV_PID")
+    sleep 0.3
+    if kill -0 "$SRV_PID" 2>/dev/null; then SRV_PORT=$port; return 0; fi
+  done
+  echo "bench: redis-server did not start" >&2; return 1
+}
+start_sink() {
+  $GEN sink --port 0 --hold-s 60 >"$OUT/server.log" 2>&1 &
+  SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$OUT/server.log"
+}
+stop_server() {
+  kill "$SRV_PID" 2>/dev/null || true
+  wait "$SRV_PID" 2>/dev/null || true
+}
+
+# gen WORKLOAD TARGET LABEL flags...: one generator run, results appended.
+gen() {
+  local w=$1 t=$2 label=$3; shift 3
+  echo "--- $w $t $label $*" | tee -a "$LOG" >&2
+  if ! $GEN "$w" --target "$t" --port "$SRV_PORT" --server-pids "$SRV_PID" --procs "$PROCS" \
+    --secret "$SECRET" --label "$label" "$@" >>"$RES" 2>>"$LOG"; then
+    echo "bench: $w $t $label failed (see $LOG)" >&2
+    FAILED=1
+  fi
+}
+
+# one_native WORKLOAD LABEL "server flags" generator flags...
+one_native() {
+  local w=$1 label=$2 srv=$3; shift 3
+  start_presenced $srv; gen "$w" native "$label" "$@"; stop_server
+}
+one_sio() {
+  local w=$1 label=$2 srv=$3; shift 3
+  start_sio $srv; gen "$w" sio "$label" "$@"; stop_server
+}
+
+SECONDS=0
+echo "bench: $MODE run, results in $OUT" >&2
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "cpu: $(nproc) x $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  echo "memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+  echo "kernel: $(uname -r)"
+  echo "presenced: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet -- src 2>/dev/null || echo ' (src modified)')"
+  echo "redis: $(redis-server --version | grep -o 'v=[0-9.]*')  node: $(node --version)"
+  echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  if [ "$MODE" = full ] && command -v perf >/dev/null; then
+    echo "perf bench syscall basic: $(perf bench syscall basic 2>/dev/null | grep -E 'usecs/op' | tr -s ' ')"
+  fi
+} >"$OUT/machine.txt"
+
+# Null sink: what the generator alone can send.
+start_sink; gen w3 sink null-sink $SINK_W3; stop_server
+
+for rep in $(seq 1 "$REPS"); do
+  # W2 and W3: A B alternation
+  one_native w2 "r$rep" "--workers 2" $W2
+  one_sio w2 "r$rep" "" $W2
+  one_native w3 "r$rep" "--workers 2" $W3
+  one_sio w3 "r$rep" "" $W3
+  # W4: presenced (workers 2, 1), Socket.IO, Redis
+  for wk in $W4_WORKERS; do
+    one_native w4 "workers=$wk r$rep" "--workers $wk $PD_W4" $W4_ROOMS --rates "$W4_RATES_NATIVE"
+  done
+  one_sio w4 "r$rep" "" $W4_ROOMS --rates "$W4_RATES_SIO"
+  start_redis; gen w4 redis "r$rep" $W4_ROOMS --rates "$W4_RATES_REDIS"; stop_server
+  # W5
+  one_native w5 "r$rep" "--workers 2" $W5
+  one_sio w5 "r$rep" "" $W5
+done
+
+if [ -n "$W4_2X500" ]; then
+  one_native w4 "2x500 workers=2" "--workers 2 $PD_W4" $W4_2X500 --rates "$W4_RATES_NATIVE"
+  start_redis; gen w4 redis "2x500" $W4_2X500 --rates "$W4_RATES_REDIS"; stop_server
+fi
+
+# W1 idle memory (one run each: memory is stable)
+one_native w1 r1 "--workers 2" $W1
+[ "$PEERS_W1" = 1 ] && one_sio w1 r1 "" $W1
+
+# W6 churn and expiry
+W6_REPS=$([ "$MODE" = full ] && echo 2 || echo 1)
+for rep in $(seq 1 "$W6_REPS"); do
+  one_native w6 "r$rep" "--workers 2 $PD_W6" $W6 --hb-ms "$W6_HB" --ttl-ms "$W6_TTL"
+done
+one_sio w6 r1 "--ttl-ms $W6_TTL" $W6 --hb-ms "$W6_HB" --ttl-ms "$W6_TTL"
+
+# W8 slow consumer, reconnect storm
+start_presenced --workers 2
+gen w8 native r1 $W8
+echo "presenced /metrics after W8:" >>"$LOG"
+curl -s "http://127.0.0.1:$SRV_PORT/metrics" | grep -E '^presenced_(output_limit_closes|conns_closed)_total' >>"$LOG" || true
+stop_server
+one_sio w8 r1 "" $W8_SIO
+one_native w8s r1 "--workers 2" $W8S
+one_sio w8s r1 "" $W8S
+
+echo "bench: generator runs done in ${SECONDS}s" >&2
+{ echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"; } >>"$OUT/machine.txt"
+/usr/bin/python3 bench/report.py "$MODE" "$OUT" || FAILED=1
+if [ "$MODE" = full ] && command -v gnuplot >/dev/null; then
+  (cd "$OUT" && for g in ../../plot/*.gp; do gnuplot "$g" || FAILED=1; done)
+fi
+echo "bench: $MODE finished in ${SECONDS}s, results in $OUT" >&2
+exit $FAILED

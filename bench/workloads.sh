@@ -1,0 +1,60 @@
+# bench/workloads.sh - every parameter of the benchmark suite, in one place.
+# Sourced by bench/run.sh with MODE set to quick or full. Sizes are
+# generator flags (presence-bench --help); *_SRV are server flags.
+#
+# quick: small sizes, one run each; checks errors and loss, never speed.
+# full:  the workloads of issue 6 / performance.md section 5, REPS runs
+#        each, presenced and its peer alternated (A B A B).
+
+SECRET=${BENCH_JWT_SECRET:-presence-bench-hs256-secret-0123456789abcdef}
+# Server flags every presenced run gets: JWT auth like production, no
+# static files, room for 19,000 clients under the 20,000 fd limit.
+PD_BASE="--auth jwt --jwt-hs256-secret $SECRET --log-level warn --static-dir= --sdk-dir= --max-connections 19900"
+
+if [ "$MODE" = quick ]; then
+  REPS=1
+  PROCS=2
+  SINK_W3="--conns 200 --rate 20000 --step-s 1"
+  W1="--conns 400 --room-size 20 --hold-s 1 --hb-ms 500"
+  W2="--conns 600 --hold-s 1"
+  W3="--conns 200 --rate 5000 --step-s 1"
+  W4_ROOMS="--rooms 1 --room-size 100 --step-s 1"
+  W4_RATES_NATIVE=200,500
+  W4_RATES_SIO=100
+  W4_RATES_REDIS=200
+  W4_WORKERS="2"
+  W4_2X500=""
+  W5="--room-size 50 --rate 20 --step-s 2"
+  W6_TTL=2000 W6_HB=500
+  W6="--rooms 20 --churners 40 --victims 100 --rate 200 --step-s 1"
+  W8="--room-size 50 --rate 100 --victims 1 --step-s 1 --hold-s 1"
+  W8_SIO="$W8"
+  W8S="--conns 300 --room-size 50 --jitter-ms 200"
+  PEERS_W1=0
+else
+  REPS=3
+  PROCS=2
+  SINK_W3="--conns 10000 --rate 400000 --step-s 3"
+  W1="--conns 19000 --room-size 50 --hold-s 32 --hb-ms 15000"
+  W2="--conns 10000 --hold-s 3"
+  W3="--conns 10000 --rate 400000 --step-s 3"
+  W4_ROOMS="--rooms 1 --room-size 1000 --step-s 2"
+  W4_RATES_NATIVE=250,500,1000,2000,4000
+  W4_RATES_SIO=25,50,100
+  W4_RATES_REDIS=250,500,1000,2000
+  W4_WORKERS="1 2"
+  W4_2X500="--rooms 2 --room-size 500 --step-s 2"
+  W5="--room-size 500 --rate 50 --step-s 10"
+  W6_TTL=5000 W6_HB=1000
+  W6="--rooms 1000 --churners 2000 --victims 10000 --rate 10000 --step-s 5"
+  W8="--room-size 500 --rate 1000 --pad 800 --victims 1 --step-s 3 --hold-s 12"
+  # the peer at a rate it can carry (W4: ~50,000 deliveries/s), or its
+  # baseline is already overloaded
+  W8_SIO="--room-size 500 --rate 60 --pad 800 --victims 1 --step-s 3 --hold-s 12"
+  W8S="--conns 19000 --room-size 50 --jitter-ms 1000"
+  PEERS_W1=1
+fi
+
+# presenced flags per workload (added to PD_BASE)
+PD_W4="--room-interval-members 100000" # rooms of 1,000 stay in normal mode: every patch listed
+PD_W6="--session-ttl-ms $W6_TTL --heartbeat-interval-ms 1000 --heartbeat-min-ms 200"
