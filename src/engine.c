@@ -848,10 +848,8 @@ static void take_claims(struct client *c, const struct jwt_claims *cl)
     }
     free(c->room_claims);
     c->room_claims = NULL;
-    if (cl->has_rooms) {
-        c->room_claims = xmalloc(sizeof(*cl));
-        memcpy(c->room_claims, cl, sizeof(*cl));
-    }
+    if (cl->has_rooms)
+        c->room_claims = jwt_rooms_pack(cl);
 }
 
 static bool msg_auth(struct client *c, const cJSON *root, const char *ref)

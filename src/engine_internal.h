@@ -156,13 +156,13 @@ struct client {
     size_t nlinks, caplinks;
     struct room_link **rlinks; /* the rooms this socket is subscribed to */
     size_t nrlinks, caprlinks;
-    bool authed;                    /* auth=jwt: a valid token was presented */
-    bool device_claim;              /* the device came from the token */
-    int64_t token_exp;              /* auth=jwt: exp of the current token (s) */
-    struct jwt_claims *room_claims; /* the token's "rooms" claim, if it had one */
-    struct wheel_timer auth_timer;  /* auth deadline, then the token's expiry */
-    double qtokens;                 /* query-rate bucket: ids that may be queried now */
-    uint64_t qlast;                 /* loop ms of the last refill */
+    bool authed;                   /* auth=jwt: a valid token was presented */
+    bool device_claim;             /* the device came from the token */
+    int64_t token_exp;             /* auth=jwt: exp of the current token (s) */
+    char *room_claims;             /* the token's "rooms" claim packed (jwt_rooms_pack()) */
+    struct wheel_timer auth_timer; /* auth deadline, then the token's expiry */
+    double qtokens;                /* query-rate bucket: ids that may be queried now */
+    uint64_t qlast;                /* loop ms of the last refill */
 };
 
 struct watch {

@@ -580,7 +580,7 @@ static bool room_allowed(const struct client *c, const cJSON *root, const char *
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "token");
     char holder[32];
 
-    if (c->room_claims && jwt_claims_allow_room(c->room_claims, room))
+    if (c->room_claims && jwt_rooms_allow(c->room_claims, room))
         return true;
     if (!c->e->w->srv->cfg.room_token_secret[0])
         return c->room_claims == NULL;

@@ -645,20 +645,49 @@ const char *jwt_reason(int err)
     }
 }
 
+/* Does pattern (an exact id, or a prefix ending in '*') admit room? */
+static bool room_matches(const char *pattern, const char *room)
+{
+    size_t n = strlen(pattern);
+
+    if (n > 0 && pattern[n - 1] == '*')
+        return strncmp(room, pattern, n - 1) == 0;
+    return strcmp(room, pattern) == 0;
+}
+
+char *jwt_rooms_pack(const struct jwt_claims *c)
+{
+    size_t len = 1, off = 0;
+    char *out;
+
+    for (size_t i = 0; i < c->nrooms; i++)
+        len += strlen(c->rooms[i]) + 1;
+    out = xmalloc(len);
+    for (size_t i = 0; i < c->nrooms; i++) {
+        size_t n = strlen(c->rooms[i]) + 1;
+        memcpy(out + off, c->rooms[i], n);
+        off += n;
+    }
+    out[off] = '\0';
+    return out;
+}
+
+bool jwt_rooms_allow(const char *packed, const char *room)
+{
+    if (packed == NULL || room == NULL || !id_valid(room, false))
+        return false;
+    for (const char *p = packed; *p; p += strlen(p) + 1)
+        if (room_matches(p, room))
+            return true;
+    return false;
+}
+
 bool jwt_claims_allow_room(const struct jwt_claims *c, const char *room)
 {
-    size_t i, n;
-
     if (c == NULL || room == NULL || !id_valid(room, false))
         return false;
-    for (i = 0; i < c->nrooms; i++) {
-        n = strlen(c->rooms[i]);
-        if (c->rooms[i][n - 1] == '*') {
-            if (strncmp(room, c->rooms[i], n - 1) == 0)
-                return true;
-        } else if (strcmp(room, c->rooms[i]) == 0) {
+    for (size_t i = 0; i < c->nrooms; i++)
+        if (room_matches(c->rooms[i], room))
             return true;
-        }
-    }
     return false;
 }

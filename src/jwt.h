@@ -138,4 +138,11 @@ const char *jwt_reason(int err);
  * absent: the integration decides what an absent claim means. */
 bool jwt_claims_allow_room(const struct jwt_claims *c, const char *room);
 
+/* The rooms claim of c packed for keeping: its entries one after the other,
+ * each NUL-terminated, then one more NUL (a claim without entries packs to
+ * ""). A heap string of exactly that size, the caller's; aborts on OOM. */
+char *jwt_rooms_pack(const struct jwt_claims *c);
+/* jwt_claims_allow_room() for a packed claim. */
+bool jwt_rooms_allow(const char *packed, const char *room);
+
 #endif

@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -261,6 +262,8 @@ static void bus_hook(struct loop *l, void *data)
 }
 
 /* Before-sleep hook: shutdown progress and metrics upkeep. */
+#define TRIM_EVERY_MS 10000 /* malloc_trim() at most this often per worker */
+
 static void worker_hook(struct loop *l, void *data)
 {
     struct worker *w = data;
@@ -271,6 +274,13 @@ static void worker_hook(struct loop *l, void *data)
         engine_update_metrics(w->engine);
     if (lag > METRIC_GET(&w->metrics, loop_lag_max_us))
         METRIC_SET(&w->metrics, loop_lag_max_us, lag);
+    if (loop_now(l) - w->trimmed_ms >= TRIM_EVERY_MS) {
+        /* Bursts (a join storm writes megabytes of snapshots and deltas)
+         * leave free pages in this thread's malloc arena; give them back so
+         * that idle connections cost what they hold, not the burst's peak. */
+        w->trimmed_ms = loop_now(l);
+        malloc_trim(0);
+    }
     if (!w->draining && atomic_load(&w->srv->shutting_down))
         begin_drain(w);
     if (w->draining && (w->pool.count == 0 || loop_now(l) >= w->drain_deadline))

@@ -50,6 +50,7 @@ struct worker {
 #ifdef PRESENCED_TESTING
     struct list relay_conns; /* relay.c: this worker's /test/broadcast sockets */
 #endif
+    uint64_t trimmed_ms;     /* loop ms of the last malloc_trim() */
     bool draining;           /* shutdown seen by this worker */
     uint64_t drain_deadline; /* loop ms at which the loop stops regardless */
 };

@@ -745,6 +745,31 @@ static void test_allow_room(void **state)
     assert_false(jwt_claims_allow_room(&c, "lobby"));
 }
 
+/* The packed form allows exactly what the claim allows, in exact space. */
+static void test_rooms_packed(void **state)
+{
+    struct jwt_claims c = {.nrooms = 3, .has_rooms = true};
+    const char *rooms[] = {"lobby", "team:", "team:42", "x",        "lobby2",  "lobb",
+                           "team",  "xy",    "",        "team:a b", "anything"};
+    char *packed;
+
+    (void)state;
+    strcpy(c.rooms[0], "lobby");
+    strcpy(c.rooms[1], "team:*");
+    strcpy(c.rooms[2], "x");
+    packed = jwt_rooms_pack(&c);
+    assert_memory_equal(packed, "lobby\0team:*\0x\0", 16);
+    for (size_t i = 0; i < sizeof(rooms) / sizeof(rooms[0]); i++)
+        assert_int_equal(jwt_rooms_allow(packed, rooms[i]), jwt_claims_allow_room(&c, rooms[i]));
+    assert_false(jwt_rooms_allow(packed, NULL));
+    free(packed);
+    c.nrooms = 0;
+    packed = jwt_rooms_pack(&c);
+    assert_int_equal(packed[0], '\0');
+    assert_false(jwt_rooms_allow(packed, "lobby"));
+    free(packed);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -755,6 +780,7 @@ int main(void)
         cmocka_unit_test(test_negative_bytes), cmocka_unit_test(test_header_too_big),
         cmocka_unit_test(test_no_key),         cmocka_unit_test(test_every_prefix),
         cmocka_unit_test(test_key_load),       cmocka_unit_test(test_allow_room),
+        cmocka_unit_test(test_rooms_packed),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
