@@ -45,6 +45,8 @@
 
 char engine__no_id[1]; /* "": what unset client ids point to */
 
+#define EPHEMERAL_HOLD_MS 2000 /* ephemerals dropped after asking to hide */
+
 /* ---- lookups ---- */
 
 static struct watch *find_watch(struct engine *e, const char *uid)
@@ -393,6 +395,10 @@ void engine__dispatch(struct engine *e, struct emsg *em)
     case OP_ADMIN_ROOMS:
         engine__admin_rooms(e, em);
         break;
+    case OP_PRIV_EVENT: /* the owner has handled this connection's privacy message */
+        if ((c = find_client(e, em->conn_id)) != NULL)
+            c->ephemeral_hold_until = 0;
+        break;
     case OP_ENDED:
         on_ended(e, em);
         break;
@@ -590,6 +596,10 @@ static bool msg_privacy(struct client *c, const cJSON *root, const char *ref)
     em->priv.last_seen = (enum store_visibility)v[1];
     em->priv.invisible = inv && cJSON_IsTrue(inv);
     em->priv_mask = (uint8_t)(mask | (inv ? 4u : 0u));
+    if (em->priv.invisible || ((mask & 1) && em->priv.online != STORE_VIS_EVERYONE))
+        /* Ephemerals go straight to the rooms, this message through the
+         * user's owner: hold them back until the rooms have heard. */
+        c->ephemeral_hold_until = loop_now(c->e->w->loop) + EPHEMERAL_HOLD_MS;
     send_to(c->e, c->owner, em);
     return true;
 }

@@ -160,17 +160,30 @@ static int user_call(struct conn *c, const struct http_request *req, const char 
         }
         return !is_method(req, "POST") ? 0 : contacts_post(c, body, em) ? 1 : -1;
     }
-    if (strcmp(what, "blocks") == 0 && segment(&p, end, em->viewer) && p == end) {
+    if (strcmp(what, "blocks") == 0 && p < end) {
+        if (!is_method(req, "PUT") && !is_method(req, "DELETE"))
+            return 0;
+        if (!segment(&p, end, em->viewer) || p != end) {
+            httpd_error(c, 400, "bad_user", "user ids must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
+            return -1;
+        }
         em->arg = is_method(req, "DELETE") ? ADMIN_UNBLOCK : ADMIN_BLOCK;
-        return is_method(req, "PUT") || is_method(req, "DELETE");
+        return 1;
     }
     if (strcmp(what, "kick") == 0 && p == end && is_method(req, "POST")) {
         const cJSON *sid = cJSON_GetObjectItemCaseSensitive(body, "session");
         const cJSON *why = cJSON_GetObjectItemCaseSensitive(body, "reason");
         em->arg = ADMIN_KICK;
-        if (cJSON_IsString(sid) && presence_id_valid(sid->valuestring))
+        if ((sid && (!cJSON_IsString(sid) || !presence_id_valid(sid->valuestring))) ||
+            (why && (!cJSON_IsString(why) || strlen(why->valuestring) > 200)) ||
+            (body && !cJSON_IsObject(body))) {
+            httpd_error(c, 400, "bad_request",
+                        "body: {\"session\": a session id, \"reason\": text of at most 200 bytes}");
+            return -1;
+        }
+        if (sid)
             copy_id(em->sid, sid->valuestring);
-        if (cJSON_IsString(why) && strlen(why->valuestring) <= 200)
+        if (why)
             em->text = xstrdup(why->valuestring);
         return 1;
     }
@@ -233,7 +246,7 @@ static void rooms_route(struct conn *c, struct worker *w, const char *p, const c
     }
     em = emsg_new(OP_ADMIN_ROOMS, 0);
     if (!segment(&p, end, em->room) || p != end || !room_id_valid(em->room)) {
-        httpd_error(c, 404, "not_found", "no such admin resource");
+        httpd_error(c, 400, "bad_room", "room must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
         emsg_free(&em->msg);
         return;
     }

@@ -66,7 +66,7 @@ enum engine_op {
     /* privacy (engine_privacy.c) */
     OP_PRIVACY,     /* client worker -> U: set settings (priv, arg = fields given) */
     OP_PRIV_HELLO,  /* owner -> itself: tell session conn_id its settings when known */
-    OP_PRIV_EVENT,  /* U -> client worker: frame (privacy_changed) for conn_id */
+    OP_PRIV_EVENT,  /* U -> client worker: conn_id's privacy message was handled */
     OP_ADMIN,       /* HTTP worker -> U: an admin call (arg = enum admin_op) */
     OP_ADMIN_ROOMS, /* HTTP worker -> any: list rooms (arg 0) or one's members (1) */
 };
@@ -161,6 +161,7 @@ struct client {
     int64_t token_exp;             /* auth=jwt: exp of the current token (s) */
     char *room_claims;             /* the token's "rooms" claim packed (jwt_rooms_pack()) */
     struct wheel_timer auth_timer; /* auth deadline, then the token's expiry */
+    uint64_t ephemeral_hold_until; /* loop ms: drop its ephemerals until then */
     double qtokens;                /* query-rate bucket: ids that may be queried now */
     uint64_t qlast;                /* loop ms of the last refill */
 };
@@ -339,9 +340,12 @@ static inline struct client *find_client(struct engine *e, uint64_t conn_id)
     return NULL;
 }
 
+/* wall - monotonic, both read now (not the loop's cached time, which would
+ * make a converted time jitter by the age of the iteration). */
 static inline int64_t wall_offset(struct engine *e)
 {
-    return (int64_t)time_wall_ms() - (int64_t)loop_now(e->w->loop);
+    (void)e;
+    return (int64_t)time_wall_ms() - (int64_t)time_mono_ms();
 }
 
 static inline void reply(struct engine *e, const struct emsg *req, struct payload *frame)

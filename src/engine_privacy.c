@@ -350,6 +350,8 @@ static void settings_apply(struct engine *e, struct puser *pu, const struct stor
     presence_get_user(e->pres, pu->uid, loop_now(e->w->loop), &truth);
     if (p->invisible && (!pu->loaded || !pu->set.invisible))
         pu->pub.frozen_last_seen = truth.status == PRESENCE_OFFLINE ? truth.last_seen : truth.now;
+    if (!p->invisible && pu->loaded && pu->set.invisible && truth.status != PRESENCE_OFFLINE)
+        pu->pub.offline_last_seen = pu->pub.frozen_last_seen; /* its last public offline */
     pu->set = *p;
     if (pu->writes == 0)
         pu->want = *p;
@@ -469,6 +471,11 @@ static bool retry_due(struct engine *e, const struct puser *pu, const struct pre
            (rel && rel->stale && now - rel->failed_at >= RETRY_MS);
 }
 
+static bool needs_fresh_read(const struct emsg *em, const char *uid, const char *viewer)
+{
+    return (em->op == OP_QUERY || em->op == OP_WATCH) && !em->reread && strcmp(viewer, uid) != 0;
+}
+
 bool engine__privacy_ready(struct engine *e, struct emsg *em, const char *uid, const char *viewer)
 {
     struct puser *pu = puser_get(e, uid);
@@ -476,6 +483,22 @@ bool engine__privacy_ready(struct engine *e, struct emsg *em, const char *uid, c
     struct prel *rel = need_rel ? find_prel(pu, viewer) : NULL;
     bool wait = false;
 
+    if (viewer && needs_fresh_read(em, uid, viewer)) {
+        /* Every read or watch by someone else waits for one store read, so
+         * that a cached user (active, invisible) answers as late as an
+         * unknown one: no timing side channel, and fresh settings. */
+        em->reread = true;
+        if (need_rel && (!rel || !rel->pending)) {
+            if (!rel)
+                rel = prel_new(pu, viewer);
+            rel->pending = true;
+            request_load(e, pu, viewer);
+        } else if (!need_rel) {
+            request_load(e, pu, "");
+        }
+        park(pu, em);
+        return false;
+    }
     if (!list_empty(&pu->parked)) {
         park(pu, em);
         return false;
@@ -855,22 +878,48 @@ static struct puser *fresh_settings(struct engine *e, struct emsg *req)
     return NULL;
 }
 
+/* A write of p is in flight: rooms hide the user at once if p hides it
+ * (the stricter of stored and requested applies until the write is done;
+ * a failed write shows the user again, see write_done()). */
+static void want_set(struct engine *e, struct puser *pu, const struct store_privacy *p)
+{
+    bool before = pu->loaded && privacy_room_visible(&pu->set) && privacy_room_visible(&pu->want);
+
+    pu->want = *p;
+    if (before && !room_visible_now(pu))
+        engine__rooms_visibility(e, pu->uid, false);
+}
+
+/* Tells the client's worker that the rooms have heard of this privacy
+ * message (OP_RVIS, if any, is on the bus before this): it may let the
+ * connection's ephemeral messages through again (engine.c). */
+static void release_hold(struct engine *e, const struct emsg *req)
+{
+    send_to(e, worker_of_conn(req->conn_id), emsg_new(OP_PRIV_EVENT, req->conn_id));
+}
+
 void engine__op_privacy(struct engine *e, struct emsg *req)
 {
     struct puser *pu;
     struct store_privacy p;
+    uint64_t conn = req->conn_id;
 
-    if (!(pu = fresh_settings(e, req)))
+    if (!(pu = fresh_settings(e, req))) {
+        if (!req->parked)
+            release_hold(e, req); /* refused */
         return;
+    }
     p = pu->writes ? pu->want : pu->set;
     merge(&p, req);
     req->priv = p;
     if (submit_write(e, pu, req) < 0) {
         engine__reply_error(e, req->conn_id, "store_unavailable",
                             "the settings could not be saved; nothing changed", req->ref);
+        release_hold(e, req);
         return;
     }
-    pu->want = p;
+    want_set(e, pu, &p);
+    send_to(e, worker_of_conn(conn), emsg_new(OP_PRIV_EVENT, conn)); /* req is the store's now */
 }
 
 static void admin_kick(struct engine *e, struct emsg *req)
@@ -922,7 +971,7 @@ void engine__op_admin(struct engine *e, struct emsg *req)
     if (r < 0)
         admin_error(e, req, r == -E2BIG ? 413 : 400, "bad_request", store_strerror(r));
     else if (req->arg == ADMIN_SET_PRIVACY)
-        pu->want = req->priv;
+        want_set(e, pu, &req->priv);
 }
 
 /* ---- set-up ---- */

@@ -661,6 +661,8 @@ static bool msg_patch_or_ephemeral(struct client *c, const cJSON *root, const ch
 
     if (!room || !need_session(c, ref))
         return false;
+    if (ephemeral && loop_now(c->e->w->loop) < c->ephemeral_hold_until)
+        return true; /* asked to hide: dropped until the rooms know (engine.c) */
     data = json_arg(root, ephemeral ? "data" : "meta", 1024, &bad);
     if (!data || (ephemeral && !cJSON_IsString(kind))) {
         cJSON_free(data);

@@ -1113,9 +1113,13 @@ int room_get_member(const struct room_engine *e, const char *room, const char *u
 
 int room_encode_info(const struct room_engine *e, const char *room, size_t limit, struct buf *out)
 {
+    const struct room *r;
+
     if (!room__id_ok(room, ROOM_ID_MAX))
         return ROOM_E_ROOM_ID;
-    encode_state(out, NULL, room, room_find(e, room), limit);
+    r = room_find(e, room);
+    /* A room whose members are all hidden reads exactly like no room. */
+    encode_state(out, NULL, room, r && r->published > 0 ? r : NULL, limit);
     return 0;
 }
 

@@ -377,8 +377,9 @@ int room_get_info(const struct room_engine *e, const char *room, struct room_inf
 int room_get_member(const struct room_engine *e, const char *room, const char *user,
                     struct room_member_view *out);
 /* Appends the published room as the "info" object, listing at most limit
- * members in join order (count stays exact); an absent room appears as the
- * empty one of epoch 0. 0 or ROOM_E_ROOM_ID (nothing appended). */
+ * members in join order (count stays exact); an absent room, and one whose
+ * members are all hidden, appears as the empty one of epoch 0. 0 or
+ * ROOM_E_ROOM_ID (nothing appended). */
 int room_encode_info(const struct room_engine *e, const char *room, size_t limit, struct buf *out);
 void room_get_stats(const struct room_engine *e, struct room_stats *out);
 /* Admin API: appends {"room":id,"members":n,"visible":n} for every room
