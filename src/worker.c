@@ -264,6 +264,19 @@ static void bus_hook(struct loop *l, void *data)
 /* Before-sleep hook: shutdown progress and metrics upkeep. */
 #define TRIM_EVERY_MS 10000 /* malloc_trim() at most this often per worker */
 
+/* glibc's malloc_trim(), except under AddressSanitizer, whose allocator
+ * replaces glibc's (trimming glibc's untouched arenas there crashes). */
+#if defined(__SANITIZE_ADDRESS__)
+#define TRIM_HEAP() ((void)0)
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TRIM_HEAP() ((void)0)
+#endif
+#endif
+#ifndef TRIM_HEAP
+#define TRIM_HEAP() ((void)malloc_trim(0))
+#endif
+
 static void worker_hook(struct loop *l, void *data)
 {
     struct worker *w = data;
@@ -279,7 +292,7 @@ static void worker_hook(struct loop *l, void *data)
          * leave free pages in this thread's malloc arena; give them back so
          * that idle connections cost what they hold, not the burst's peak. */
         w->trimmed_ms = loop_now(l);
-        malloc_trim(0);
+        TRIM_HEAP();
     }
     if (!w->draining && atomic_load(&w->srv->shutting_down))
         begin_drain(w);
