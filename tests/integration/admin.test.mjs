@@ -7,7 +7,7 @@
 // reads, rooms and their members including hidden ones.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, stopClean, sleep, MULT } from './lib/server.mjs';
+import { startServer, stopClean, sleep, MULT, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
 
 const KEY = 'admin-test-key-0123456789abcdefXYZ';
@@ -43,15 +43,6 @@ function errOf(r) {
   assert.ok(j && j.error, `a JSON error body: ${r.text}`);
   if (typeof j.error === 'string') return { code: j.error, message: j.message };
   return { code: j.error.code, message: j.error.message };
-}
-async function waitUntil(fn, what, ms = 5000) {
-  const deadline = Date.now() + ms * MULT;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
 }
 const pub = async (srv, u, as) => (await (await fetch(`${srv.url}/v1/presence?user=${u}${as ? `&as=${as}` : ''}`)).json()).users[0];
 

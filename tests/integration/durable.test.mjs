@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
-import { startServer, stopClean, sleep, MULT } from './lib/server.mjs';
+import { startServer, stopClean, sleep, MULT, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
 
 const KEY = 'durable-admin-key-0123456789abcdef';
@@ -38,15 +38,6 @@ async function admin(srv, method, p, body, signal) {
     body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await r.text();
   return { status: r.status, json: (() => { try { return JSON.parse(text); } catch { return undefined; } })(), text };
-}
-async function waitUntil(fn, what, ms = 5000) {
-  const deadline = Date.now() + ms * MULT;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
 }
 
 // Runs the writers of one round against srv until `target` changes are

@@ -10,7 +10,7 @@
 // X itself must see its own true state in world 2.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, stopClean, sleep, MULT } from './lib/server.mjs';
+import { startServer, stopClean, sleep, MULT, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
 
 const KEY = 'invisible-admin-key-0123456789abcdef';
@@ -25,15 +25,6 @@ async function admin(srv, method, p, body) {
   const text = await r.text();
   assert.equal(r.status, 200, `${method} ${p}: ${r.status} ${text}`);
   return JSON.parse(text);
-}
-async function waitUntil(fn, what, ms = 5000) {
-  const deadline = Date.now() + ms * MULT;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
 }
 async function sse(url) {
   const ctrl = new AbortController();

@@ -12,7 +12,7 @@
 // from the spec, never from server output.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, stopClean, sleep, MULT } from './lib/server.mjs';
+import { startServer, stopClean, sleep, MULT, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
 
 // ---------------------------------------------------------------- helpers
@@ -48,15 +48,6 @@ const setContacts = (srv, u, ids) => adminOk(srv, 'PUT', `/v1/admin/users/${u}/c
 const block = (srv, u, t) => adminOk(srv, 'PUT', `/v1/admin/users/${u}/blocks/${t}`);
 const errCode = (j) => j && (typeof j.error === 'string' ? j.error : j.error && j.error.code);
 
-async function waitUntil(fn, what, ms = 5000) {
-  const deadline = Date.now() + ms * MULT;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 // An SSE reader that keeps reading in the background; until() has a real
 // deadline even when the stream is silent.

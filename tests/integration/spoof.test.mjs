@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { once } from 'node:events';
 import WebSocket from 'ws';
-import { startServer, stopClean, sleep, MULT } from './lib/server.mjs';
+import { startServer, stopClean, sleep, MULT, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
 
 const KEY = 'spoof-admin-key-0123456789abcdef';
@@ -34,15 +34,6 @@ async function admin(srv, method, p, body) {
   const text = await r.text();
   assert.equal(r.status, 200, `${method} ${p}: ${r.status} ${text}`);
   return JSON.parse(text);
-}
-async function waitUntil(fn, what, ms = 5000) {
-  const deadline = Date.now() + ms * MULT;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
 }
 
 for (const auth of ['none', 'jwt']) {

@@ -9,7 +9,7 @@ import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { execFileSync } from 'node:child_process';
-import { startServer, stopClean, sleep, MULT } from '../integration/lib/server.mjs';
+import { startServer, stopClean, sleep, MULT, waitUntil } from '../integration/lib/server.mjs';
 import { Client } from '../integration/lib/client.mjs';
 
 const PG = process.env.PRESENCED_TEST_PG;
@@ -52,15 +52,6 @@ async function adminOk(srv, method, p, body) {
   const r = await admin(srv, method, p, body);
   assert.equal(r.status, 200, `${method} ${p}: ${r.status} ${r.text}`);
   return r.json;
-}
-async function waitUntil(fn, what, ms = 5000) {
-  const deadline = Date.now() + ms * MULT;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
 }
 const view = async (srv, u, as) => (await (await fetch(`${srv.url}/v1/presence?user=${u}${as ? `&as=${as}` : ''}`)).json()).users[0];
 const errCode = (j) => j && (typeof j.error === 'string' ? j.error : j.error && j.error.code);

@@ -67,3 +67,15 @@ export async function stopClean(srv, assert) {
 }
 
 export function sleep(ms) { return new Promise((r) => setTimeout(r, ms)); }
+
+// Polls fn until it returns something truthy (its value is returned), for
+// at most ms (scaled by PRESENCED_TEST_TIMEOUT_MULT); throws naming what.
+export async function waitUntil(fn, what, ms = 5000) {
+  const deadline = Date.now() + ms * MULT;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
