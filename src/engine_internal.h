@@ -30,6 +30,7 @@ struct sse_stream;
 struct query;
 struct watch_link;
 struct room_link;
+struct rblock;
 
 enum engine_op {
     OP_START = 1, /* client worker -> owner: start or resume a session */
@@ -69,6 +70,9 @@ enum engine_op {
     OP_PRIV_EVENT,  /* U -> client worker: conn_id's privacy message was handled */
     OP_ADMIN,       /* HTTP worker -> U: an admin call (arg = enum admin_op) */
     OP_ADMIN_ROOMS, /* HTTP worker -> any: list rooms (arg 0) or one's members (1) */
+    /* blocks inside rooms (engine_room.c) */
+    OP_RBLOCK,   /* U -> every worker: uid blocks (arg 1) / unblocks (0) viewer */
+    OP_RREFRESH, /* client worker -> R: a fresh snapshot for conn_id if uid is shown */
 };
 
 /* Admin calls on a user's owner (em->arg of OP_ADMIN). */
@@ -164,6 +168,7 @@ struct client {
     uint64_t ephemeral_hold_until; /* loop ms: drop its ephemerals until then */
     double qtokens;                /* query-rate bucket: ids that may be queried now */
     uint64_t qlast;                /* loop ms of the last refill */
+    struct rblock *rblock;         /* engine_room.c: who blocks uid, for rooms; NULL = not read */
 };
 
 struct watch {
@@ -469,6 +474,10 @@ bool engine__room_visible(struct engine *e, const char *uid);
  * application's backend signs it (like Pusher's channel auth). */
 bool engine__room_token_ok(const struct engine *e, const char *holder, const char *room,
                            const char *tok);
+/* U side: owner's acknowledged block (or unblock) of target; tells every
+ * worker, so that target's sockets stop (or start) seeing owner in rooms. */
+void engine__rooms_block_changed(struct engine *e, const char *owner, const char *target,
+                                 bool blocked);
 /* U side: tells the owners of uid's rooms its new room visibility. */
 void engine__rooms_visibility(struct engine *e, const char *uid, bool visible);
 struct room_engine *engine__rooms_new(struct engine *e);

@@ -798,6 +798,8 @@ static void write_done(void *ctx, int status, const struct store_result *r)
             reply_ack(e, req);
     } else {
         relations_apply(e, pu, req);
+        if ((req->arg == ADMIN_BLOCK || req->arg == ADMIN_UNBLOCK) && r->changed > 0)
+            engine__rooms_block_changed(e, req->uid, req->viewer, req->arg == ADMIN_BLOCK);
         admin_changed(e, req, "changed", r->changed);
     }
     emsg_free(&req->msg);

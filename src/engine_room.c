@@ -23,8 +23,19 @@
  * Ephemeral messages are dropped for a socket whose output queue is over
  * half its soft limit: cursors are the first thing to give way, lifecycle
  * deltas never are.
+ *
+ * Blocks (the rare path): a WebSocket client reads the users that block
+ * its user (store_list_blockers()) before its first join leaves its
+ * worker. Only for a client with blockers, the client worker re-encodes
+ * each room message for that socket alone: blockers removed from snapshots
+ * and deltas, count lowered by the blockers it hides, their ephemerals
+ * dropped (see "blocks inside rooms" below). Everyone else gets the shared
+ * frame. A block or unblock is broadcast (OP_RBLOCK); each socket of the
+ * target in a room where the blocker is shown gets a fresh snapshot.
  */
 #include "engine_internal.h"
+
+#include <errno.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -47,8 +58,35 @@ struct room_link {
     struct list link; /* lroom->links */
     struct lroom *lroom;
     struct client *client;
-    bool awaiting; /* no state yet: deltas are not for it */
+    bool awaiting;     /* no state yet: deltas are not for it */
+    bool need_refresh; /* a block changed before its state was complete */
+    char **hidden;     /* blockers that are members, kept out of its model */
+    size_t nhidden, caphidden;
 };
+
+/* Client side: the users that block a client's user (client->rblock). */
+enum { RB_LOADING, RB_READY };
+
+struct rblock {
+    int state;
+    bool dirty; /* a block changed while loading: read again */
+    char **ids; /* the blockers (heap copies) */
+    size_t n, cap;
+    struct emsg **pending; /* joins held until the blockers are known */
+    size_t npending, cappending;
+};
+
+struct rb_load { /* a store read's context: the client may be gone */
+    struct engine *e;
+    uint64_t conn_id;
+};
+
+static void set_clear(char **v, size_t *n);
+static void rb_free(struct rblock *rb);
+static bool link_filtered(const struct room_link *l);
+static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_t epoch,
+                             uint64_t seq);
+static void request_refresh(struct room_link *l, const char *user);
 
 struct lroom {             /* client side: local subscribers of a room */
     struct hmap_node node; /* e->lrooms */
@@ -221,6 +259,23 @@ static void r_subscribe(struct engine *e, struct emsg *req)
 {
     subscribe(e, req->room, worker_of_conn(req->conn_id), req->version);
     answer_join(e, req);
+}
+
+/* A socket's blockers changed: it gets a fresh snapshot (delivered after
+ * every earlier delta, like a join's) if user is shown in the room, or in
+ * any case when user is "". */
+static void r_refresh(struct engine *e, struct emsg *req)
+{
+    struct room_member_view mv;
+    struct room_info info;
+    struct room_msg m;
+
+    if (req->uid[0] && (room_get_member(e->rooms, req->room, req->uid, &mv) != 0 || !mv.published))
+        return;
+    if (room_snapshot(e->rooms, req->room, &m) != 0)
+        return;
+    room_get_info(e->rooms, req->room, &info);
+    send_state(e, req, m.payload, false, info.epoch, m.seq);
 }
 
 void engine__room_info(struct engine *e, const char *room, struct buf *out)
@@ -435,6 +490,8 @@ static void rlink_remove(struct client *c, size_t idx)
 
     c->rlinks[idx] = c->rlinks[--c->nrlinks];
     list_del(&l->link);
+    set_clear(l->hidden, &l->nhidden);
+    free(l->hidden);
     free(l);
     if (!list_empty(&lr->links))
         return;
@@ -453,6 +510,8 @@ void engine__rooms_client_closed(struct client *c)
         rlink_remove(c, c->nrlinks - 1);
     free(c->rlinks);
     c->rlinks = NULL;
+    rb_free(c->rblock);
+    c->rblock = NULL;
 }
 
 /* Sends one room message to a subscriber: the shared WebSocket frame, or
@@ -483,14 +542,21 @@ static void on_state(struct engine *e, struct emsg *em)
 
     if (!c || !(l = find_rlink(c, em->room, &idx)))
         return;
-    if (em->frame)
+    if (em->frame && link_filtered(l))
+        deliver_filtered(l, em->frame, em->epoch, em->since);
+    else if (em->frame)
         deliver(c, em->frame, em->epoch, em->since);
     if (!em->arg)
         return;
-    if (!em->frame && l->awaiting)
+    if (!em->frame && l->awaiting) {
         rlink_remove(c, idx); /* the join failed */
-    else
-        l->awaiting = false;
+        return;
+    }
+    l->awaiting = false;
+    if (l->need_refresh) { /* a block changed while the state was on its way */
+        l->need_refresh = false;
+        request_refresh(l, "");
+    }
 }
 
 /* A socket whose queue is over half its soft limit skips ephemeral data. */
@@ -515,7 +581,356 @@ static void on_event(struct engine *e, struct emsg *em)
 
         if (l->awaiting || (em->arg && congested(l->client)))
             continue;
-        deliver(l->client, em->frame, em->epoch, em->since);
+        if (link_filtered(l))
+            deliver_filtered(l, em->frame, em->epoch, em->since);
+        else
+            deliver(l->client, em->frame, em->epoch, em->since);
+    }
+}
+
+/* ---- blocks inside rooms (client side) ---- */
+
+static bool str_in(char *const *v, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i], s) == 0)
+            return true;
+    return false;
+}
+
+/* Adds s to the set (v, n, cap) unless there; false when it was. */
+static bool set_add(char ***v, size_t *n, size_t *cap, const char *s)
+{
+    if (str_in(*v, *n, s))
+        return false;
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 4;
+        *v = xrealloc(*v, *cap * sizeof(**v));
+    }
+    (*v)[(*n)++] = xstrdup(s);
+    return true;
+}
+
+/* Removes s from the set; false when it was not there. */
+static bool set_del(char **v, size_t *n, const char *s)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (strcmp(v[i], s) == 0) {
+            free(v[i]);
+            v[i] = v[--*n];
+            return true;
+        }
+    }
+    return false;
+}
+
+static void set_clear(char **v, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++)
+        free(v[i]);
+    *n = 0;
+}
+
+static bool blocked_by(const struct client *c, const char *user)
+{
+    return c->rblock && str_in(c->rblock->ids, c->rblock->n, user);
+}
+
+/* Whether l's messages must be rewritten: its user has blockers, or
+ * its model still lacks a member who stopped blocking. */
+static bool link_filtered(const struct room_link *l)
+{
+    const struct rblock *rb = l->client->rblock;
+
+    return l->client->ws && ((rb && rb->n > 0) || l->nhidden > 0);
+}
+
+/* Removes entries of the array key by their user (the string itself, or
+ * the object's "user") and returns how many: what 'j' (members, joins)
+ * drops blockers and remembers them as hidden, 'l' (leaves) drops hidden
+ * ones and forgets them, 'p' (patches) drops blockers. */
+static size_t drop_users(cJSON *root, const char *key, struct room_link *l, int what)
+{
+    cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, key);
+    cJSON *it, *next;
+    size_t n = 0;
+
+    if (!cJSON_IsArray(arr))
+        return 0;
+    for (it = arr->child; it; it = next) {
+        const cJSON *u = cJSON_IsString(it) ? it : cJSON_GetObjectItemCaseSensitive(it, "user");
+        const char *user = cJSON_IsString(u) ? u->valuestring : "";
+        bool drop;
+
+        next = it->next;
+        if (what == 'l') /* a leave: hidden ones only (the model lacks them) */
+            drop = set_del(l->hidden, &l->nhidden, user);
+        else if ((drop = blocked_by(l->client, user)) && what == 'j')
+            set_add(&l->hidden, &l->nhidden, &l->caphidden, user);
+        if (drop) {
+            cJSON_Delete(cJSON_DetachItemViaPointer(arr, it));
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Sets key to v, written as an exact integer (cJSON could round big
+ * numbers), when the key is there. */
+static void set_u64(cJSON *root, const char *key, uint64_t v)
+{
+    char num[24];
+
+    if (!cJSON_GetObjectItemCaseSensitive(root, key))
+        return;
+    snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
+    cJSON_ReplaceItemInObjectCaseSensitive(root, key, cJSON_CreateRaw(num));
+}
+
+static uint64_t get_u64(const cJSON *root, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+
+    return cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
+}
+
+/* Lowers an interval-mode count by the entries dropped from its list. */
+static void lower(cJSON *root, const char *key, size_t by)
+{
+    uint64_t v = get_u64(root, key);
+
+    if (by)
+        set_u64(root, key, v > by ? v - by : 0);
+}
+
+/*
+ * Delivers one room message to a client with blockers, as the room would
+ * look without them. Members that block the user are removed from
+ * snapshots and joins and remembered as hidden; their leaves are dropped
+ * while hidden; their patches and ephemerals are dropped; count is
+ * lowered by the hidden ones. seq and epoch are kept, so an emptied delta
+ * still goes out. Parsed and re-encoded only here: others share the frame.
+ */
+static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_t epoch,
+                             uint64_t seq)
+{
+    struct client *c = l->client;
+    const char *json, *type;
+    cJSON *root;
+    size_t n, dropped = 0;
+    char *out;
+
+    frame_json(frame, &json, &n);
+    root = cJSON_ParseWithLength(json, n);
+    type = root ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "type")) : NULL;
+    if (!type) {
+        cJSON_Delete(root);
+        deliver(c, frame, epoch, seq);
+        return;
+    }
+    if (strcmp(type, "ephemeral") == 0) {
+        const char *from = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "user"));
+        if (!from || !blocked_by(c, from))
+            deliver(c, frame, epoch, seq);
+        cJSON_Delete(root);
+        return;
+    }
+    if (strcmp(type, "room_snapshot") == 0) {
+        set_clear(l->hidden, &l->nhidden);
+        dropped += drop_users(root, "members", l, 'j');
+    } else if (strcmp(type, "room_delta") == 0) {
+        size_t j = drop_users(root, "joins", l, 'j');
+        size_t lv = drop_users(root, "leaves", l, 'l');
+        size_t p = drop_users(root, "patches", l, 'p');
+        lower(root, "joinCount", j);
+        lower(root, "leaveCount", lv);
+        lower(root, "patchCount", p);
+        dropped += j + lv + p;
+    }
+    if (dropped == 0 && l->nhidden == 0) {
+        cJSON_Delete(root);
+        deliver(c, frame, epoch, seq);
+        return;
+    }
+    lower(root, "count", l->nhidden);
+    set_u64(root, "epoch", get_u64(root, "epoch"));
+    out = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!out)
+        abort(); /* cJSON fails only on OOM, which aborts everywhere */
+    frame = frame_room_json(out, strlen(out));
+    cJSON_free(out);
+    deliver(c, frame, epoch, seq);
+    payload_unref(frame);
+}
+
+/* Asks R for a fresh snapshot for l's socket if user is shown there (""
+ * = in any case), so that the socket's model follows a changed block. */
+static void request_refresh(struct room_link *l, const char *user)
+{
+    struct client *c = l->client;
+    struct emsg *em = emsg_new(OP_RREFRESH, c->conn_id);
+
+    copy_id(em->room, l->lroom->room);
+    copy_id(em->uid, user);
+    send_to(c->e, room_owner(c->e, l->lroom->room), em);
+}
+
+static void rb_send_join(struct client *c, struct emsg *em)
+{
+    if (c->rblock->n > 0)
+        em->has_since = false; /* a snapshot: the hidden members are known from it */
+    send_to(c->e, c->owner, em);
+}
+
+static void rb_loaded(void *ctx, int status, const struct store_result *r);
+
+static void rb_load(struct client *c)
+{
+    struct rb_load *ld = xcalloc(1, sizeof(*ld));
+    struct store_result none;
+
+    ld->e = c->e;
+    ld->conn_id = c->conn_id;
+    c->rblock->state = RB_LOADING;
+    if (store_list_blockers(c->e->w->srv->store, c->e->inbox, c->uid, rb_loaded, ld) < 0) {
+        memset(&none, 0, sizeof(none));
+        rb_loaded(ld, -EINVAL, &none);
+    }
+}
+
+/* The blockers of a client's user are read: send its held joins, or,
+ * when the store failed, refuse them (they cannot be filtered). */
+static void rb_loaded(void *ctx, int status, const struct store_result *r)
+{
+    struct rb_load *ld = ctx;
+    struct client *c = ld->e->closing ? NULL : find_client(ld->e, ld->conn_id);
+    struct rblock *rb = c ? c->rblock : NULL;
+
+    free(ld);
+    if (!rb)
+        return;
+    if (status == 0 && rb->dirty) {
+        rb->dirty = false;
+        rb_load(c); /* a block changed meanwhile: this answer may predate it */
+        return;
+    }
+    if (status < 0) {
+        log_warnx("store", "blockers of %s unreadable, room joins refused: %s", c->uid,
+                  store_strerror(status));
+        for (size_t i = 0; i < rb->npending; i++) {
+            struct emsg *em = rb->pending[i];
+            size_t idx;
+            if (find_rlink(c, em->room, &idx))
+                rlink_remove(c, idx);
+            proto_send_error(c->ws, "store_unavailable",
+                             "the settings could not be read; try again", em->ref);
+            emsg_free(&em->msg);
+        }
+        rb->npending = 0;
+        c->rblock = NULL; /* the next join reads again */
+        free(rb->pending);
+        free(rb);
+        return;
+    }
+    for (size_t i = 0; i < r->nids; i++)
+        set_add(&rb->ids, &rb->n, &rb->cap, r->ids[i]);
+    rb->state = RB_READY;
+    for (size_t i = 0; i < rb->npending; i++)
+        rb_send_join(c, rb->pending[i]);
+    rb->npending = 0;
+}
+
+/* Sends a join of c, held until c's blockers are known. */
+static void rb_join(struct client *c, struct emsg *em)
+{
+    struct rblock *rb = c->rblock;
+    bool load = !rb;
+
+    if (!rb)
+        rb = c->rblock = xcalloc(1, sizeof(*rb));
+    else if (rb->state == RB_READY) {
+        rb_send_join(c, em);
+        return;
+    }
+    if (rb->npending == rb->cappending) {
+        rb->cappending = rb->cappending ? rb->cappending * 2 : 4;
+        rb->pending = xrealloc(rb->pending, rb->cappending * sizeof(*rb->pending));
+    }
+    rb->pending[rb->npending++] = em;
+    if (load)
+        rb_load(c);
+}
+
+/* A join still held for room is cancelled (room_leave before it left). */
+static void rb_cancel(struct client *c, const char *room)
+{
+    struct rblock *rb = c->rblock;
+
+    for (size_t i = 0; rb && i < rb->npending; i++) {
+        if (strcmp(rb->pending[i]->room, room) == 0) {
+            emsg_free(&rb->pending[i]->msg);
+            memmove(rb->pending + i, rb->pending + i + 1,
+                    (rb->npending - i - 1) * sizeof(*rb->pending));
+            rb->npending--;
+            return;
+        }
+    }
+}
+
+static void rb_free(struct rblock *rb)
+{
+    if (!rb)
+        return;
+    for (size_t i = 0; i < rb->npending; i++)
+        emsg_free(&rb->pending[i]->msg);
+    free(rb->pending);
+    set_clear(rb->ids, &rb->n);
+    free(rb->ids);
+    free(rb);
+}
+
+/* Every worker: owner blocks (or stops blocking) viewer. Sockets of
+ * viewer whose blockers are known update them, and each of their rooms
+ * where owner is shown sends them a fresh snapshot. */
+static void on_block(struct engine *e, const struct emsg *em)
+{
+    struct hmap_node *n;
+    size_t it;
+
+    for (n = hmap_first(&e->clients, &it); n; n = hmap_next(&e->clients, n, &it)) {
+        struct client *c = container_of(n, struct client, node);
+        struct rblock *rb = c->rblock;
+
+        if (!rb || strcmp(c->uid, em->viewer) != 0)
+            continue;
+        if (rb->state == RB_LOADING) {
+            rb->dirty = true;
+            continue;
+        }
+        if (em->arg)
+            set_add(&rb->ids, &rb->n, &rb->cap, em->uid);
+        else
+            set_del(rb->ids, &rb->n, em->uid);
+        for (size_t i = 0; i < c->nrlinks; i++) {
+            struct room_link *l = c->rlinks[i];
+            if (l->awaiting)
+                l->need_refresh = true;
+            else
+                request_refresh(l, em->uid);
+        }
+    }
+}
+
+void engine__rooms_block_changed(struct engine *e, const char *owner, const char *target,
+                                 bool blocked)
+{
+    for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
+        struct emsg *em = emsg_new(OP_RBLOCK, 0);
+        copy_id(em->uid, owner);
+        copy_id(em->viewer, target);
+        em->arg = blocked;
+        send_to(e, i, em);
     }
 }
 
@@ -629,7 +1044,7 @@ static bool msg_join(struct client *c, const cJSON *root, const char *ref)
         }
     }
     em->version = rlink_add(c, room)->lroom->gen;
-    send_to(c->e, c->owner, em);
+    rb_join(c, em); /* sent once c's blockers are known */
     return true;
 }
 
@@ -645,6 +1060,7 @@ static bool msg_room_leave(struct client *c, const cJSON *root, const char *ref)
         return false;
     }
     rlink_remove(c, idx);
+    rb_cancel(c, room);
     send_to(c->e, c->owner, room_msg(c, OP_RLEAVE, room, ref));
     proto_send_ack(c->ws, ref);
     return true;
@@ -729,6 +1145,12 @@ bool engine__room_msg(struct engine *e, struct emsg *em)
         return true;
     case OP_RSUB:
         r_subscribe(e, em);
+        return true;
+    case OP_RBLOCK:
+        on_block(e, em);
+        return true;
+    case OP_RREFRESH:
+        r_refresh(e, em);
         return true;
     case OP_RVIS:
         room_set_visible(e->rooms, em->room, em->uid, em->arg != 0, loop_now(e->w->loop));

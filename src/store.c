@@ -80,8 +80,21 @@ static struct store_result result_private(void)
     };
 }
 
+/* Frees a list_blockers answer (the backend allocated it). */
+static void result_free_ids(struct store_result *res)
+{
+    char **ids = (char **)res->ids;
+
+    for (size_t i = 0; i < res->nids; i++)
+        free(ids[i]);
+    free(ids);
+    res->ids = NULL;
+    res->nids = 0;
+}
+
 static void req_free(struct req *r)
 {
+    result_free_ids(&r->result);
     for (size_t i = 0; i < r->args.n; i++)
         free(r->args.ids[i]);
     free(r->args.ids);
@@ -123,8 +136,10 @@ static void exec_read(struct store *s, struct req *r)
     r->result = (struct store_result){0};
     err = s->be->read(s->db, &r->args, &r->result);
     r->status = err;
-    if (err)
+    if (err) {
+        result_free_ids(&r->result);
         r->result = result_private();
+    }
 }
 
 /* ---- the database thread: batches and completions ---- */
@@ -541,4 +556,12 @@ int store_get_relations(struct store *s, struct store_inbox *in, const char *own
                         const char *viewer, store_cb *cb, void *ctx)
 {
     return submit_pair(s, in, STORE_GET_RELATIONS, owner, viewer, cb, ctx);
+}
+
+int store_list_blockers(struct store *s, struct store_inbox *in, const char *target, store_cb *cb,
+                        void *ctx)
+{
+    if (!store_id_is_valid(target))
+        return -EINVAL;
+    return submit(s, in, req_new(STORE_LIST_BLOCKERS, target, NULL, cb, ctx));
 }

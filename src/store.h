@@ -85,6 +85,8 @@ struct store_result {
     bool is_contact;              /* get_relations: viewer is in owner's contacts */
     bool blocked;                 /* get_relations: owner blocks viewer */
     size_t changed;               /* writes: rows inserted or deleted (privacy: 1) */
+    const char *const *ids;       /* list_blockers: the owners that block the target */
+    size_t nids;                  /* list_blockers: entries in ids (0 on error) */
 };
 
 struct store;
@@ -197,5 +199,14 @@ int store_unblock(struct store *s, struct store_inbox *in, const char *owner, co
  */
 int store_get_relations(struct store *s, struct store_inbox *in, const char *owner,
                         const char *viewer, store_cb *cb, void *ctx);
+
+/*
+ * The owners that block target (a read; at most STORE_IDS_MAX, in no
+ * particular order) in r->ids and r->nids, borrowed until cb returns. On
+ * error the list is empty: the caller cannot know the blockers and must
+ * not act as if there were none (the engine refuses the room join).
+ */
+int store_list_blockers(struct store *s, struct store_inbox *in, const char *target, store_cb *cb,
+                        void *ctx);
 
 #endif

@@ -29,6 +29,7 @@ enum store_kind {
     STORE_LAST_WRITE = STORE_UNBLOCK, /* kinds up to here are writes */
     STORE_GET_PRIVACY,
     STORE_GET_RELATIONS,
+    STORE_LIST_BLOCKERS,
 };
 
 /* A request's validated arguments; owned by store.c, borrowed by backends. */
@@ -73,8 +74,10 @@ struct store_backend {
      * inserted or deleted to *changed (set_privacy: 1). */
     int (*write)(void *db, const struct store_args *a, size_t *changed);
 
-    /* Runs one read (get_privacy or get_relations) into res, which the
-     * caller zero-filled; unknown users keep the defaults, found false. */
+    /* Runs one read (get_privacy, get_relations or list_blockers) into
+     * res, which the caller zero-filled; unknown users keep the defaults,
+     * found false. list_blockers sets res->ids to an array of nids strings,
+     * all from malloc (store.c frees them, on error too). */
     int (*read)(void *db, const struct store_args *a, struct store_result *res);
 };
 

@@ -60,7 +60,9 @@ static const char schema_v1[] =
     " PRIMARY KEY (owner, contact));"
     "CREATE TABLE IF NOT EXISTS presenced_blocks ("
     " owner text COLLATE \"C\" NOT NULL, blocked text COLLATE \"C\" NOT NULL,"
-    " PRIMARY KEY (owner, blocked));";
+    " PRIMARY KEY (owner, blocked));"
+    "CREATE INDEX IF NOT EXISTS presenced_blocks_by_blocked"
+    " ON presenced_blocks (blocked, owner);";
 
 /* migrate_sql[v] takes the schema from version v to v + 1. */
 static const char *const migrate_sql[STORE_SCHEMA_VERSION] = {schema_v1};
@@ -74,6 +76,7 @@ enum stmt {
     ST_BLOCK_ADD,
     ST_BLOCK_DEL,
     ST_RELATIONS,
+    ST_BLOCKERS,
     ST_COUNT,
 };
 
@@ -132,6 +135,10 @@ static const struct stmt_def stmts[ST_COUNT] = {
                       " LEFT JOIN presenced_privacy p ON p.user_id = $1",
                       2,
                       {OID_TEXT, OID_TEXT}},
+    [ST_BLOCKERS] = {"presenced_blockers",
+                     "SELECT owner FROM presenced_blocks WHERE blocked = $1 LIMIT 10000",
+                     1,
+                     {OID_TEXT}},
 };
 
 struct pg {
@@ -349,6 +356,27 @@ static bool is_true(const PGresult *res, int col)
     return !PQgetisnull(res, 0, col) && PQgetvalue(res, 0, col)[0] == 't';
 }
 
+/* The owners that block target, into res->ids (malloc'd, see backend). */
+static int read_blockers(struct pg *pg, const char *target, struct store_result *res)
+{
+    const char *vals[1] = {target};
+    PGresult *r;
+    int err = run(pg, ST_BLOCKERS, vals, NULL, NULL, &r);
+    size_t n;
+    char **ids;
+
+    if (err)
+        return err;
+    n = (size_t)PQntuples(r);
+    ids = xcalloc(n ? n : 1, sizeof(*ids));
+    for (size_t i = 0; i < n; i++)
+        ids[i] = xstrdup(PQgetvalue(r, (int)i, 0));
+    res->ids = (const char *const *)ids;
+    res->nids = n;
+    PQclear(r);
+    return 0;
+}
+
 /* Both read statements start with the three privacy columns, NULL (or no
  * row) when the user has none. */
 static int pg_read(void *db, const struct store_args *a, struct store_result *res)
@@ -357,7 +385,11 @@ static int pg_read(void *db, const struct store_args *a, struct store_result *re
     const char *vals[2] = {a->user, a->other};
     bool relations = a->kind == STORE_GET_RELATIONS;
     PGresult *r;
-    int err = run(pg, relations ? ST_RELATIONS : ST_GET_PRIVACY, vals, NULL, NULL, &r);
+    int err;
+
+    if (a->kind == STORE_LIST_BLOCKERS)
+        return read_blockers(pg, a->user, res);
+    err = run(pg, relations ? ST_RELATIONS : ST_GET_PRIVACY, vals, NULL, NULL, &r);
 
     if (err)
         return err;

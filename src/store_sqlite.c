@@ -32,6 +32,7 @@ enum stmt {
     ST_BLOCK_ADD,
     ST_BLOCK_DEL,
     ST_IS_BLOCKED,
+    ST_BLOCKERS,
     ST_COUNT,
 };
 
@@ -51,6 +52,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_BLOCK_ADD] = "INSERT OR IGNORE INTO blocks(owner, blocked) VALUES (?1, ?2)",
     [ST_BLOCK_DEL] = "DELETE FROM blocks WHERE owner = ?1 AND blocked = ?2",
     [ST_IS_BLOCKED] = "SELECT 1 FROM blocks WHERE owner = ?1 AND blocked = ?2",
+    [ST_BLOCKERS] = "SELECT owner FROM blocks WHERE blocked = ?1 LIMIT 10000",
 };
 
 static const char schema_sql[] =
@@ -67,7 +69,8 @@ static const char schema_sql[] =
     ") WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS blocks ("
     " owner TEXT NOT NULL, blocked TEXT NOT NULL, PRIMARY KEY (owner, blocked)"
-    ") WITHOUT ROWID;";
+    ") WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS blocks_by_blocked ON blocks (blocked, owner);";
 
 struct lite {
     sqlite3 *db;
@@ -221,10 +224,33 @@ static int read_exists(struct lite *l, enum stmt k, const char *a, const char *b
     return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
 }
 
+/* The owners that block target, into res->ids (malloc'd, see backend). */
+static int read_blockers(struct lite *l, const char *target, struct store_result *res)
+{
+    sqlite3_stmt *st = bind2(l, ST_BLOCKERS, target, NULL);
+    char **ids = NULL;
+    size_t cap = 0;
+    int rc;
+
+    while ((rc = stmt_step(st)) == SQLITE_ROW) {
+        if (res->nids == cap) {
+            cap = cap ? cap * 2 : 4;
+            ids = xrealloc(ids, cap * sizeof(*ids));
+        }
+        ids[res->nids++] = xstrdup((const char *)sqlite3_column_text(st, 0));
+        res->ids = (const char *const *)ids;
+    }
+    return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+}
+
 static int lite_read(void *db, const struct store_args *a, struct store_result *res)
 {
     struct lite *l = db;
-    int err = read_privacy(l, a->user, res);
+    int err;
+
+    if (a->kind == STORE_LIST_BLOCKERS)
+        return read_blockers(l, a->user, res);
+    err = read_privacy(l, a->user, res);
 
     if (err == 0 && a->kind == STORE_GET_RELATIONS)
         err = read_exists(l, ST_IS_CONTACT, a->user, a->other, &res->is_contact);

@@ -261,6 +261,70 @@ static void test_blocks(void **state)
     assert_false(relations(f, "a", "b").r.blocked);
 }
 
+/* Collects a list_blockers answer as "id,id," in sorted order. */
+struct blockers_rec {
+    int calls;
+    int status;
+    char ids[256];
+};
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void blockers_cb(void *ctx, int status, const struct store_result *r)
+{
+    struct blockers_rec *x = ctx;
+    const char *v[16];
+
+    x->calls++;
+    x->status = status;
+    x->ids[0] = '\0';
+    assert_true(r->nids <= 16);
+    for (size_t i = 0; i < r->nids; i++)
+        v[i] = r->ids[i];
+    qsort(v, r->nids, sizeof(v[0]), cmp_str);
+    for (size_t i = 0; i < r->nids; i++) {
+        strcat(x->ids, v[i]);
+        strcat(x->ids, ",");
+    }
+}
+
+static const char *blockers(struct fix *f, const char *target)
+{
+    static struct blockers_rec x;
+
+    x = (struct blockers_rec){0};
+    assert_int_equal(store_list_blockers(f->s, f->in, target, blockers_cb, &x), 0);
+    wait_all(f->in);
+    assert_int_equal(x.calls, 1);
+    assert_int_equal(x.status, 0);
+    return x.ids;
+}
+
+static void test_list_blockers(void **state)
+{
+    struct fix *f = *state;
+    struct rec x = {0};
+
+    assert_string_equal(blockers(f, "v"), "");
+    done(f, store_block(f->s, f->in, "u", "v", rec_cb, &x), &x);
+    x = (struct rec){0};
+    done(f, store_block(f->s, f->in, "a", "v", rec_cb, &x), &x);
+    x = (struct rec){0};
+    done(f, store_block(f->s, f->in, "v", "u", rec_cb, &x), &x); /* the other way */
+    x = (struct rec){0};
+    done(f, store_block(f->s, f->in, "u", "w", rec_cb, &x), &x);
+    assert_string_equal(blockers(f, "v"), "a,u,");
+    assert_string_equal(blockers(f, "u"), "v,");
+    assert_string_equal(blockers(f, "nobody"), "");
+    x = (struct rec){0};
+    done(f, store_unblock(f->s, f->in, "u", "v", rec_cb, &x), &x);
+    assert_string_equal(blockers(f, "v"), "a,");
+    assert_int_equal(store_list_blockers(f->s, f->in, "bad id", blockers_cb, &x), -EINVAL);
+}
+
 /* ---- ordering and threads ---- */
 
 #define ORDER_N 300
@@ -791,6 +855,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_defaults_for_unknown_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_contacts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_blocks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_blockers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_completion_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_everything, setup, teardown),
