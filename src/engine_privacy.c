@@ -40,6 +40,7 @@
 #include "log.h"
 
 #define PUSER_MAX    65536 /* cached users per worker before eviction */
+#define EVICT_SCAN   16    /* pusers looked at per eviction */
 #define RELS_MAX     4096  /* cached relations per user before a reset */
 #define SESSIONS_MAX 64    /* sessions told about a privacy change */
 #define RETRY_MS     1000  /* a failed read is used (most private) this long */
@@ -130,18 +131,19 @@ static void puser_free(struct engine *e, struct puser *pu)
     free(pu);
 }
 
-/* Drops least recently used pusers nobody uses while over PUSER_MAX. */
+/* Drops least recently used pusers nobody uses while over PUSER_MAX,
+ * looking at EVICT_SCAN of them at most (those in use move to the back),
+ * so a cache full of online users costs O(1) per insert, not a scan. */
 static void evict(struct engine *e)
 {
-    struct list *pos, *tmp;
-
-    list_foreach_safe(pos, tmp, &e->plru)
-    {
-        struct puser *pu = container_of(pos, struct puser, lru);
-        if (e->npusers <= PUSER_MAX)
-            return;
-        if (!pinned(e, pu))
+    for (unsigned i = 0; i < EVICT_SCAN && e->npusers > PUSER_MAX; i++) {
+        struct puser *pu = container_of(list_first(&e->plru), struct puser, lru);
+        if (!pinned(e, pu)) {
             puser_free(e, pu);
+            continue;
+        }
+        list_del(&pu->lru);
+        list_insert_tail(&e->plru, &pu->lru);
     }
 }
 
