@@ -56,6 +56,14 @@ start_presenced() { # flags...
   $PD --port 0 --store "$OUT/presenced.db" $PD_BASE "$@" >"$OUT/server.log" 2>&1 &
   SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$OUT/server.log"
 }
+# A second presenced (W2 hold): SRV2_PID, SRV2_PORT; SRV_PID/SRV_PORT kept.
+start_presenced2() { # flags...
+  local p1=$SRV_PID port1=$SRV_PORT
+  rm -f "$OUT"/presenced2.db*
+  $PD --port 0 --store "$OUT/presenced2.db" $PD_BASE "$@" >"$OUT/server2.log" 2>&1 &
+  SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$OUT/server2.log"
+  SRV2_PID=$SRV_PID SRV2_PORT=$SRV_PORT SRV_PID=$p1 SRV_PORT=$port1
+}
 start_sio() { # flags...
   node bench/peers/socketio-presence.mjs --port 0 "$@" >"$OUT/server.log" 2>&1 &
   SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$OUT/server.log"
@@ -131,15 +139,35 @@ for rep in $(seq 1 "$REPS"); do
   done
   one_sio w4 "r$rep" "" $W4_ROOMS --rates "$W4_RATES_SIO"
   start_redis; gen w4 redis "r$rep" $W4_ROOMS --rates "$W4_RATES_REDIS"; stop_server
-  # W5
+  # W5 and its stress variant
   one_native w5 "r$rep" "--workers 2" $W5
   one_sio w5 "r$rep" "" $W5
+  one_native w5 "stress r$rep" "--workers 2 $PD_W5S" $W5S
+  if [ "$rep" -le "$W5S_SIO_REPS" ]; then one_sio w5 "stress r$rep" "" $W5S; fi
+  # W4 2x500 (one room per worker is possible): workers 1 and 2
+  if [ -n "$W4_2X500" ]; then
+    for wk in $W4_WORKERS; do
+      one_native w4 "2x500 workers=$wk r$rep" "--workers $wk $PD_W4" $W4_2X500 --rates "$W4_2X500_RATES"
+    done
+  fi
 done
 
 if [ -n "$W4_2X500" ]; then
-  one_native w4 "2x500 workers=2" "--workers 2 $PD_W4" $W4_2X500 --rates "$W4_RATES_NATIVE"
   start_redis; gen w4 redis "2x500" $W4_2X500 --rates "$W4_RATES_REDIS"; stop_server
 fi
+
+# W2 hold: two presenced processes, half the connections each (the
+# generator's child k connects to port k % 2)
+start_presenced --workers 2
+start_presenced2 --workers 2
+echo "--- w2 native hold $W2H (ports $SRV_PORT,$SRV2_PORT)" | tee -a "$LOG" >&2
+if ! $GEN w2 --target native --ports "$SRV_PORT,$SRV2_PORT" --server-pids "$SRV_PID,$SRV2_PID" \
+  --procs 4 --src-gen 3 --secret "$SECRET" --label "hold 2 servers" --timeout-s 300 $W2H >>"$RES" 2>>"$LOG"; then
+  echo "bench: w2 hold failed (see $LOG)" >&2
+  FAILED=1
+fi
+kill "$SRV2_PID" 2>/dev/null || true; wait "$SRV2_PID" 2>/dev/null || true
+stop_server
 
 # W1 idle memory (one run each: memory is stable)
 one_native w1 r1 "--workers 2" $W1

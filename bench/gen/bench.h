@@ -52,6 +52,12 @@ struct params {
     int jitter_ms;    /* w8: reconnect spread */
     int inflight;     /* w2: connects in flight per process */
     double timeout_s; /* whole run */
+    int nports;       /* --ports P1,P2: child k connects to ports[k % nports] */
+    int ports[MAX_PROCS];
+    int senders;       /* w5: 0 = every member in turn; N = N fixed senders at rate/N each */
+    int probes;        /* w6: members of one extra room timing cursors during the expiry */
+    double probe_rate; /* w6: probe cursors per second in all */
+    int src_gen;       /* first source address generation: 127.0.0.(2 + shard + 8 * src_gen) */
 };
 
 /* Per-child results, in shared memory. */

@@ -31,6 +31,8 @@ static void usage(void)
         "         [--rates R1,R2,...] [--rate R] [--step-s S] [--hold-s S] [--hb-ms MS]\n"
         "         [--ttl-ms MS] [--victims N] [--churners N] [--jitter-ms MS]\n"
         "         [--inflight N] [--pad BYTES] [--secret S] [--label TEXT] [--timeout-s S]\n"
+        "         [--ports P1,P2 (child k uses port k %% n)] [--senders N (w5)]\n"
+        "         [--probes N --probe-rate R (w6)] [--src-gen G (source 127.0.0.(2+k+8G))]\n"
         "       presence-bench sink --port N --seconds S   (a null server)\n");
     exit(2);
 }
@@ -77,12 +79,23 @@ static void parse_args(struct params *p, int argc, char **argv)
         NUM("hold-s", hold_s) NUM("hb-ms", hb_ms) NUM("ttl-ms", ttl_ms);
         NUM("victims", victims) NUM("churners", churners) NUM("jitter-ms", jitter_ms);
         NUM("inflight", inflight) NUM("timeout-s", timeout_s);
+        NUM("senders", senders) NUM("probes", probes) NUM("probe-rate", probe_rate);
+        NUM("src-gen", src_gen);
 #undef NUM
         if (!strcmp(k, "target")) {
             p->target = target_of(v);
             p->target_name = v;
         } else if (!strcmp(k, "rates")) {
             parse_rates(p, v);
+        } else if (!strcmp(k, "ports")) {
+            for (const char *s = v; *s && p->nports < MAX_PROCS;) {
+                char *end;
+                p->ports[p->nports++] = (int)strtol(s, &end, 10);
+                if (end == s)
+                    die("bad --ports");
+                s = *end == ',' ? end + 1 : end;
+            }
+            p->port = p->ports[0];
         } else if (!strcmp(k, "server-pids")) {
             p->server_pids = v;
         } else if (!strcmp(k, "pad")) {
@@ -106,8 +119,10 @@ static void child_main(struct params *p, const struct workload *w, struct shm *m
     x.shard = shard;
     x.shm = m;
     x.res = &m->sh[shard];
+    x.gen = p->src_gen;
     srandom((unsigned)(getpid() * 2654435761u));
-    net_init(&x.net, p->target == T_SINK ? T_NATIVE : p->target, p->port, p->secret);
+    int port = p->nports ? p->ports[shard % p->nports] : p->port;
+    net_init(&x.net, p->target == T_SINK ? T_NATIVE : p->target, port, p->secret);
     w->child(&x);
     net_flush(&x.net);
     x.res->rss_kb = 0;
@@ -196,7 +211,7 @@ int main(int argc, char **argv)
     /* two slots per user (w6), users: every count a workload may use */
     size_t slots =
         2 * ((size_t)(p.conns > p.rooms * p.room_size ? p.conns : p.rooms * p.room_size) +
-             (size_t)p.rooms + (size_t)p.victims + (size_t)p.churners + 1024);
+             (size_t)p.rooms + (size_t)p.victims + (size_t)p.churners + (size_t)p.probes + 1024);
     size_t sz = sizeof(struct shm) + slots * sizeof(uint64_t);
     struct shm *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)

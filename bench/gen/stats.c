@@ -82,8 +82,9 @@ void sysmon_init(struct sysmon *m, const char *pids)
     }
 }
 
-/* Sum of the first field of every thread's schedstat, in ns; -1 if none. */
-static double schedstat_cpu(pid_t pid)
+/* Sum of the first field of every thread's schedstat, in ns; -1 if none.
+ * Each thread's time is also recorded in s (when there is room). */
+static double schedstat_cpu(pid_t pid, struct sample *s)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
@@ -105,6 +106,10 @@ static double schedstat_cpu(pid_t pid)
         if (fscanf(f, "%llu", &v) == 1) {
             ns += (double)v;
             found = 1;
+            if (s->nthr < MAX_THREADS) {
+                s->tid[s->nthr] = atoi(e->d_name);
+                s->tcpu[s->nthr++] = (double)v / 1e9;
+            }
         }
         fclose(f);
     }
@@ -153,7 +158,7 @@ void sysmon_read(const struct sysmon *m, struct sample *s)
     memset(s, 0, sizeof *s);
     s->t_us = now_us();
     for (int i = 0; i < m->npids; i++) {
-        double c = schedstat_cpu(m->pids[i]);
+        double c = schedstat_cpu(m->pids[i], s);
         s->cpu_s += c >= 0 ? c : stat_cpu(m->pids[i]);
         char path[64];
         snprintf(path, sizeof path, "/proc/%d/status", (int)m->pids[i]);
@@ -169,6 +174,20 @@ void sysmon_read(const struct sysmon *m, struct sample *s)
     }
     if (f)
         fclose(f);
+}
+
+double busiest_thread_cpu_s(const struct sample *a, const struct sample *b)
+{
+    double best = 0;
+    for (int i = 0; i < b->nthr; i++) {
+        double before = 0;
+        for (int j = 0; j < a->nthr; j++)
+            if (a->tid[j] == b->tid[i])
+                before = a->tcpu[j];
+        if (b->tcpu[i] - before > best)
+            best = b->tcpu[i] - before;
+    }
+    return best;
 }
 
 double self_cpu_s(int children)

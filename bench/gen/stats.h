@@ -34,6 +34,7 @@ double hist_quantile(const struct hist *h, double q);
 
 /* Server processes sampled from outside. */
 #define MAX_PIDS 8
+#define MAX_THREADS 24
 struct sysmon {
     int npids;
     pid_t pids[MAX_PIDS];
@@ -45,7 +46,14 @@ struct sample {
     uint64_t rss_kb;  /* sum of VmRSS */
     uint64_t slab_kb; /* /proc/meminfo Slab (the whole machine) */
     uint64_t tcp_kb;  /* /proc/net/sockstat TCP mem: socket buffers (the whole machine) */
+    int nthr;         /* threads of the servers seen (at most MAX_THREADS) */
+    int tid[MAX_THREADS];
+    double tcpu[MAX_THREADS]; /* CPU seconds per thread (schedstat) */
 };
+
+/* The largest CPU time one server thread used between samples a and b:
+ * what limits a server whose work is split over threads. */
+double busiest_thread_cpu_s(const struct sample *a, const struct sample *b);
 
 /* Parses a comma-separated pid list; dies on a bad one. */
 void sysmon_init(struct sysmon *m, const char *pids);

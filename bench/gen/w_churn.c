@@ -23,8 +23,72 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* user layout: watchers [0, rooms), churners, then victims */
-static uint32_t first_churner, first_victim, end_users;
+/* user layout: watchers [0, rooms), churners, victims, then probes (all
+ * in room `rooms`, which has no victims) */
+static uint32_t first_churner, first_victim, end_users, end_probes;
+
+/* Expiry phase windows for the probes' cursor latency (step 1): lat[2] is
+ * the baseline (from 0.5 s after the victims fall silent until 1.5 s
+ * before their TTL), lat[3] the expiry burst (TTL - 1 s .. TTL + 1.5 s:
+ * the victims' last heartbeats are spread over the second before they fall
+ * silent, and the server's expiry check adds up to ~0.8 s). */
+static uint64_t quiet_t0, probe_t0, probe_done;
+static uint32_t probe_pos;
+
+static void on_probe(struct net *n, struct conn *c, int kind, uint32_t room, uint32_t from,
+                     uint64_t id, uint64_t t)
+{
+    (void)n, (void)id;
+    if (kind != D_CURSOR || X->step != 1 || !quiet_t0 || from == c->user ||
+        room != (uint32_t)X->p->rooms || c->user < end_users)
+        return;
+    uint64_t now = now_us(), ttl = (uint64_t)X->p->ttl_ms * 1000u;
+    int w = -1;
+    if (now >= quiet_t0 + 500000u && now + 1500000u < quiet_t0 + ttl)
+        w = 2;
+    else if (now + 1000000u >= quiet_t0 + ttl && now <= quiet_t0 + ttl + 1500000u)
+        w = 3;
+    if (w > 0)
+        hist_add(&X->res->lat[w], now > t ? now - t : 0);
+}
+
+/* The generator's own loop gaps in the same windows (lat2[2], lat2[3]):
+ * a gap is time this process could not read or send, so a probe latency
+ * far above the largest gap is the server's. */
+static uint64_t last_tick;
+
+static void loop_gap(struct ctx *x, uint64_t now)
+{
+    uint64_t ttl = (uint64_t)x->p->ttl_ms * 1000u;
+    if (last_tick && quiet_t0) {
+        int w = -1;
+        if (now >= quiet_t0 + 500000u && now + 1500000u < quiet_t0 + ttl)
+            w = 2;
+        else if (now + 1000000u >= quiet_t0 + ttl && now <= quiet_t0 + ttl + 1500000u)
+            w = 3;
+        if (w > 0)
+            hist_add(&x->res->lat2[w], now - last_tick);
+    }
+    last_tick = now;
+}
+
+static void probe_tick(struct ctx *x, uint64_t now)
+{
+    loop_gap(x, now);
+    uint32_t P = (uint32_t)x->p->procs, np = end_probes - end_users;
+    if (!np || x->p->probe_rate <= 0)
+        return;
+    uint64_t due = (uint64_t)((double)(now - probe_t0) * x->p->probe_rate / 1e6);
+    for (; probe_done < due; probe_done++) {
+        uint32_t u = end_users + probe_pos;
+        probe_pos = (probe_pos + 1) % np;
+        if (u % P != (uint32_t)x->shard)
+            continue;
+        struct conn *c = &x->conns[local_of(x, u)];
+        if (c->ready)
+            proto_cursor(&x->net, c, (uint32_t)x->p->rooms, probe_done + 1, now_us());
+    }
+}
 
 /* shm user slots: 2*u = join (churner) or last heartbeat (victim); 2*u+1 = leave */
 static uint64_t *slot(uint32_t u, int k)
@@ -102,6 +166,9 @@ static void w6_join(struct ctx *x)
         if (c->user < first_churner) {
             proto_join(&x->net, c, c->user);
             joins++;
+        } else if (c->user >= end_users) {
+            proto_join(&x->net, c, (uint32_t)x->p->rooms);
+            joins++;
         } else if (c->user >= first_victim) {
             proto_join(&x->net, c, (c->user - first_victim) % (uint32_t)x->p->rooms);
             joins++;
@@ -116,10 +183,12 @@ static void w6_child(struct ctx *x)
     first_churner = (uint32_t)p->rooms;
     first_victim = first_churner + (uint32_t)p->churners;
     end_users = first_victim + (uint32_t)p->victims;
+    end_probes = end_users + (uint32_t)(p->probes > 0 ? p->probes : 0);
     churn_ops = base_ops;
     churn_ops.member = on_member;
+    churn_ops.delivery = on_probe;
     app = &churn_ops;
-    alloc_conns(x, end_users);
+    alloc_conns(x, end_probes);
     in_room = xcalloc(x->nlocal, 1);
     cur_room = xcalloc(x->nlocal, sizeof *cur_room);
     x->hb_on = p->hb_ms > 0;
@@ -143,17 +212,24 @@ static void w6_child(struct ctx *x)
     uint64_t now = now_us();
     for (uint32_t k = 0; k < x->nlocal; k++) {
         struct conn *c = &x->conns[k];
-        if (c->user >= first_victim) {
+        if (c->user >= first_victim && c->user < end_users) {
             c->quiet = 1;
             __atomic_store_n(slot(c->user, 0), c->t_mark ? c->t_mark : now, __ATOMIC_RELEASE);
         }
     }
     phase(x, 3); /* every victim's last heartbeat is recorded */
+    quiet_t0 = now;
+    probe_t0 = now_us();
+    probe_done = 0;
+    x->tick = probe_tick;
     want_leaves = 0;
     for (uint32_t r = (uint32_t)x->shard; r < (uint32_t)p->rooms; r += (uint32_t)p->procs)
         for (uint32_t v = r; v < (uint32_t)p->victims; v += (uint32_t)p->rooms)
             want_leaves++;
     run_until(x, now_us() + (uint64_t)p->ttl_ms * 1000u + 15000000u, victims_gone);
+    if (p->probes > 0) /* the probes' burst window ends at TTL + 1.5 s */
+        run_until(x, quiet_t0 + (uint64_t)p->ttl_ms * 1000u + 1500000u, NULL);
+    x->tick = NULL;
     phase(x, 4);
 }
 
@@ -189,6 +265,19 @@ static void w6_report(struct params *p, struct shm *m)
     out_num("server_cpu_s", m->at[4].cpu_s - m->at[3].cpu_s);
     out_num("detect_over_ttl_max_ms", (double)off.max / 1000.0 - ttl_ms);
     out_hist("offline", &off);
+    if (p->probes > 0) {
+        struct hist base, burst;
+        sum_hist(m, p->procs, 2, 0, &base);
+        sum_hist(m, p->procs, 3, 0, &burst);
+        out_num("probes", p->probes);
+        out_num("probe_rate", p->probe_rate);
+        out_hist("probe_base", &base);
+        out_hist("probe_burst", &burst);
+        sum_hist(m, p->procs, 2, 1, &base);
+        sum_hist(m, p->procs, 3, 1, &burst);
+        out_hist("gen_gap_base", &base);
+        out_hist("gen_gap_burst", &burst);
+    }
     out_errors(p, m, 1);
     out_end();
 }

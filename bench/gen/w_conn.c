@@ -175,8 +175,16 @@ static void w2_child(struct ctx *x)
     phase(x, 1);
     connect_range(x, 0, x->nlocal, now_us() + 60000000u, NULL);
     phase(x, 2);
+    x->hb_on = x->p->hb_ms > 0; /* a long hold keeps the sessions alive */
     run_until(x, now_us() + (uint64_t)(x->p->hold_s * 1e6), NULL);
     phase(x, 3);
+    /* still alive after the hold: every connection answers a ping */
+    x->hb_on = 0;
+    for (uint32_t k = 0; k < x->nlocal; k++)
+        if (x->conns[k].ready)
+            proto_barrier(&x->net, &x->conns[k]);
+    wait_count(x, C_PONG, all_steps(x, C_READY), 30);
+    phase(x, 4);
 }
 
 static void w2_report(struct params *p, struct shm *m)
@@ -197,6 +205,13 @@ static void w2_report(struct params *p, struct shm *m)
     out_hist("handshake", &h);
     double hold = (double)(m->at[3].t_us - m->at[2].t_us) / 1e6;
     out_num("idle_cpu_pct", 100.0 * (m->at[3].cpu_s - m->at[2].cpu_s) / hold);
+    out_num("hold_s", hold);
+    out_num("hb_ms", p->hb_ms);
+    out_num("servers", p->nports ? p->nports : 1);
+    out_num("server_rss_per_conn_b",
+            ok ? ((double)m->at[3].rss_kb - (double)m->at[1].rss_kb) * 1024.0 / (double)ok : 0);
+    out_num("server_rss_mb", (double)m->at[3].rss_kb / 1024.0);
+    out_num("answered_after_hold", (double)sum_c(m, p->procs, 0, C_PONG));
     out_errors(p, m, 0);
     out_end();
 }
@@ -261,7 +276,7 @@ static void w3_report(struct params *p, struct shm *m)
 }
 
 const struct workload w1 = {"w1", 3, 0, w1_child, w1_report};
-const struct workload w2 = {"w2", 3, 0, w2_child, w2_report};
+const struct workload w2 = {"w2", 4, 0, w2_child, w2_report};
 const struct workload w3 = {"w3", 2, 0, w3_child, w3_report};
 
 extern const struct workload w4, w5, w6, w8, w8s;

@@ -223,6 +223,8 @@ static void out_fanout(struct params *p, struct shm *m, int step, int a, int b)
     out_num("server_cpu_s", cpu);
     out_num("deliveries_per_cpu_s", cpu > 0 ? (double)d / cpu : 0);
     out_num("gen_cpu_s", gen_cpu(m, p->procs, a, b));
+    out_num("server_busiest_thread_cpu_s", busiest_thread_cpu_s(&m->at[a], &m->at[b]));
+    out_num("server_threads", m->at[b].nthr);
     out_num("gaps", (double)sum_c(m, p->procs, step, C_GAP));
     out_num("dups", (double)sum_c(m, p->procs, step, C_DUP));
     out_num("missing", (double)sum_c(m, p->procs, step, C_MISSING));
@@ -255,7 +257,10 @@ static void cursor_tick(struct ctx *x, uint64_t now)
     uint32_t rsz = (uint32_t)x->p->room_size, P = (uint32_t)x->p->procs;
     uint64_t due = (uint64_t)((double)(now - rs.t0) * rs.rate / 1e6);
     for (; w5_seq < due && w5_seq + 1 < MAX_MSGS; w5_seq++) {
-        uint32_t u = (uint32_t)((w5_seq * 7919u) % rsz);
+        /* every member in turn, or `senders` fixed members (7919 % rsz is
+         * prime to rsz for the sizes used, so they are distinct) */
+        uint64_t k = x->p->senders > 0 ? w5_seq % (uint64_t)x->p->senders : w5_seq;
+        uint32_t u = (uint32_t)((k * 7919u) % rsz);
         if (u % P != (uint32_t)x->shard)
             continue;
         struct conn *c = &x->conns[local_of(x, u)];
@@ -301,6 +306,7 @@ static void w5_report(struct params *p, struct shm *m)
     out_begin(p, "w5", 0);
     out_num("room_size", p->room_size);
     out_num("rate", p->rate);
+    out_num("senders", p->senders);
     out_num("published", (double)sent);
     out_num("deliveries", (double)d);
     out_num("expected", (double)sent * (p->room_size - 1));
