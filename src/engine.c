@@ -568,35 +568,23 @@ static bool msg_leave(struct client *c, const cJSON *root, const char *ref)
  * any of the three; acknowledged once stored (engine_privacy.c). */
 static bool msg_privacy(struct client *c, const cJSON *root, const char *ref)
 {
-    static const char *const vis[] = {"online", "lastSeen"};
-    const cJSON *inv = cJSON_GetObjectItemCaseSensitive(root, "invisible");
+    struct store_privacy p = {STORE_VIS_EVERYONE, STORE_VIS_EVERYONE, false};
     struct emsg *em;
-    int v[2] = {0, 0};
-    uint8_t mask = 0;
+    uint8_t mask;
 
     if (!need_session(c, ref))
         return false;
-    for (int i = 0; i < 2; i++) {
-        const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, vis[i]);
-        if (!f)
-            continue;
-        if (!cJSON_IsString(f) || (v[i] = privacy_visibility_parse(f->valuestring)) < 0) {
-            proto_send_error(c->ws, "bad_request",
-                             "online and lastSeen must be everyone, contacts or nobody", ref);
-            return false;
-        }
-        mask |= (uint8_t)(1u << i);
-    }
-    if (inv && !cJSON_IsBool(inv)) {
-        proto_send_error(c->ws, "bad_request", "invisible must be true or false", ref);
+    if (privacy_parse_update(root, &p, &mask) < 0) {
+        proto_send_error(c->ws, "bad_request",
+                         "online and lastSeen must be everyone, contacts or nobody; invisible "
+                         "true or false",
+                         ref);
         return false;
     }
     em = session_msg(c, OP_PRIVACY, ref);
-    em->priv.online = (enum store_visibility)v[0];
-    em->priv.last_seen = (enum store_visibility)v[1];
-    em->priv.invisible = inv && cJSON_IsTrue(inv);
-    em->priv_mask = (uint8_t)(mask | (inv ? 4u : 0u));
-    if (em->priv.invisible || ((mask & 1) && em->priv.online != STORE_VIS_EVERYONE))
+    em->priv = p;
+    em->priv_mask = mask;
+    if (p.invisible || ((mask & PRIVACY_FIELD_ONLINE) && p.online != STORE_VIS_EVERYONE))
         /* Ephemerals go straight to the rooms, this message through the
          * user's owner: hold them back until the rooms have heard. */
         c->ephemeral_hold_until = loop_now(c->e->w->loop) + EPHEMERAL_HOLD_MS;

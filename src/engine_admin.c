@@ -65,35 +65,15 @@ static void send_admin(struct conn *c, struct worker *w, struct emsg *em, const 
     send_to(e, owner_of(e, key), em);
 }
 
-static int vis_field(const cJSON *root, const char *name, uint8_t bit, uint8_t *mask, int *out)
-{
-    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, name);
-
-    if (!f)
-        return 0;
-    if (!cJSON_IsString(f) || (*out = privacy_visibility_parse(f->valuestring)) < 0)
-        return -1;
-    *mask |= bit;
-    return 0;
-}
-
 /* {"online":..,"lastSeen":..,"invisible":..}, any subset; false = 400 sent. */
 static bool parse_privacy(struct conn *c, const cJSON *root, struct emsg *em)
 {
-    const cJSON *inv = cJSON_GetObjectItemCaseSensitive(root, "invisible");
-    int on = 0, ls = 0;
-
-    if (!cJSON_IsObject(root) || vis_field(root, "online", 1, &em->priv_mask, &on) < 0 ||
-        vis_field(root, "lastSeen", 2, &em->priv_mask, &ls) < 0 || (inv && !cJSON_IsBool(inv))) {
+    if (privacy_parse_update(root, &em->priv, &em->priv_mask) < 0) {
         httpd_error(c, 400, "bad_request",
                     "body: {\"online\",\"lastSeen\": everyone|contacts|nobody, "
                     "\"invisible\": true|false}, any subset");
         return false;
     }
-    em->priv.online = (enum store_visibility)on;
-    em->priv.last_seen = (enum store_visibility)ls;
-    em->priv.invisible = cJSON_IsTrue(inv);
-    em->priv_mask |= inv ? 4 : 0;
     return true;
 }
 

@@ -36,6 +36,7 @@
 #include <poll.h>
 #include <stdio.h>
 
+#include "httpd.h"
 #include "json.h"
 #include "log.h"
 
@@ -44,8 +45,6 @@
 #define RELS_MAX     4096  /* cached relations per user before a reset */
 #define SESSIONS_MAX 64    /* sessions told about a privacy change */
 #define RETRY_MS     1000  /* a failed read is used (most private) this long */
-
-enum { FIELD_ONLINE = 1, FIELD_LAST_SEEN = 2, FIELD_INVISIBLE = 4 };
 
 struct prel {
     struct hmap_node node; /* puser->rels, by viewer */
@@ -680,9 +679,7 @@ static void admin_error(struct engine *e, const struct emsg *req, int code, cons
 {
     struct buf b = {0};
 
-    buf_printf(&b, "{\"error\":{\"code\":\"%s\",\"message\":", err);
-    json_append_cstr(&b, message);
-    buf_append_str(&b, "}}");
+    httpd_error_json(&b, err, message);
     admin_answer(e, req, code, &b);
 }
 
@@ -809,11 +806,11 @@ static void write_done(void *ctx, int status, const struct store_result *r)
 
 static void merge(struct store_privacy *into, const struct emsg *req)
 {
-    if (req->priv_mask & FIELD_ONLINE)
+    if (req->priv_mask & PRIVACY_FIELD_ONLINE)
         into->online = req->priv.online;
-    if (req->priv_mask & FIELD_LAST_SEEN)
+    if (req->priv_mask & PRIVACY_FIELD_LAST_SEEN)
         into->last_seen = req->priv.last_seen;
-    if (req->priv_mask & FIELD_INVISIBLE)
+    if (req->priv_mask & PRIVACY_FIELD_INVISIBLE)
         into->invisible = req->priv.invisible;
 }
 
@@ -897,9 +894,9 @@ static void want_set(struct engine *e, struct puser *pu, const struct store_priv
 /* Tells the client's worker that the rooms have heard of this privacy
  * message (OP_RVIS, if any, is on the bus before this): it may let the
  * connection's ephemeral messages through again (engine.c). */
-static void release_hold(struct engine *e, const struct emsg *req)
+static void release_hold(struct engine *e, uint64_t conn_id)
 {
-    send_to(e, worker_of_conn(req->conn_id), emsg_new(OP_PRIV_EVENT, req->conn_id));
+    send_to(e, worker_of_conn(conn_id), emsg_new(OP_PRIV_EVENT, conn_id));
 }
 
 void engine__op_privacy(struct engine *e, struct emsg *req)
@@ -910,7 +907,7 @@ void engine__op_privacy(struct engine *e, struct emsg *req)
 
     if (!(pu = fresh_settings(e, req))) {
         if (!req->parked)
-            release_hold(e, req); /* refused */
+            release_hold(e, conn); /* refused */
         return;
     }
     p = pu->writes ? pu->want : pu->set;
@@ -919,11 +916,11 @@ void engine__op_privacy(struct engine *e, struct emsg *req)
     if (submit_write(e, pu, req) < 0) {
         engine__reply_error(e, req->conn_id, "store_unavailable",
                             "the settings could not be saved; nothing changed", req->ref);
-        release_hold(e, req);
+        release_hold(e, conn);
         return;
     }
     want_set(e, pu, &p);
-    send_to(e, worker_of_conn(conn), emsg_new(OP_PRIV_EVENT, conn)); /* req is the store's now */
+    release_hold(e, conn); /* req belongs to the store request now */
 }
 
 static void admin_kick(struct engine *e, struct emsg *req)

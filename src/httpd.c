@@ -135,15 +135,21 @@ void httpd_respond(struct conn *c, int status, const char *content_type, const c
         finish_deferred(c);
 }
 
+void httpd_error_json(struct buf *b, const char *code, const char *message)
+{
+    buf_append_str(b, "{\"error\":{\"code\":");
+    json_append_cstr(b, code);
+    buf_append_str(b, ",\"message\":");
+    json_append_cstr(b, message);
+    buf_append_str(b, "}}");
+}
+
 void httpd_error(struct conn *c, int status, const char *code, const char *message)
 {
     struct buf b = {0};
 
-    buf_append_str(&b, "{\"error\":{\"code\":");
-    json_append_cstr(&b, code);
-    buf_append_str(&b, ",\"message\":");
-    json_append_cstr(&b, message);
-    buf_append_str(&b, "}}\n");
+    httpd_error_json(&b, code, message);
+    buf_append(&b, "\n", 1);
     httpd_respond(c, status, "application/json", NULL, b.data, b.len);
     buf_release(&b);
 }

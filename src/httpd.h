@@ -51,6 +51,9 @@ void httpd_respond(struct conn *c, int status, const char *content_type, const c
                    const void *body, size_t len);
 /* Writes {"error":{"code":code,"message":message}} with the given status. */
 void httpd_error(struct conn *c, int status, const char *code, const char *message);
+/* Appends the JSON error body httpd_error() sends (without its newline),
+ * for answers composed elsewhere (e.g. on another worker). */
+void httpd_error_json(struct buf *b, const char *code, const char *message);
 /* Marks the current request as answered by a protocol switch (WebSocket,
  * SSE): httpd stops managing the connection. */
 void httpd_taken_over(struct conn *c);

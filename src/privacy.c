@@ -110,6 +110,38 @@ int privacy_visibility_parse(const char *s)
     return -1;
 }
 
+static int parse_vis(const cJSON *root, const char *key, enum store_visibility *out, uint8_t bit,
+                     uint8_t *mask)
+{
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, key);
+    int v;
+
+    if (!f)
+        return 0;
+    if (!cJSON_IsString(f) || (v = privacy_visibility_parse(f->valuestring)) < 0)
+        return -1;
+    *out = (enum store_visibility)v;
+    *mask |= bit;
+    return 0;
+}
+
+int privacy_parse_update(const cJSON *root, struct store_privacy *p, uint8_t *mask)
+{
+    const cJSON *inv = cJSON_GetObjectItemCaseSensitive(root, "invisible");
+
+    *mask = 0;
+    if (!cJSON_IsObject(root) ||
+        parse_vis(root, "online", &p->online, PRIVACY_FIELD_ONLINE, mask) < 0 ||
+        parse_vis(root, "lastSeen", &p->last_seen, PRIVACY_FIELD_LAST_SEEN, mask) < 0 ||
+        (inv && !cJSON_IsBool(inv)))
+        return -1;
+    if (inv) {
+        p->invisible = cJSON_IsTrue(inv);
+        *mask |= PRIVACY_FIELD_INVISIBLE;
+    }
+    return 0;
+}
+
 void privacy_encode_settings(const struct store_privacy *p, struct buf *out)
 {
     buf_printf(out, "{\"online\":\"%s\",\"lastSeen\":\"%s\",\"invisible\":%s}",

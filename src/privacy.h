@@ -39,6 +39,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <cJSON.h>
+
 #include "buf.h"
 #include "presence.h"
 #include "store.h"
@@ -95,6 +97,22 @@ void privacy_encode(const struct presence_view *v, enum privacy_class cls, int64
 /* Wire names "everyone", "contacts", "nobody"; parse returns -1 if unknown. */
 const char *privacy_visibility_name(enum store_visibility v);
 int privacy_visibility_parse(const char *s);
+
+/* The fields a settings update names (a bit mask). */
+enum {
+    PRIVACY_FIELD_ONLINE = 1,
+    PRIVACY_FIELD_LAST_SEEN = 2,
+    PRIVACY_FIELD_INVISIBLE = 4,
+};
+
+/*
+ * Parses a settings update, any subset of {"online","lastSeen":
+ * everyone|contacts|nobody, "invisible": true|false}, from the object
+ * root (other members are ignored): fills the named fields of *p and sets
+ * *mask to the PRIVACY_FIELD_* bits named. 0, or -1 when root is not an
+ * object or a named field has a bad value (*p and *mask then unspecified).
+ */
+int privacy_parse_update(const cJSON *root, struct store_privacy *p, uint8_t *mask);
 
 /* Appends {"online":..,"lastSeen":..,"invisible":..}. */
 void privacy_encode_settings(const struct store_privacy *p, struct buf *out);

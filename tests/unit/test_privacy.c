@@ -245,6 +245,32 @@ static void test_names(void **state)
     buf_release(&b);
 }
 
+static void test_parse_update(void **state)
+{
+    static const char *const bad[] = {"[]",
+                                      "null",
+                                      "{\"online\":\"friends\"}",
+                                      "{\"lastSeen\":null}",
+                                      "{\"invisible\":1}",
+                                      "{\"online\":\"Everyone\"}"};
+    struct store_privacy p = {STORE_VIS_EVERYONE, STORE_VIS_EVERYONE, false};
+    uint8_t mask;
+    cJSON *j = cJSON_Parse("{\"lastSeen\":\"nobody\",\"invisible\":true,\"user\":\"x\"}");
+
+    (void)state;
+    assert_int_equal(privacy_parse_update(j, &p, &mask), 0);
+    assert_int_equal(mask, PRIVACY_FIELD_LAST_SEEN | PRIVACY_FIELD_INVISIBLE);
+    assert_int_equal(p.last_seen, STORE_VIS_NOBODY);
+    assert_true(p.invisible);
+    assert_int_equal(p.online, STORE_VIS_EVERYONE); /* not named: untouched */
+    cJSON_Delete(j);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        j = cJSON_Parse(bad[i]);
+        assert_int_equal(privacy_parse_update(j, &p, &mask), -1);
+        cJSON_Delete(j);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -257,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_off_ls_shows_last_offline),
         cmocka_unit_test(test_coarse_last_seen),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_parse_update),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
