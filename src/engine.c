@@ -23,6 +23,7 @@
 #include "engine.h"
 #include "engine_internal.h"
 
+#include <errno.h>
 #include <openssl/rand.h>
 #include <stdlib.h>
 #include <string.h>
@@ -417,7 +418,7 @@ void engine__dispatch(struct engine *e, struct emsg *em)
         break;
     case OP_RINFO: {
         struct buf b = {0};
-        engine__room_info(e, em->room, &b);
+        engine__room_info(e, em->room, em->ids, em->nids, &b);
         buf_append(&b, "\n", 1);
         engine__answer(e, em, buf_payload(&b));
         break;
@@ -1703,19 +1704,86 @@ static bool http_room_allowed(struct conn *c, const struct http_request *req, st
     return false;
 }
 
+/* An HTTP room read waiting for the blockers of its reader. */
+struct room_read {
+    struct engine *e;
+    struct query *q;
+};
+
+static void room_info_ask(struct engine *e, struct query *q, const char *const *blockers, size_t n)
+{
+    struct emsg *em = emsg_new(OP_RINFO, 0);
+
+    copy_id(em->room, q->ids[0]);
+    em->query = (uint64_t)(uintptr_t)q;
+    if (n) {
+        em->ids = xcalloc(n, sizeof(*em->ids));
+        for (em->nids = 0; em->nids < n; em->nids++)
+            em->ids[em->nids] = xstrdup(blockers[em->nids]);
+    }
+    send_to(e, owner_of(e, q->ids[0]), em);
+}
+
+/* The reader's blockers are known: the room's owner answers without them.
+ * Unreadable: 503, as the room cannot be filtered (fail closed). */
+static void room_blockers_read(void *ctx, int status, const struct store_result *r)
+{
+    struct room_read *rr = ctx;
+    struct engine *e = rr->e;
+    struct query *q = rr->q;
+
+    free(rr);
+    if (e->closing)
+        return; /* the query is freed with the engine */
+    if (status == 0) {
+        room_info_ask(e, q, r->ids, r->nids);
+        return;
+    }
+    if (q->conn)
+        httpd_error(q->conn, 503, "store_unavailable", "the settings could not be read; try again");
+    q->conn = NULL;
+    query_free(q);
+}
+
+/*
+ * GET /v1/rooms/{id}: the room as its reader sees it. A reader with an
+ * identity (JWT sub, or ?as= without auth) is read like a WebSocket
+ * member would be: the users that block it are left out. The blockers are
+ * read for every such reader, so that a reader blocked by nobody answers
+ * as late as one with blockers.
+ */
+static void room_read(struct conn *c, struct engine *e, const char *room, const char *viewer)
+{
+    struct query *q = engine__query_new(c, QUERY_ROOM, 1);
+    struct room_read *rr;
+    struct store_result none;
+
+    copy_id(q->ids[0], room);
+    if (!viewer[0]) {
+        room_info_ask(e, q, NULL, 0);
+        return;
+    }
+    rr = xcalloc(1, sizeof(*rr));
+    rr->e = e;
+    rr->q = q;
+    if (store_list_blockers(e->w->srv->store, e->inbox, viewer, room_blockers_read, rr) < 0) {
+        memset(&none, 0, sizeof(none));
+        room_blockers_read(rr, -EINVAL, &none);
+    }
+}
+
 /* GET /v1/rooms/{id} and GET /v1/rooms/{id}/events */
 void engine_http_room(struct conn *c, const struct http_request *req, struct worker *w)
 {
     static const char prefix[] = "/v1/rooms/", suffix[] = "/events";
     struct engine *e = engine_of(w);
-    char room[PRESENCE_ID_MAX + 1], last[64];
+    char room[PRESENCE_ID_MAX + 1], last[64], viewer[PRESENCE_ID_MAX + 1];
     struct jwt_claims claims;
     size_t n = req->path_len - (sizeof(prefix) - 1);
     bool events = n > sizeof(suffix) - 1 && memcmp(req->path + req->path_len - (sizeof(suffix) - 1),
                                                    suffix, sizeof(suffix) - 1) == 0;
-    struct emsg *em;
 
-    if (!http_authorized(c, req, w, &claims))
+    if (!http_authorized(c, req, w, &claims) || !http_viewer(c, req, e, &claims, viewer))
         return;
     if (events)
         n -= sizeof(suffix) - 1;
@@ -1733,14 +1801,12 @@ void engine_http_room(struct conn *c, const struct http_request *req, struct wor
         return;
     if (events) {
         bool has = sse_last_event_id_text(req, last, sizeof(last));
-        engine__room_stream(engine__sse_client(c, w), room, has ? last : NULL);
+        struct client *sc = engine__sse_client(c, w);
+        client_set_id(&sc->uid, viewer); /* the reader; an event stream has no session */
+        engine__room_stream(sc, room, has ? last : NULL);
         return;
     }
-    em = emsg_new(OP_RINFO, 0);
-    copy_id(em->room, room);
-    em->query = (uint64_t)(uintptr_t)engine__query_new(c, QUERY_ROOM, 1);
-    copy_id(((struct query *)(uintptr_t)em->query)->ids[0], room);
-    send_to(e, owner_of(e, room), em);
+    room_read(c, e, room, viewer);
 }
 
 void engine_update_metrics(struct engine *e)

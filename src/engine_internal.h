@@ -117,7 +117,7 @@ struct emsg {
     struct payload *frames[PRIVACY_NCLASS]; /* OP_PRESENCE: per class, NULL = unchanged */
     uint8_t priv_mask;                      /* OP_PRIVACY/ADMIN set: fields given */
     struct engine *eng;                     /* a write's engine (store callback) */
-    char **ids;                             /* OP_ADMIN contacts: owned copies */
+    char **ids; /* OP_ADMIN contacts, OP_RINFO the reader's blockers: owned copies */
     size_t nids;
     struct list park; /* waiting in a struct puser */
     bool parked;      /* owned by a puser: do not free */
@@ -490,8 +490,11 @@ void engine__rooms_free(struct engine *e);
 /* Subscribes an event-stream client to room (no membership), resuming
  * after last_event_id ("epoch-seq") when given. */
 void engine__room_stream(struct client *c, const char *room, const char *last_event_id);
-/* R side of GET /v1/rooms/{id}: the room's info object. */
-void engine__room_info(struct engine *e, const char *room, struct buf *out);
+/* R side of GET /v1/rooms/{id}: the room's info object as seen by a
+ * reader blocked by the nblockers users in blockers (not listed, not
+ * counted; see room_encode_info_for()). */
+void engine__room_info(struct engine *e, const char *room, char *const *blockers, size_t nblockers,
+                       struct buf *out);
 
 /* engine.c: the HTTP query machinery rooms reuse */
 struct query;

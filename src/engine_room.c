@@ -82,6 +82,7 @@ struct rb_load { /* a store read's context: the client may be gone */
 };
 
 static void set_clear(char **v, size_t *n);
+static bool str_in(char *const *v, size_t n, const char *s);
 static void rb_free(struct rblock *rb);
 static bool link_filtered(const struct room_link *l);
 static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_t epoch,
@@ -278,9 +279,24 @@ static void r_refresh(struct engine *e, struct emsg *req)
     send_state(e, req, m.payload, false, info.epoch, m.seq);
 }
 
-void engine__room_info(struct engine *e, const char *room, struct buf *out)
+struct blockers {
+    char *const *ids;
+    size_t n;
+};
+
+static bool hide_blocker(const char *user, void *ctx)
 {
-    room_encode_info(e->rooms, room, 1000, out);
+    const struct blockers *b = ctx;
+
+    return str_in(b->ids, b->n, user);
+}
+
+void engine__room_info(struct engine *e, const char *room, char *const *blockers, size_t nblockers,
+                       struct buf *out)
+{
+    struct blockers b = {blockers, nblockers};
+
+    room_encode_info_for(e->rooms, room, 1000, nblockers ? hide_blocker : NULL, &b, out);
 }
 
 /*
@@ -642,7 +658,7 @@ static bool link_filtered(const struct room_link *l)
 {
     const struct rblock *rb = l->client->rblock;
 
-    return l->client->ws && ((rb && rb->n > 0) || l->nhidden > 0);
+    return (rb && rb->n > 0) || l->nhidden > 0;
 }
 
 /* Removes entries of the array key by their user (the string itself, or
@@ -776,11 +792,13 @@ static void request_refresh(struct room_link *l, const char *user)
     send_to(c->e, room_owner(c->e, l->lroom->room), em);
 }
 
+/* A join travels through the user's owner; an event stream's subscription
+ * goes straight to the room's. */
 static void rb_send_join(struct client *c, struct emsg *em)
 {
     if (c->rblock->n > 0)
         em->has_since = false; /* a snapshot: the hidden members are known from it */
-    send_to(c->e, c->owner, em);
+    send_to(c->e, em->op == OP_RSUB ? room_owner(c->e, em->room) : c->owner, em);
 }
 
 static void rb_loaded(void *ctx, int status, const struct store_result *r);
@@ -823,8 +841,11 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
             size_t idx;
             if (find_rlink(c, em->room, &idx))
                 rlink_remove(c, idx);
-            proto_send_error(c->ws, "store_unavailable",
-                             "the settings could not be read; try again", em->ref);
+            if (c->ws)
+                proto_send_error(c->ws, "store_unavailable",
+                                 "the settings could not be read; try again", em->ref);
+            else /* an event stream: ended, the client's EventSource retries */
+                sse_fail(c->sse, "store_unavailable", "the settings could not be read; try again");
             emsg_free(&em->msg);
         }
         rb->npending = 0;
@@ -1209,5 +1230,8 @@ void engine__room_stream(struct client *c, const char *room, const char *last_ev
         em->has_since = true;
     }
     em->version = rlink_add(c, room)->lroom->gen;
-    send_to(c->e, room_owner(c->e, room), em);
+    if (c->uid[0])
+        rb_join(c, em); /* a reader with an identity: sent once its blockers are known */
+    else
+        send_to(c->e, room_owner(c->e, room), em);
 }

@@ -260,30 +260,42 @@ static void append_head(struct buf *b, const char *id, uint64_t epoch, uint64_t 
 /* A snapshot (type != NULL) or info object of the published room, listing
  * at most limit published members in join order. r may be NULL: the empty
  * room of epoch 0. */
+/* A member is listed unless unpublished or hidden by the reader's hide. */
+static bool listed(const struct member *m, room_hide_fn *hide, void *ctx)
+{
+    return m->pub && !(hide && hide(m->user, ctx));
+}
+
+/* Appends r's state as seen by a reader that hides some members (hide
+ * NULL: none); a room with nothing to show reads as the empty one. */
 static void encode_state(struct buf *b, const char *type, const char *id, const struct room *r,
-                         size_t limit)
+                         size_t limit, room_hide_fn *hide, void *ctx)
 {
     struct list *pos;
-    size_t listed = 0;
+    size_t listed_n = 0, shown = r ? r->published : 0;
 
+    if (r && hide)
+        for (pos = r->order.next; pos != &r->order; pos = pos->next)
+            shown -= container_of(pos, struct member, order)->pub &&
+                     !listed(container_of(pos, struct member, order), hide, ctx);
     buf_append_str(b, "{");
     if (type) {
         buf_append_str(b, "\"type\":");
         json_append_cstr(b, type);
         buf_append_str(b, ",");
     }
-    if (r == NULL) {
+    if (r == NULL || shown == 0) {
         append_head(b, id, 0, 0, ROOM_MODE_NORMAL, 0);
         buf_append_str(b, ",\"members\":[]}");
         return;
     }
-    append_head(b, id, r->epoch, r->seq, r->mode, r->published);
+    append_head(b, id, r->epoch, r->seq, r->mode, shown);
     buf_append_str(b, ",\"members\":[");
-    for (pos = r->order.next; pos != &r->order && listed < limit; pos = pos->next) {
+    for (pos = r->order.next; pos != &r->order && listed_n < limit; pos = pos->next) {
         const struct member *m = container_of(pos, struct member, order);
-        if (!m->pub)
+        if (!listed(m, hide, ctx))
             continue;
-        if (listed++)
+        if (listed_n++)
             buf_append_str(b, ",");
         append_member(b, m);
     }
@@ -301,7 +313,7 @@ static struct room_msg encode_snapshot(struct room_engine *e, const struct room 
     struct room_msg msg;
 
     e->out.len = 0;
-    encode_state(&e->out, "room_snapshot", r->id, r, snapshot_limit(r));
+    encode_state(&e->out, "room_snapshot", r->id, r, snapshot_limit(r), NULL, NULL);
     msg = room__make_msg(e, &e->out, r->seq);
     e->stats.snapshots++;
     return msg;
@@ -996,7 +1008,7 @@ int room_snapshot(struct room_engine *e, const char *room, struct room_msg *out)
     r = room_find(e, room);
     if (r == NULL) {
         e->out.len = 0;
-        encode_state(&e->out, "room_snapshot", room, NULL, 0);
+        encode_state(&e->out, "room_snapshot", room, NULL, 0, NULL, NULL);
         *out = room__make_msg(e, &e->out, 0);
         return 0;
     }
@@ -1113,13 +1125,19 @@ int room_get_member(const struct room_engine *e, const char *room, const char *u
 
 int room_encode_info(const struct room_engine *e, const char *room, size_t limit, struct buf *out)
 {
+    return room_encode_info_for(e, room, limit, NULL, NULL, out);
+}
+
+int room_encode_info_for(const struct room_engine *e, const char *room, size_t limit,
+                         room_hide_fn *hide, void *ctx, struct buf *out)
+{
     const struct room *r;
 
     if (!room__id_ok(room, ROOM_ID_MAX))
         return ROOM_E_ROOM_ID;
     r = room_find(e, room);
     /* A room whose members are all hidden reads exactly like no room. */
-    encode_state(out, NULL, room, r && r->published > 0 ? r : NULL, limit);
+    encode_state(out, NULL, room, r && r->published > 0 ? r : NULL, limit, hide, ctx);
     return 0;
 }
 

@@ -381,6 +381,14 @@ int room_get_member(const struct room_engine *e, const char *room, const char *u
  * members are all hidden, appears as the empty one of epoch 0. 0 or
  * ROOM_E_ROOM_ID (nothing appended). */
 int room_encode_info(const struct room_engine *e, const char *room, size_t limit, struct buf *out);
+/* Whether a reader must not see user (a member that blocks the reader). */
+typedef bool room_hide_fn(const char *user, void *ctx);
+/* room_encode_info() as seen by a reader who must not see the members for
+ * which hide(user, ctx) is true (called during the call only): they are
+ * not listed and not counted, and a room left with nobody to show reads
+ * as the empty one of epoch 0. hide NULL = room_encode_info(). */
+int room_encode_info_for(const struct room_engine *e, const char *room, size_t limit,
+                         room_hide_fn *hide, void *ctx, struct buf *out);
 void room_get_stats(const struct room_engine *e, struct room_stats *out);
 /* Admin API: appends {"room":id,"members":n,"visible":n} for every room
  * with members, comma-separated (*first: nothing appended yet; cleared). */

@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+#include "conn.h"
 #include "httpd.h"
+#include "json.h"
 #include "log.h"
 #include "metrics.h"
 #include "util.h"
@@ -169,6 +172,20 @@ void sse_send(struct sse_stream *s, const char *event, uint64_t id, const char *
 struct conn *sse_conn(struct sse_stream *s)
 {
     return s->conn;
+}
+
+void sse_fail(struct sse_stream *s, const char *code, const char *message)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"code\":");
+    json_append_cstr(&b, code);
+    buf_append_str(&b, ",\"message\":");
+    json_append_cstr(&b, message);
+    buf_append_str(&b, "}");
+    sse_send(s, "error", 0, b.data, b.len);
+    buf_release(&b);
+    conn_close_after_flush(s->conn);
 }
 
 #ifdef PRESENCED_TESTING

@@ -48,6 +48,10 @@ void sse_send_payload(struct sse_stream *s, struct payload *p);
 /* Formats and queues one event. */
 void sse_send(struct sse_stream *s, const char *event, uint64_t id, const char *data, size_t n);
 struct conn *sse_conn(struct sse_stream *s);
+/* Ends the stream with one "error" event {"code","message"} (strings of
+ * plain text, no escaping needed), closed once it is written; the
+ * client's EventSource reconnects after its retry delay. */
+void sse_fail(struct sse_stream *s, const char *code, const char *message);
 
 #ifdef PRESENCED_TESTING
 /* GET /test/sse: emits events id last+1 .. last+3 ("tick", data {"n":id})

@@ -4,11 +4,13 @@
 // transcripts must match after normalising ids, times, seq and the
 // deltas left empty by the filter), while everyone else still sees U. A
 // block while both are in a room makes U leave the viewer's model (a
-// fresh snapshot), an unblock brings U back.
+// fresh snapshot), an unblock brings U back. HTTP room reads and room
+// event streams of a reader with an identity (?as=) are filtered alike.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, stopClean, sleep } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
+import { openSse } from './lib/sse.mjs';
 
 const KEY = 'roomblocks-admin-key-0123456789abcdef';
 const FLAGS = ['--admin-api-key', KEY, '--room-batch-ms', '20', '--presence-debounce-ms', '20',
@@ -196,6 +198,75 @@ for (const workers of ['1', '2']) {
       assert.equal(j2.count, 2);
       assert.ok(!V.seen.some((m) => JSON.stringify(m).includes(u)), 'nothing of U reaches V');
       for (const c of [U, V, O]) await c.close();
+    });
+
+    test('HTTP room reads and room event streams leave the blocker out', async () => {
+      const [u, v, o] = [id('u'), id('v'), id('o')];
+      const room = id('doc'), alone = id('alone'), never = id('never');
+      await block(srv, u, v);
+      const U = await Client.open(srv, { user: u });
+      const O = await Client.open(srv, { user: o });
+      await join(U, room, { name: 'U' });
+      await join(O, room, { name: 'O' });
+      await join(U, alone, { name: 'U' });
+      const get = async (r, as) => {
+        const res = await fetch(`${srv.url}/v1/rooms/${r}${as ? `?as=${as}` : ''}`);
+        assert.equal(res.status, 200);
+        return res.json();
+      };
+      const forV = await get(room, v);
+      assert.equal(forV.count, 1);
+      assert.deepEqual(forV.members.map((m) => m.user), [o]);
+      for (const who of [o, undefined]) {
+        const other = await get(room, who);
+        assert.equal(other.count, 2);
+        assert.deepEqual(other.members.map((m) => m.user).sort(), [o, u].sort());
+      }
+      // a room of blockers only reads like a room nobody is in
+      const a = await get(alone, v), b = await get(never, v);
+      assert.deepEqual({ ...a, room: 'R' }, { ...b, room: 'R' });
+      assert.equal((await get(alone, o)).count, 1);
+
+      const sv = await openSse(`${srv.url}/v1/rooms/${room}/events?as=${v}`);
+      const so = await openSse(`${srv.url}/v1/rooms/${room}/events?as=${o}`);
+      const snapOf = (evs) => evs.find((e) => e.data.type === 'room_snapshot');
+      await sv.until(snapOf);
+      await so.until(snapOf);
+      assert.deepEqual(snapOf(sv.events).data.members.map((m) => m.user), [o]);
+      assert.equal(snapOf(sv.events).data.count, 1);
+      assert.equal(snapOf(so.events).data.count, 2);
+      await patch(U, room, { name: 'U2' });
+      U.send({ type: 'ephemeral', room, kind: 'cursor', data: { x: 1 } });
+      await patch(O, room, { name: 'O2' });
+      const oPatch = (evs) => evs.some((e) => e.data.type === 'room_delta' && hasUser(e.data.patches, o));
+      await sv.until(oPatch);
+      await so.until(oPatch);
+      assert.ok(oPatch(sv.events), 'V stream sees O patch');
+      assert.ok(!sv.events.some((e) => JSON.stringify(e.data).includes(u)), 'nothing of U on V stream');
+      assert.ok(so.events.some((e) => e.data.type === 'room_delta' && hasUser(e.data.patches, u)),
+        'O stream sees U patch');
+
+      // unblock: V's stream gets a fresh snapshot with U; block again: without
+      await unblock(srv, u, v);
+      const withU = (evs) => evs.some((e) => e.data.type === 'room_snapshot' && hasUser(e.data.members, u));
+      await sv.until(withU);
+      assert.ok(withU(sv.events), 'fresh snapshot with U after the unblock');
+      assert.equal((await get(room, v)).count, 2);
+      const n0 = sv.events.length;
+      await block(srv, u, v);
+      const without = (evs) => evs.slice(n0).some((e) => e.data.type === 'room_snapshot' &&
+        !hasUser(e.data.members, u));
+      await sv.until(without);
+      assert.ok(without(sv.events), 'fresh snapshot without U after the block');
+      await patch(U, room, { name: 'U3' });
+      await patch(O, room, { name: 'O3' });
+      const o3 = (evs) => evs.some((e) => e.data.type === 'room_delta' &&
+        (e.data.patches || []).some((p) => p.user === o && p.meta.name === 'O3'));
+      await sv.until(o3);
+      assert.ok(o3(sv.events));
+      assert.ok(!sv.events.slice(n0).some((e) => JSON.stringify(e.data).includes('U3')), 'U3 hidden');
+      sv.close(); so.close();
+      for (const c of [U, O]) await c.close();
     });
   });
 }

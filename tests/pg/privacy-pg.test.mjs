@@ -261,6 +261,19 @@ test('PostgreSQL down: writes fail with store_unavailable, reads fail closed; ba
     const pu = await view(srv, U, V);
     assert.deepEqual(pu, { user: U, status: 'offline', devices: {} }, 'fail closed for an unreadable user');
     assert.deepEqual(await view(srv, W, V), { user: W, status: 'offline', devices: {} }, 'online=nobody stays hidden');
+    // Room reads by a reader whose blockers cannot be read are refused
+    // (503, or the degraded answer if the store is slower than 2 s),
+    // never answered unfiltered; a room stream ends with an error event.
+    const room = uid('fcroom');
+    const rr = await fetch(`${srv.url}/v1/rooms/${room}?as=${V}`);
+    const rb = await rr.json();
+    if (rr.status === 503) assert.equal(errCode(rb), 'store_unavailable');
+    else assert.deepEqual([rr.status, rb.degraded, rb.members], [200, true, undefined], JSON.stringify(rb));
+    const es = await fetch(`${srv.url}/v1/rooms/${room}/events?as=${V}`);
+    assert.equal(es.status, 200);
+    const text = await es.text(); // the server ends the stream
+    assert.match(text, /event: error\ndata: \{"code":"store_unavailable"/);
+    assert.doesNotMatch(text, /room_snapshot/);
     ctl('start');
     down = false;
     // Back: writes succeed again (the store reconnects).

@@ -1535,6 +1535,57 @@ static void test_encode_info(void **state)
     fx_free(f);
 }
 
+static bool hide_named(const char *user, void *ctx)
+{
+    for (const char *const *p = ctx; *p; p++)
+        if (strcmp(*p, user) == 0)
+            return true;
+    return false;
+}
+
+/* A reader blocked by some members: they are neither listed nor counted,
+ * and a room of blockers only reads exactly like an absent one. */
+static void test_encode_info_hiding(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    const char *u1[] = {"u1", NULL}, *both[] = {"u1", "u3", NULL};
+    struct buf b = {0}, none = {0};
+    cJSON *v;
+
+    (void)state;
+    assert_int_equal(join(f, "r", "u1", "s", NULL), 0);
+    assert_int_equal(join(f, "r", "u2", "s", NULL), 0);
+    assert_int_equal(join(f, "only", "u1", "s", NULL), 0);
+    advance(f, 50);
+    assert_int_equal(room_encode_info_for(f->e, "r", 10, hide_named, (void *)u1, &b), 0);
+    v = parse_msg(b.data, b.len);
+    assert_int_equal(jnum(v, "count"), 1);
+    assert_int_equal(jlen(v, "members"), 1);
+    assert_string_equal(jstr(cJSON_GetArrayItem(jarr(v, "members"), 0), "user"), "u2");
+    cJSON_Delete(v);
+    b.len = 0;
+    assert_int_equal(room_encode_info_for(f->e, "r", 1, hide_named, (void *)both, &b), 0);
+    v = parse_msg(b.data, b.len); /* hiding a non-member changes nothing else */
+    assert_int_equal(jnum(v, "count"), 1);
+    cJSON_Delete(v);
+    b.len = 0;
+    assert_int_equal(room_encode_info_for(f->e, "only", 10, hide_named, (void *)u1, &b), 0);
+    assert_int_equal(room_encode_info(f->e, "only", 10, &none), 0);
+    assert_true(none.len > b.len); /* u1 is shown to others */
+    none.len = 0;
+    assert_int_equal(room_encode_info_for(f->e, "only", 10, NULL, NULL, &none), 0);
+    assert_true(none.len > b.len);
+    none.len = 0;
+    assert_int_equal(room_encode_info(f->e, "gone", 10, &none), 0);
+    assert_int_equal(b.len, none.len); /* "only" and "gone": same length, same bytes but the id */
+    assert_memory_equal(b.data + strlen("{\"room\":\"only\""),
+                        none.data + strlen("{\"room\":\"gone\""),
+                        b.len - strlen("{\"room\":\"only\""));
+    buf_release(&b);
+    buf_release(&none);
+    fx_free(f);
+}
+
 /* ---- randomized: client models built from deltas equal the snapshots ---- */
 
 static uint64_t rng_state;
@@ -1814,6 +1865,7 @@ int main(void)
         cmocka_unit_test(test_ephemeral_never_precedes_join),
         cmocka_unit_test(test_callbacks_may_reenter),
         cmocka_unit_test(test_encode_info),
+        cmocka_unit_test(test_encode_info_hiding),
         cmocka_unit_test(test_random_deltas_rebuild_snapshot),
         cmocka_unit_test(test_random_with_interval_mode),
     };
