@@ -198,6 +198,13 @@ const struct config_def config_defs[] = {
             "slow enumeration."),
     ROW_INT("query-burst", query_burst, 1, 1000000, 1000,
             "Ids one connection may query at once before query-rate applies."),
+    ROW_INT("observer-query-rate", observer_query_rate, 0, 1000000, 200,
+            "User ids per second one observer (a user, or an anonymous client's address) may "
+            "query across all of its connections; lower it to slow enumeration by many sockets "
+            "(0 = off)."),
+    ROW_INT("observer-query-burst", observer_query_burst, 1, 1000000, 2000,
+            "Ids one observer may query at once, over all its connections, before "
+            "observer-query-rate applies."),
     /* shutdown */
     ROW_INT64("shutdown-drain-ms", shutdown_drain_ms, 0, 600000, 5000,
               "Time given on SIGTERM to flush queued output before exit; raise it if clients miss "

@@ -69,11 +69,13 @@ struct config {
     int64_t room_interval_ms;  /* delta period in interval mode */
     int ephemeral_rate;        /* ephemeral messages per second per sender */
     /* privacy */
-    char *store;             /* SQLite path or postgresql:// URI */
-    char *admin_api_key;     /* "" = admin API off */
-    char *room_token_secret; /* "" = no per-room subscription tokens */
-    int query_rate;          /* ids per second per connection */
-    int query_burst;         /* bucket size */
+    char *store;              /* SQLite path or postgresql:// URI */
+    char *admin_api_key;      /* "" = admin API off */
+    char *room_token_secret;  /* "" = no per-room subscription tokens */
+    int query_rate;           /* ids per second per connection */
+    int query_burst;          /* bucket size */
+    int observer_query_rate;  /* ids per second per observer, all connections; 0 = off */
+    int observer_query_burst; /* its bucket size */
     /* shutdown */
     int64_t shutdown_drain_ms; /* SIGTERM: time to flush before exit */
 };

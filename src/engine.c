@@ -37,6 +37,7 @@
 #include "log.h"
 #include "presence.h"
 #include "proto.h"
+#include "ratelimit.h"
 #include "sse.h"
 #include "util.h"
 #include "worker.h"
@@ -721,6 +722,7 @@ static bool msg_watch(struct client *c, const cJSON *root, const char *ref)
     const cJSON *users = users_arg(c, root, ref);
     const cJSON *u;
     size_t idx, fresh = 0;
+    const char *why;
 
     if (!users)
         return false;
@@ -733,9 +735,8 @@ static bool msg_watch(struct client *c, const cJSON *root, const char *ref)
                          ref);
         return false;
     }
-    if (!engine__rate_take(c->e, &c->qtokens, &c->qlast, fresh)) {
-        proto_send_error(c->ws, "rate_limited", "too many user ids queried; slow down (query-rate)",
-                         ref);
+    if (!engine__rate_take(c->e, &c->qtokens, &c->qlast, c->uid, ws_conn(c->ws), fresh, &why)) {
+        proto_send_error(c->ws, "rate_limited", why, ref);
         return true; /* the client's own pace, not garbage */
     }
     proto_send_ack(c->ws, ref); /* first, so that snapshots always follow it */
@@ -1501,10 +1502,13 @@ static size_t read_users(struct conn *c, const struct http_request *req,
     return n;
 }
 
-bool engine__rate_take(struct engine *e, double *tokens, uint64_t *last, size_t n)
+bool engine__rate_take(struct engine *e, double *tokens, uint64_t *last, const char *uid,
+                       const struct conn *conn, size_t n, const char **why)
 {
     const struct config *cfg = &e->w->srv->cfg;
+    struct ratelimit *observers = e->w->srv->observer_rate;
     uint64_t now = loop_now(e->w->loop);
+    char key[RATELIMIT_KEY_MAX];
 
     if (*last == 0)
         *tokens = cfg->query_burst;
@@ -1512,8 +1516,20 @@ bool engine__rate_take(struct engine *e, double *tokens, uint64_t *last, size_t 
         *tokens = MIN((double)cfg->query_burst,
                       *tokens + (double)(now - *last) * cfg->query_rate / 1000.0);
     *last = now ? now : 1;
-    if (*tokens < (double)n)
+    /* Check the connection's bucket, check-and-take the observer's, then
+     * take the connection's: a refusal by either charges neither. */
+    if (*tokens < (double)n) {
+        *why = "too many user ids queried; slow down (query-rate)";
         return false;
+    }
+    if (observers && n > 0) {
+        ratelimit_observer_key(key, uid, conn->peer);
+        if (!ratelimit_take(observers, key, (uint32_t)MIN(n, (size_t)UINT32_MAX), now)) {
+            *why = "too many user ids queried by this observer over all its connections; "
+                   "slow down (observer-query-rate)";
+            return false;
+        }
+    }
     *tokens -= (double)n;
     return true;
 }
@@ -1536,13 +1552,14 @@ static bool http_viewer(struct conn *c, const struct http_request *req, struct e
     return false;
 }
 
-static bool http_rate(struct conn *c, struct engine *e, size_t n)
+static bool http_rate(struct conn *c, struct engine *e, const char *viewer, size_t n)
 {
     struct httpd_conn *h = c->proto;
+    const char *why;
 
-    if (engine__rate_take(e, &h->qtokens, &h->qlast, n))
+    if (engine__rate_take(e, &h->qtokens, &h->qlast, viewer, c, n, &why))
         return true;
-    httpd_error(c, 429, "rate_limited", "too many user ids queried; slow down (query-rate)");
+    httpd_error(c, 429, "rate_limited", why);
     return false;
 }
 
@@ -1557,7 +1574,7 @@ void engine__http_read(struct conn *c, const struct http_request *req, struct wo
 
     if (!unfiltered && (!http_authorized(c, req, w, &cl) || !http_viewer(c, req, e, &cl, viewer)))
         return;
-    if ((n = read_users(c, req, ids)) == 0 || (!unfiltered && !http_rate(c, e, n)))
+    if ((n = read_users(c, req, ids)) == 0 || (!unfiltered && !http_rate(c, e, viewer, n)))
         return;
     q = engine__query_new(c, kind, n);
     for (size_t i = 0; i < n; i++) {
@@ -1674,7 +1691,7 @@ void engine_sse_presence(struct conn *conn, const struct http_request *req, stru
     char viewer[PRESENCE_ID_MAX + 1];
 
     if (!http_authorized(conn, req, w, &cl) || !http_viewer(conn, req, engine_of(w), &cl, viewer) ||
-        (n = read_users(conn, req, ids)) == 0 || !http_rate(conn, engine_of(w), n))
+        (n = read_users(conn, req, ids)) == 0 || !http_rate(conn, engine_of(w), viewer, n))
         return;
     c = engine__sse_client(conn, w);
     client_set_id(&c->uid, viewer); /* the viewer; an event stream has no session */

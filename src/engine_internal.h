@@ -431,9 +431,12 @@ enum query_kind {
  * the ?user= ids; unfiltered (admin API) skips auth, viewer and rate. */
 void engine__http_read(struct conn *c, const struct http_request *req, struct worker *w, int kind,
                        bool unfiltered);
-/* Takes n from a query-rate bucket (*last == 0: a full one); false when
- * there are not enough tokens (nothing taken). */
-bool engine__rate_take(struct engine *e, double *tokens, uint64_t *last, size_t n);
+/* Charges n ids to a connection's query-rate bucket (*tokens, *last;
+ * *last == 0: a full one) and to its observer's observer-query-rate bucket
+ * (the user uid, else the address of conn): both or neither. False when
+ * either lacks room, with *why naming that limit for the client. */
+bool engine__rate_take(struct engine *e, double *tokens, uint64_t *last, const char *uid,
+                       const struct conn *conn, size_t n, const char **why);
 
 /* engine.c: names part i of query q (for a degraded answer). */
 void engine__query_set_id(struct query *q, size_t i, const char *id);

@@ -43,6 +43,15 @@ void *xrealloc(void *p, size_t n)
     return q;
 }
 
+void *xaligned_alloc(size_t align, size_t n)
+{
+    void *p = NULL;
+
+    if (posix_memalign(&p, align, n ? n : 1) != 0)
+        oom(n);
+    return p;
+}
+
 char *xstrdup(const char *s)
 {
     return xstrndup(s, strlen(s));

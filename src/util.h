@@ -28,6 +28,9 @@ void *xcalloc(size_t nmemb, size_t n);   /* ditto, zero-filled */
 void *xrealloc(void *p, size_t n);       /* ditto; p may be NULL */
 char *xstrdup(const char *s);            /* ditto */
 char *xstrndup(const char *s, size_t n); /* copies at most n bytes, NUL-terminates */
+/* Like xmalloc, aligned to align (a power of two, at least sizeof(void *));
+ * free() releases it. */
+void *xaligned_alloc(size_t align, size_t n);
 
 /* Monotonic clock in milliseconds / microseconds (CLOCK_MONOTONIC). */
 uint64_t time_mono_ms(void);

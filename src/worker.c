@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,6 +29,7 @@
 #include "http.h"
 #include "httpd.h"
 #include "log.h"
+#include "ratelimit.h"
 #include "util.h"
 
 #define ACCEPT_BATCH   64
@@ -277,6 +279,13 @@ static void bus_hook(struct loop *l, void *data)
 #define TRIM_HEAP() ((void)malloc_trim(0))
 #endif
 
+/* The observer-rate table (ratelimit.h) is swept a slice at a time: each
+ * worker takes the next SWEEP_STRIPES stripes at most every SWEEP_EVERY_MS,
+ * so one worker alone covers all 64 in 8 s, about the time a bucket with
+ * the default settings takes to refill (and become removable). */
+#define SWEEP_EVERY_MS 1000
+#define SWEEP_STRIPES  8
+
 static void worker_hook(struct loop *l, void *data)
 {
     struct worker *w = data;
@@ -293,6 +302,10 @@ static void worker_hook(struct loop *l, void *data)
          * that idle connections cost what they hold, not the burst's peak. */
         w->trimmed_ms = loop_now(l);
         TRIM_HEAP();
+    }
+    if (w->srv->observer_rate && loop_now(l) - w->swept_ms >= SWEEP_EVERY_MS) {
+        w->swept_ms = loop_now(l);
+        ratelimit_sweep(w->srv->observer_rate, SWEEP_STRIPES, loop_now(l));
     }
     if (!w->draining && atomic_load(&w->srv->shutting_down))
         begin_drain(w);
@@ -363,6 +376,27 @@ static void worker_release(struct worker *w)
     loop_free(w->loop);
 }
 
+/* Observer buckets held at most: one per connection's user and as many
+ * anonymous addresses, OBSERVER_MIN_ENTRIES at least (an entry is about
+ * 100 bytes). Beyond it the fullest old bucket is forgotten (ratelimit.h). */
+#define OBSERVER_MIN_ENTRIES 65536
+
+/* The per-observer query limit shared by every worker, or NULL when
+ * observer-query-rate is 0. Its hash seed is random per process, so which
+ * keys share a stripe cannot be predicted from outside. */
+static struct ratelimit *observer_rate_new(const struct config *cfg)
+{
+    unsigned char seed[RATELIMIT_SEED_LEN];
+    size_t cap = MAX((size_t)OBSERVER_MIN_ENTRIES, 2 * (size_t)cfg->max_connections);
+
+    if (cfg->observer_query_rate == 0)
+        return NULL;
+    if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+        fatal("worker", "getrandom");
+    return ratelimit_new((uint32_t)cfg->observer_query_rate, (uint32_t)cfg->observer_query_burst,
+                         cap, seed);
+}
+
 int server_start(struct server *srv)
 {
     char err[STORE_ERR_LEN];
@@ -377,12 +411,15 @@ int server_start(struct server *srv)
     srv->bus = bus_new(srv->nworkers);
     srv->port = srv->cfg.port;
     srv->started_wall_ms = time_wall_ms();
+    srv->observer_rate = observer_rate_new(&srv->cfg);
     for (unsigned i = 0; i < srv->nworkers; i++) {
         if (worker_init(srv, &srv->workers[i], i) < 0) {
             for (unsigned j = 0; j <= i; j++)
                 worker_release(&srv->workers[j]);
             free(srv->workers);
             srv->workers = NULL;
+            ratelimit_free(srv->observer_rate);
+            srv->observer_rate = NULL;
             store_close(srv->store);
             srv->store = NULL;
             return -1;
@@ -412,6 +449,8 @@ void server_join(struct server *srv)
     srv->workers = NULL;
     bus_free(srv->bus);
     srv->bus = NULL;
+    ratelimit_free(srv->observer_rate); /* every worker has stopped */
+    srv->observer_rate = NULL;
     store_close(srv->store);
     srv->store = NULL;
 }

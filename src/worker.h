@@ -31,6 +31,7 @@
 
 struct bus;
 struct engine;
+struct ratelimit;
 struct bus_msg;
 struct server;
 
@@ -51,6 +52,7 @@ struct worker {
     struct list relay_conns; /* relay.c: this worker's /test/broadcast sockets */
 #endif
     uint64_t trimmed_ms;     /* loop ms of the last malloc_trim() */
+    uint64_t swept_ms;       /* loop ms of the last observer-rate sweep */
     bool draining;           /* shutdown seen by this worker */
     uint64_t drain_deadline; /* loop ms at which the loop stops regardless */
 };
@@ -58,17 +60,18 @@ struct worker {
 struct server {
     struct config cfg; /* immutable once workers start */
     unsigned nworkers;
-    struct worker *workers;    /* array of nworkers */
-    struct bus *bus;           /* inter-worker queues */
-    struct ws_opts ws_opts;    /* derived from cfg */
-    struct jwt_key jwt;        /* auth = jwt: the verification key (read-only) */
-    struct jwt_opts jwt_opts;  /* auth = jwt: leeway, aud, iss */
-    struct store *store;       /* settings store (opened by server_start) */
-    atomic_uint conns;         /* live connections, all workers */
-    atomic_bool shutting_down; /* set by server_shutdown */
-    atomic_uint running;       /* workers whose loop is running */
-    int port;                  /* the bound port (resolves port 0) */
-    uint64_t started_wall_ms;  /* for /healthz uptime */
+    struct worker *workers;          /* array of nworkers */
+    struct bus *bus;                 /* inter-worker queues */
+    struct ws_opts ws_opts;          /* derived from cfg */
+    struct jwt_key jwt;              /* auth = jwt: the verification key (read-only) */
+    struct jwt_opts jwt_opts;        /* auth = jwt: leeway, aud, iss */
+    struct store *store;             /* settings store (opened by server_start) */
+    struct ratelimit *observer_rate; /* observer-query-rate buckets, all workers; NULL = off */
+    atomic_uint conns;               /* live connections, all workers */
+    atomic_bool shutting_down;       /* set by server_shutdown */
+    atomic_uint running;             /* workers whose loop is running */
+    int port;                        /* the bound port (resolves port 0) */
+    uint64_t started_wall_ms;        /* for /healthz uptime */
 };
 
 /* Cross-worker message types (struct bus_msg.type). */
