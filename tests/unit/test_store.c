@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_store.c - the settings store through its threaded API, on SQLite
- * (test_store_pg.c runs the same checks on PostgreSQL).
+ * test_store.c - the settings store through its threaded API, on SQLite.
  *
- * Each test gets a fresh temporary directory. Completions are awaited by
- * polling the inbox eventfd the way a worker loop would, with a bounded
- * timeout, so a lost wake-up fails the test instead of hanging it. The
- * durability test forks a writer, kills it with SIGKILL at random points and
- * checks that every acknowledged write survived.
+ * The backend-independent cases live in store_cases.h (test_store_pg.c runs
+ * them on PostgreSQL); this file adds what is SQLite's own: file paths,
+ * unwritable and corrupt files, the schema version in user_version, a
+ * libpq URI that must never become a file name, and acknowledged writes
+ * that survive kill -9 of the writer (WAL recovery). Each test gets a fresh
+ * temporary directory.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,20 +19,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
 
 #include "store.h"
 #include "util.h"
-
-#define WAIT_MS 10000 /* longest wait for one completion before failing */
 
 struct fix {
     char dir[64];   /* temporary directory */
@@ -41,21 +35,32 @@ struct fix {
     struct store_inbox *in;
 };
 
-/* What one completion saw. */
-struct rec {
-    int calls;
-    int status;
-    struct store_result r;
-};
-
-static void rec_cb(void *ctx, int status, const struct store_result *r)
+static const char *fix_spec(const struct fix *f)
 {
-    struct rec *x = ctx;
-
-    x->calls++;
-    x->status = status;
-    x->r = *r;
+    return f->path;
 }
+
+/* Counts with a raw connection of its own: WAL lets it read beside the store. */
+static long fix_count_contacts(struct fix *f, const char *owner)
+{
+    const char *sql = "SELECT count(*) FROM contacts WHERE ?1 IS NULL OR owner = ?1";
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    long n = -1;
+
+    if (sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_bind_text(st, 1, owner, -1, SQLITE_STATIC) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    if (n < 0)
+        print_error("count contacts in %s: %s\n", f->path, sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+#include "store_cases.h"
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -74,16 +79,6 @@ static void make_dir(char *dir, size_t n)
 static void remove_dir(const char *dir)
 {
     nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
-}
-
-static struct store *open_or_fail(const char *path)
-{
-    char err[STORE_ERR_LEN] = "";
-    struct store *s = store_open(path, err, sizeof(err));
-
-    if (!s)
-        fail_msg("store_open: %s", err);
-    return s;
 }
 
 static int setup(void **state)
@@ -110,416 +105,7 @@ static int teardown(void **state)
     return 0;
 }
 
-/* Drains in until nothing is pending, polling its fd like a worker loop. */
-static void wait_all(struct store_inbox *in)
-{
-    while (store_inbox_pending(in) > 0) {
-        struct pollfd p = {.fd = store_inbox_fd(in), .events = POLLIN};
-
-        assert_int_equal(poll(&p, 1, WAIT_MS), 1);
-        store_inbox_drain(in);
-    }
-}
-
-static void reopen(struct fix *f)
-{
-    store_close(f->s);
-    wait_all(f->in);
-    f->s = open_or_fail(f->path);
-}
-
-static struct rec get_privacy(struct fix *f, const char *user)
-{
-    struct rec x = {0};
-
-    assert_int_equal(store_get_privacy(f->s, f->in, user, rec_cb, &x), 0);
-    wait_all(f->in);
-    assert_int_equal(x.calls, 1);
-    return x;
-}
-
-static struct rec relations(struct fix *f, const char *owner, const char *viewer)
-{
-    struct rec x = {0};
-
-    assert_int_equal(store_get_relations(f->s, f->in, owner, viewer, rec_cb, &x), 0);
-    wait_all(f->in);
-    assert_int_equal(x.calls, 1);
-    assert_int_equal(x.status, 0);
-    return x;
-}
-
-/* Runs one write op and returns its completion. */
-static struct rec done(struct fix *f, int submitted, struct rec *x)
-{
-    assert_int_equal(submitted, 0);
-    wait_all(f->in);
-    assert_int_equal(x->calls, 1);
-    assert_int_equal(x->status, 0);
-    return *x;
-}
-
-typedef int contacts_fn(struct store *s, struct store_inbox *in, const char *owner,
-                        const char *const *ids, size_t n, store_cb *cb, void *ctx);
-
-static struct rec contacts_call(struct fix *f, contacts_fn *op, const char *owner,
-                                const char *const *ids, size_t n)
-{
-    struct rec x = {0};
-
-    return done(f, op(f->s, f->in, owner, ids, n, rec_cb, &x), &x);
-}
-
-#define CONTACTS(op, f, owner, ...)                                 \
-    contacts_call(f, op, owner, (const char *const[]){__VA_ARGS__}, \
-                  sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
-
-/* ---- basic behaviour ---- */
-
-static void test_privacy_round_trip(void **state)
-{
-    struct fix *f = *state;
-    struct store_privacy p = {STORE_VIS_CONTACTS, STORE_VIS_NOBODY, true};
-    struct rec w = {0}, x;
-
-    done(f, store_set_privacy(f->s, f->in, "alice", &p, rec_cb, &w), &w);
-    assert_int_equal(w.r.changed, 1);
-    x = get_privacy(f, "alice");
-    assert_int_equal(x.status, 0);
-    assert_true(x.r.found);
-    assert_int_equal(x.r.privacy.online, STORE_VIS_CONTACTS);
-    assert_int_equal(x.r.privacy.last_seen, STORE_VIS_NOBODY);
-    assert_true(x.r.privacy.invisible);
-
-    p = (struct store_privacy){STORE_VIS_NOBODY, STORE_VIS_EVERYONE, false};
-    w = (struct rec){0};
-    done(f, store_set_privacy(f->s, f->in, "alice", &p, rec_cb, &w), &w);
-    x = get_privacy(f, "alice");
-    assert_int_equal(x.r.privacy.online, STORE_VIS_NOBODY);
-    assert_int_equal(x.r.privacy.last_seen, STORE_VIS_EVERYONE);
-    assert_false(x.r.privacy.invisible);
-}
-
-static void test_defaults_for_unknown_user(void **state)
-{
-    struct fix *f = *state;
-    struct rec x = get_privacy(f, "ghost");
-
-    assert_int_equal(x.status, 0);
-    assert_false(x.r.found);
-    assert_int_equal(x.r.privacy.online, STORE_VIS_EVERYONE);
-    assert_int_equal(x.r.privacy.last_seen, STORE_VIS_EVERYONE);
-    assert_false(x.r.privacy.invisible);
-    x = relations(f, "ghost", "other");
-    assert_false(x.r.found);
-    assert_false(x.r.is_contact);
-    assert_false(x.r.blocked);
-}
-
-static void test_contacts(void **state)
-{
-    struct fix *f = *state;
-
-    assert_int_equal(CONTACTS(store_contacts_add, f, "a", "b", "c", "d").r.changed, 3);
-    assert_int_equal(CONTACTS(store_contacts_add, f, "a", "b", "e").r.changed, 1);
-    assert_true(relations(f, "a", "b").r.is_contact);
-    assert_true(relations(f, "a", "e").r.is_contact);
-    assert_false(relations(f, "b", "a").r.is_contact); /* directional */
-
-    assert_int_equal(CONTACTS(store_contacts_remove, f, "a", "c", "zz").r.changed, 1);
-    assert_false(relations(f, "a", "c").r.is_contact);
-    assert_true(relations(f, "a", "d").r.is_contact);
-
-    /* Replace: 3 rows (b, d, e) deleted, 2 inserted. */
-    assert_int_equal(CONTACTS(store_contacts_replace, f, "a", "x", "y").r.changed, 5);
-    assert_false(relations(f, "a", "b").r.is_contact);
-    assert_true(relations(f, "a", "x").r.is_contact);
-    assert_true(relations(f, "a", "y").r.is_contact);
-
-    struct rec x = {0};
-    done(f, store_contacts_replace(f->s, f->in, "a", NULL, 0, rec_cb, &x), &x);
-    assert_int_equal(x.r.changed, 2);
-    assert_false(relations(f, "a", "x").r.is_contact);
-}
-
-static void test_blocks(void **state)
-{
-    struct fix *f = *state;
-    struct rec x = {0};
-
-    done(f, store_block(f->s, f->in, "a", "b", rec_cb, &x), &x);
-    assert_int_equal(x.r.changed, 1);
-    x = (struct rec){0};
-    done(f, store_block(f->s, f->in, "a", "b", rec_cb, &x), &x);
-    assert_int_equal(x.r.changed, 0); /* idempotent */
-    assert_true(relations(f, "a", "b").r.blocked);
-    assert_false(relations(f, "b", "a").r.blocked);
-    assert_false(relations(f, "a", "c").r.blocked);
-    x = (struct rec){0};
-    done(f, store_unblock(f->s, f->in, "a", "b", rec_cb, &x), &x);
-    assert_int_equal(x.r.changed, 1);
-    assert_false(relations(f, "a", "b").r.blocked);
-}
-
-/* Collects a list_blockers answer as "id,id," in sorted order. */
-struct blockers_rec {
-    int calls;
-    int status;
-    char ids[256];
-};
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static void blockers_cb(void *ctx, int status, const struct store_result *r)
-{
-    struct blockers_rec *x = ctx;
-    const char *v[16];
-
-    x->calls++;
-    x->status = status;
-    x->ids[0] = '\0';
-    assert_true(r->nids <= 16);
-    for (size_t i = 0; i < r->nids; i++)
-        v[i] = r->ids[i];
-    qsort(v, r->nids, sizeof(v[0]), cmp_str);
-    for (size_t i = 0; i < r->nids; i++) {
-        strcat(x->ids, v[i]);
-        strcat(x->ids, ",");
-    }
-}
-
-static const char *blockers(struct fix *f, const char *target)
-{
-    static struct blockers_rec x;
-
-    x = (struct blockers_rec){0};
-    assert_int_equal(store_list_blockers(f->s, f->in, target, blockers_cb, &x), 0);
-    wait_all(f->in);
-    assert_int_equal(x.calls, 1);
-    assert_int_equal(x.status, 0);
-    return x.ids;
-}
-
-static void test_list_blockers(void **state)
-{
-    struct fix *f = *state;
-    struct rec x = {0};
-
-    assert_string_equal(blockers(f, "v"), "");
-    done(f, store_block(f->s, f->in, "u", "v", rec_cb, &x), &x);
-    x = (struct rec){0};
-    done(f, store_block(f->s, f->in, "a", "v", rec_cb, &x), &x);
-    x = (struct rec){0};
-    done(f, store_block(f->s, f->in, "v", "u", rec_cb, &x), &x); /* the other way */
-    x = (struct rec){0};
-    done(f, store_block(f->s, f->in, "u", "w", rec_cb, &x), &x);
-    assert_string_equal(blockers(f, "v"), "a,u,");
-    assert_string_equal(blockers(f, "u"), "v,");
-    assert_string_equal(blockers(f, "nobody"), "");
-    x = (struct rec){0};
-    done(f, store_unblock(f->s, f->in, "u", "v", rec_cb, &x), &x);
-    assert_string_equal(blockers(f, "v"), "a,");
-    assert_int_equal(store_list_blockers(f->s, f->in, "bad id", blockers_cb, &x), -EINVAL);
-}
-
-/* ---- ordering and threads ---- */
-
-#define ORDER_N 300
-
-struct order {
-    size_t next; /* index the next completion must carry */
-    struct rec rec[ORDER_N];
-};
-
-struct order_ctx {
-    struct order *o;
-    size_t i;
-};
-
-static void order_cb(void *ctx, int status, const struct store_result *r)
-{
-    struct order_ctx *c = ctx;
-
-    assert_int_equal(c->i, c->o->next);
-    c->o->next++;
-    rec_cb(&c->o->rec[c->i], status, r);
-}
-
-/*
- * Mixed writes and reads in one submission burst: completions must come
- * back in submission order, and every read must see the writes before it.
- */
-static void test_completion_order(void **state)
-{
-    struct fix *f = *state;
-    struct order *o = xcalloc(1, sizeof(*o));
-    struct order_ctx *c = xcalloc(ORDER_N, sizeof(*c));
-
-    for (size_t i = 0; i < ORDER_N; i++) {
-        struct store_privacy p = {(enum store_visibility)(i / 3 % 3), STORE_VIS_EVERYONE, i % 2};
-        char id[16];
-        const char *ids[] = {id};
-        int rc;
-
-        c[i] = (struct order_ctx){o, i};
-        snprintf(id, sizeof(id), "c%zu", i / 3);
-        switch (i % 3) {
-        case 0:
-            rc = store_set_privacy(f->s, f->in, "u", &p, order_cb, &c[i]);
-            break;
-        case 1:
-            rc = store_contacts_add(f->s, f->in, "u", ids, 1, order_cb, &c[i]);
-            break;
-        default:
-            rc = store_get_relations(f->s, f->in, "u", id, order_cb, &c[i]);
-            break;
-        }
-        assert_int_equal(rc, 0);
-    }
-    wait_all(f->in);
-    assert_int_equal(o->next, ORDER_N);
-    for (size_t i = 2; i < ORDER_N; i += 3) {
-        const struct rec *x = &o->rec[i];
-
-        assert_int_equal(x->status, 0);
-        assert_true(x->r.is_contact);
-        assert_int_equal(x->r.privacy.online, i / 3 % 3);
-        assert_int_equal(x->r.privacy.invisible, (i - 2) % 2);
-    }
-    free(c);
-    free(o);
-}
-
-#define THREADS    6
-#define THREAD_OPS 150
-
-struct worker {
-    struct store *s;
-    char user[16];
-    size_t next;             /* expected index of the next completion */
-    size_t bad;              /* out-of-order or failed completions */
-    size_t ctxs[THREAD_OPS]; /* ctx i points at ctxs[i] == i */
-    struct store_inbox *in;
-};
-
-struct worker_ctx {
-    struct worker *w;
-    size_t i;
-};
-
-static void worker_cb(void *ctx, int status, const struct store_result *r)
-{
-    struct worker_ctx *c = ctx;
-    struct worker *w = c->w;
-
-    /* Odd ops read back the contact the even op just before added. */
-    if (status != 0 || c->i != w->next || (c->i % 2 && !r->is_contact))
-        w->bad++;
-    w->next++;
-    free(c);
-}
-
-static void *worker_main(void *arg)
-{
-    struct worker *w = arg;
-
-    w->in = store_inbox_new();
-    for (size_t i = 0; i < THREAD_OPS; i++) {
-        struct worker_ctx *c = xmalloc(sizeof(*c));
-        char id[16];
-        const char *ids[] = {id};
-
-        *c = (struct worker_ctx){w, i};
-        snprintf(id, sizeof(id), "c%zu", i / 2);
-        if (i % 2 == 0)
-            store_contacts_add(w->s, w->in, w->user, ids, 1, worker_cb, c);
-        else
-            store_get_relations(w->s, w->in, w->user, id, worker_cb, c);
-        if (i % 16 == 0)
-            store_inbox_drain(w->in); /* interleave like a busy loop */
-    }
-    while (store_inbox_pending(w->in) > 0) {
-        struct pollfd p = {.fd = store_inbox_fd(w->in), .events = POLLIN};
-
-        if (poll(&p, 1, WAIT_MS) != 1)
-            break;
-        store_inbox_drain(w->in);
-    }
-    return NULL;
-}
-
-static void test_many_threads(void **state)
-{
-    struct fix *f = *state;
-    struct worker *w = xcalloc(THREADS, sizeof(*w));
-    pthread_t t[THREADS];
-
-    for (int k = 0; k < THREADS; k++) {
-        w[k].s = f->s;
-        snprintf(w[k].user, sizeof(w[k].user), "t%d", k);
-        assert_int_equal(pthread_create(&t[k], NULL, worker_main, &w[k]), 0);
-    }
-    for (int k = 0; k < THREADS; k++) {
-        pthread_join(t[k], NULL);
-        assert_int_equal(w[k].next, THREAD_OPS);
-        assert_int_equal(w[k].bad, 0);
-        assert_int_equal(store_inbox_pending(w[k].in), 0);
-        store_inbox_free(w[k].in);
-    }
-    for (int k = 0; k < THREADS; k++)
-        assert_true(relations(f, w[k].user, "c74").r.is_contact);
-    free(w);
-}
-
 /* ---- lifetime ---- */
-
-static void test_reopen_keeps_everything(void **state)
-{
-    struct fix *f = *state;
-    struct store_privacy p = {STORE_VIS_NOBODY, STORE_VIS_CONTACTS, true};
-    struct rec x = {0};
-
-    done(f, store_set_privacy(f->s, f->in, "alice", &p, rec_cb, &x), &x);
-    CONTACTS(store_contacts_add, f, "alice", "bob", "carol");
-    x = (struct rec){0};
-    done(f, store_block(f->s, f->in, "alice", "mallory", rec_cb, &x), &x);
-    reopen(f);
-    x = relations(f, "alice", "bob");
-    assert_true(x.r.found);
-    assert_true(x.r.is_contact);
-    assert_int_equal(x.r.privacy.online, STORE_VIS_NOBODY);
-    assert_int_equal(x.r.privacy.last_seen, STORE_VIS_CONTACTS);
-    assert_true(x.r.privacy.invisible);
-    assert_true(relations(f, "alice", "mallory").r.blocked);
-    assert_false(relations(f, "alice", "mallory").r.is_contact);
-}
-
-/* Close runs what was queued: completions wait in the inbox, all durable. */
-static void test_close_drains_queue(void **state)
-{
-    struct fix *f = *state;
-    struct rec x[50] = {{0}};
-
-    for (int i = 0; i < 50; i++) {
-        char id[16];
-        const char *ids[] = {id};
-
-        snprintf(id, sizeof(id), "c%d", i);
-        assert_int_equal(store_contacts_add(f->s, f->in, "o", ids, 1, rec_cb, &x[i]), 0);
-    }
-    store_close(f->s);
-    f->s = NULL;
-    assert_int_equal(store_inbox_drain(f->in), 50);
-    for (int i = 0; i < 50; i++) {
-        assert_int_equal(x[i].calls, 1);
-        assert_int_equal(x[i].status, 0);
-    }
-    f->s = open_or_fail(f->path);
-    assert_true(relations(f, "o", "c49").r.is_contact);
-}
 
 /* Undrained completions are dropped by store_inbox_free without callbacks. */
 static void test_inbox_free_drops_undrained(void **state)
@@ -537,65 +123,6 @@ static void test_inbox_free_drops_undrained(void **state)
 }
 
 /* ---- validation and errors ---- */
-
-static void test_invalid_ids_rejected(void **state)
-{
-    struct fix *f = *state;
-    struct store_privacy p = {0};
-    struct rec x = {0};
-    char long_id[STORE_ID_MAX + 2];
-    const char *bad[] = {"", "a b", "a/b", "\xc3\xa9", "a\"b", "a\nb", "%", "a,b"};
-
-    memset(long_id, 'a', sizeof(long_id));
-    long_id[STORE_ID_MAX + 1] = '\0';
-    assert_false(store_id_is_valid(long_id));
-    long_id[STORE_ID_MAX] = '\0';
-    assert_true(store_id_is_valid(long_id));
-    assert_true(store_id_is_valid("Az09-_.~:@"));
-    assert_false(store_id_is_valid(NULL));
-    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-        const char *ids[] = {"ok", bad[i]};
-
-        assert_false(store_id_is_valid(bad[i]));
-        assert_int_equal(store_get_privacy(f->s, f->in, bad[i], rec_cb, &x), -EINVAL);
-        assert_int_equal(store_set_privacy(f->s, f->in, bad[i], &p, rec_cb, &x), -EINVAL);
-        assert_int_equal(store_block(f->s, f->in, "a", bad[i], rec_cb, &x), -EINVAL);
-        assert_int_equal(store_unblock(f->s, f->in, bad[i], "a", rec_cb, &x), -EINVAL);
-        assert_int_equal(store_get_relations(f->s, f->in, "a", bad[i], rec_cb, &x), -EINVAL);
-        assert_int_equal(store_contacts_add(f->s, f->in, "a", ids, 2, rec_cb, &x), -EINVAL);
-        assert_int_equal(store_contacts_remove(f->s, f->in, bad[i], ids, 1, rec_cb, &x), -EINVAL);
-    }
-    p.online = (enum store_visibility)3;
-    assert_int_equal(store_set_privacy(f->s, f->in, "a", &p, rec_cb, &x), -EINVAL);
-    assert_int_equal(store_set_privacy(f->s, f->in, "a", NULL, rec_cb, &x), -EINVAL);
-    assert_int_equal(store_inbox_pending(f->in), 0);
-    assert_int_equal(x.calls, 0); /* a failing call never fires its callback */
-}
-
-/* STORE_IDS_MAX ids in one call work; one more is refused before queuing. */
-static void test_ids_limit(void **state)
-{
-    struct fix *f = *state;
-    const char **ids = xcalloc(STORE_IDS_MAX + 1, sizeof(*ids));
-    char *buf = xcalloc(STORE_IDS_MAX + 1, 8);
-    struct rec x = {0};
-
-    for (size_t i = 0; i <= STORE_IDS_MAX; i++) {
-        snprintf(buf + i * 8, 8, "i%zu", i);
-        ids[i] = buf + i * 8;
-    }
-    assert_int_equal(store_contacts_replace(f->s, f->in, "big", ids, STORE_IDS_MAX + 1, rec_cb, &x),
-                     -E2BIG);
-    assert_int_equal(store_contacts_add(f->s, f->in, "big", ids, STORE_IDS_MAX + 1, rec_cb, &x),
-                     -E2BIG);
-    assert_int_equal(x.calls, 0);
-    done(f, store_contacts_replace(f->s, f->in, "big", ids, STORE_IDS_MAX, rec_cb, &x), &x);
-    assert_int_equal(x.r.changed, STORE_IDS_MAX);
-    assert_true(relations(f, "big", "i9999").r.is_contact);
-    assert_false(relations(f, "big", "i10000").r.is_contact);
-    free(buf);
-    free(ids);
-}
 
 static void test_unwritable_path_fails_cleanly(void **state)
 {
@@ -689,168 +216,22 @@ static void test_strerror(void **state)
 
 /* ---- durability under SIGKILL ---- */
 
-#define DUR_N      200 /* numbered writes per round */
-#define DUR_ROUNDS 5
-
-static int dur_pipe = -1; /* the child's write end */
-
-static void dur_ack_cb(void *ctx, int status, const struct store_result *r)
-{
-    char line[32];
-    int n;
-
-    (void)r;
-    if (status != 0)
-        return;
-    n = snprintf(line, sizeof(line), "acked %d\n", (int)(intptr_t)ctx);
-    /* One write per line: below PIPE_BUF, so lines never interleave. */
-    if (write(dur_pipe, line, (size_t)n) != n)
-        _exit(3);
-}
-
-/*
- * The child: opens the store and submits DUR_N contact additions for owner,
- * draining completions as it goes so that group commits of varying sizes
- * happen, then waits to be killed.
- */
-static void dur_child(const char *path, const char *owner, unsigned seed)
-{
-    char err[STORE_ERR_LEN];
-    struct store *s = store_open(path, err, sizeof(err));
-    struct store_inbox *in = store_inbox_new();
-
-    if (!s)
-        _exit(2);
-    srand(seed);
-    for (int i = 0; i < DUR_N; i++) {
-        char id[16];
-        const char *ids[] = {id};
-
-        snprintf(id, sizeof(id), "c%d", i);
-        if (store_contacts_add(s, in, owner, ids, 1, dur_ack_cb, (void *)(intptr_t)i) != 0)
-            _exit(4);
-        if (rand() % 4 == 0)
-            usleep((useconds_t)(rand() % 3000));
-        store_inbox_drain(in);
-    }
-    for (;;) {
-        struct pollfd p = {.fd = store_inbox_fd(in), .events = POLLIN};
-
-        poll(&p, 1, 1000);
-        store_inbox_drain(in);
-    }
-}
-
-/* Reads "acked <i>" lines from fd into acked; returns false at EOF. */
-static bool dur_read(int fd, bool *acked, int *count, char *pend, size_t *plen)
-{
-    char buf[512];
-    ssize_t n = read(fd, buf, sizeof(buf));
-    char *nl;
-
-    if (n <= 0)
-        return n < 0 && errno == EINTR;
-    assert_true(*plen + (size_t)n < 1024);
-    memcpy(pend + *plen, buf, (size_t)n);
-    *plen += (size_t)n;
-    pend[*plen] = '\0';
-    while ((nl = strchr(pend, '\n'))) {
-        int i = -1;
-
-        *nl = '\0';
-        i = atoi(pend + strlen("acked "));
-        assert_true(strncmp(pend, "acked ", 6) == 0 && i >= 0 && i < DUR_N);
-        if (!acked[i]) {
-            acked[i] = true;
-            (*count)++;
-        }
-        *plen -= (size_t)(nl + 1 - pend);
-        memmove(pend, nl + 1, *plen + 1);
-    }
-    return true;
-}
-
-/* One round: returns how many writes were acknowledged before the kill. */
-static int dur_round(const char *path, const char *owner, unsigned seed, bool *acked)
-{
-    int fds[2], count = 0, status, kill_at;
-    char pend[1024];
-    size_t plen = 0;
-    bool killed = false;
-    pid_t pid;
-
-    srand(seed);
-    kill_at = rand() % DUR_N; /* acks to see before the kill; 0 = at once */
-    assert_int_equal(pipe(fds), 0);
-    pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        dur_pipe = fds[1];
-        dur_child(path, owner, seed);
-    }
-    close(fds[1]);
-    if (kill_at == 0) {
-        usleep((useconds_t)(rand() % 20000));
-        kill(pid, SIGKILL);
-        killed = true;
-    }
-    for (;;) {
-        struct pollfd p = {.fd = fds[0], .events = POLLIN};
-
-        if (poll(&p, 1, WAIT_MS) != 1) {
-            kill(pid, SIGKILL);
-            fail_msg("durability child stalled at %d acks", count);
-        }
-        if (!dur_read(fds[0], acked, &count, pend, &plen))
-            break; /* EOF: the child is dead and every ack is read */
-        if (!killed && count >= kill_at) {
-            kill(pid, SIGKILL);
-            killed = true;
-        }
-    }
-    close(fds[0]);
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-    return count;
-}
-
+/* Acknowledged writes survive kill -9: WAL recovery at the next open. */
 static void test_durability_kill9(void **state)
 {
     char dir[64], path[128];
-    int total = 0;
 
     (void)state;
     make_dir(dir, sizeof(dir));
     snprintf(path, sizeof(path), "%s/dur.db", dir);
-    for (unsigned round = 0; round < DUR_ROUNDS; round++) {
-        bool acked[DUR_N] = {false};
-        struct fix f = {0};
-        char owner[16];
-
-        snprintf(owner, sizeof(owner), "dur%u", round);
-        total += dur_round(path, owner, 1234 + round * 7, acked);
-        /* Reopen after the crash: WAL recovery, then every ack must be there. */
-        snprintf(f.path, sizeof(f.path), "%s", path);
-        f.s = open_or_fail(path);
-        f.in = store_inbox_new();
-        for (int i = 0; i < DUR_N; i++) {
-            char id[16];
-
-            snprintf(id, sizeof(id), "c%d", i);
-            if (acked[i] && !relations(&f, owner, id).r.is_contact)
-                fail_msg("round %u: acknowledged write %d lost", round, i);
-        }
-        store_close(f.s);
-        store_inbox_free(f.in);
-    }
-    print_message("durability: %d acknowledged writes checked over %d rounds\n", total, DUR_ROUNDS);
+    durability_kill9(path);
     remove_dir(dir);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        /* store_cases.h */
         cmocka_unit_test_setup_teardown(test_privacy_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_defaults_for_unknown_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_contacts, setup, teardown),
@@ -860,9 +241,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_many_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_drains_queue, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inbox_free_drops_undrained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_ids_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_limit, setup, teardown),
+        /* SQLite's own */
+        cmocka_unit_test_setup_teardown(test_inbox_free_drops_undrained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unwritable_path_fails_cleanly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_file_fails_cleanly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
