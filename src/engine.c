@@ -76,7 +76,7 @@ static void on_end(void *ctx, const struct presence_session_info *s, enum presen
     em->arg = (int8_t)why;
     if (why == PRESENCE_END_KICKED && e->kick_reason)
         em->text = xstrdup(e->kick_reason);
-    copy_id(em->sid, s->sid);
+    emsg_set_id(&em->sid, s->sid);
     send_to(e, worker_of_conn(conn_id), em);
 }
 
@@ -98,7 +98,8 @@ static void reply_error(struct engine *e, const struct emsg *req, int err)
     engine__reply_error(e, req->conn_id, "invalid", presence_strerror(err), req->ref);
 }
 
-static void new_sid(char out[PRESENCE_ID_MAX + 1])
+/* Writes a fresh random session id into out and returns out. */
+static char *new_sid(char out[PRESENCE_ID_MAX + 1])
 {
     static const char hex[] = "0123456789abcdef";
     unsigned char r[SID_BYTES];
@@ -110,6 +111,7 @@ static void new_sid(char out[PRESENCE_ID_MAX + 1])
         out[2 * i + 1] = hex[r[i] & 15];
     }
     out[2 * sizeof(r)] = '\0';
+    return out;
 }
 
 static void op_start(struct engine *e, struct emsg *req)
@@ -118,6 +120,7 @@ static void op_start(struct engine *e, struct emsg *req)
     void *ref = (void *)(uintptr_t)req->conn_id;
     void *old = NULL;
     struct emsg *res = emsg_new(OP_STARTED, req->conn_id);
+    char sid[PRESENCE_ID_MAX + 1];
     int r = -1;
 
     if (req->arg && presence_session_resume(e->pres, req->uid, req->sid, ref, &old, now) == 0) {
@@ -129,16 +132,16 @@ static void op_start(struct engine *e, struct emsg *req)
         r = 0;
     }
     if (r != 0) {
-        new_sid(req->sid);
+        emsg_set_id(&req->sid, new_sid(sid));
         r = presence_session_start(e->pres, req->sid, req->uid, (enum presence_device)req->device,
                                    ref, now);
     }
     res->err = r;
-    copy_id(res->sid, req->sid);
+    emsg_set_id(&res->sid, req->sid);
     send_to(e, worker_of_conn(req->conn_id), res);
     if (r == 0) { /* then its settings, once known */
         struct emsg *hello = emsg_new(OP_PRIV_HELLO, req->conn_id);
-        copy_id(hello->uid, req->uid);
+        emsg_set_id(&hello->uid, req->uid);
         engine__dispatch(e, hello);
     }
 }
@@ -226,7 +229,7 @@ static void on_started(struct engine *e, struct emsg *res)
     if (!c) { /* closed before the owner answered: let the session go */
         if (res->err == 0) {
             struct emsg *em = emsg_new(OP_CLOSED, res->conn_id);
-            copy_id(em->sid, res->sid);
+            emsg_set_id(&em->sid, res->sid);
             send_to(e, res->msg.from, em);
         }
         return;
@@ -600,8 +603,8 @@ static void watch_request(struct engine *e, const char *uid, const char *viewer,
 {
     struct emsg *em = emsg_new(op, 0);
 
-    copy_id(em->uid, uid);
-    copy_id(em->viewer, viewer);
+    emsg_set_id(&em->uid, uid);
+    emsg_set_id(&em->viewer, viewer);
     send_to(e, owner_of(e, uid), em);
 }
 
@@ -939,8 +942,8 @@ static void start_session(struct client *c)
     }
     c->owner = owner_of(e, c->uid);
     em = emsg_new(OP_START, c->conn_id);
-    copy_id(em->uid, c->uid);
-    copy_id(em->sid, c->sid);
+    emsg_set_id(&em->uid, c->uid);
+    emsg_set_id(&em->sid, c->sid);
     em->arg = c->resume;
     em->device = (uint8_t)c->device;
     send_to(e, c->owner, em);
@@ -1410,6 +1413,7 @@ static void op_http_beat(struct engine *e, struct emsg *req)
     struct buf b = {0};
     bool known = req->sid[0] && presence_get_session(e->pres, req->sid, &si) == 0 &&
                  strcmp(si.user, req->uid) == 0 && si.conn_ref == NULL;
+    char sid[PRESENCE_ID_MAX + 1];
     int r = 0;
 
     if (req->arg) { /* leave */
@@ -1422,7 +1426,7 @@ static void op_http_beat(struct engine *e, struct emsg *req)
     if (known) {
         presence_heartbeat(e->pres, req->sid, now);
     } else {
-        new_sid(req->sid);
+        emsg_set_id(&req->sid, new_sid(sid));
         r = presence_session_start(e->pres, req->sid, req->uid, (enum presence_device)req->device,
                                    NULL, now);
     }
@@ -1580,8 +1584,8 @@ void engine__http_read(struct conn *c, const struct http_request *req, struct wo
     for (size_t i = 0; i < n; i++) {
         struct emsg *em = emsg_new(OP_QUERY, 0);
         copy_id(q->ids[i], ids[i]);
-        copy_id(em->uid, ids[i]);
-        copy_id(em->viewer, viewer);
+        emsg_set_id(&em->uid, ids[i]);
+        emsg_set_id(&em->viewer, viewer);
         em->unfiltered = unfiltered;
         em->arg = (int8_t)kind;
         em->query = (uint64_t)(uintptr_t)q;
@@ -1637,9 +1641,9 @@ void engine_http_heartbeat(struct conn *c, const struct http_request *req, struc
         return;
     }
     em = emsg_new(OP_HTTP_BEAT, 0);
-    copy_id(em->uid, user->valuestring);
+    emsg_set_id(&em->uid, user->valuestring);
     if (sid)
-        copy_id(em->sid, sid->valuestring);
+        emsg_set_id(&em->sid, sid->valuestring);
     em->device = (uint8_t)d;
     em->arg = cJSON_IsTrue(leave);
     em->query = (uint64_t)(uintptr_t)engine__query_new(c, QUERY_BEAT, 1);
@@ -1731,7 +1735,7 @@ static void room_info_ask(struct engine *e, struct query *q, const char *const *
 {
     struct emsg *em = emsg_new(OP_RINFO, 0);
 
-    copy_id(em->room, q->ids[0]);
+    emsg_set_id(&em->room, q->ids[0]);
     em->query = (uint64_t)(uintptr_t)q;
     if (n) {
         em->ids = xcalloc(n, sizeof(*em->ids));

@@ -50,6 +50,17 @@ static bool segment(const char **p, const char *end, char out[PRESENCE_ID_MAX + 
     return presence_id_valid(out);
 }
 
+/* segment() into one of a message's ids. */
+static bool segment_id(const char **p, const char *end, const char **field)
+{
+    char id[PRESENCE_ID_MAX + 1];
+
+    if (!segment(p, end, id))
+        return false;
+    emsg_set_id(field, id);
+    return true;
+}
+
 static bool is_method(const struct http_request *req, const char *m)
 {
     return req->method_len == strlen(m) && memcmp(req->method, m, req->method_len) == 0;
@@ -121,7 +132,7 @@ static int user_call(struct conn *c, const struct http_request *req, const char 
 {
     char what[PRESENCE_ID_MAX + 1];
 
-    if (!segment(&p, end, em->uid)) {
+    if (!segment_id(&p, end, &em->uid)) {
         httpd_error(c, 400, "bad_user", "user ids must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
         return -1;
     }
@@ -143,7 +154,7 @@ static int user_call(struct conn *c, const struct http_request *req, const char 
     if (strcmp(what, "blocks") == 0 && p < end) {
         if (!is_method(req, "PUT") && !is_method(req, "DELETE"))
             return 0;
-        if (!segment(&p, end, em->viewer) || p != end) {
+        if (!segment_id(&p, end, &em->viewer) || p != end) {
             httpd_error(c, 400, "bad_user", "user ids must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
             return -1;
         }
@@ -162,7 +173,7 @@ static int user_call(struct conn *c, const struct http_request *req, const char 
             return -1;
         }
         if (sid)
-            copy_id(em->sid, sid->valuestring);
+            emsg_set_id(&em->sid, sid->valuestring);
         if (why)
             em->text = xstrdup(why->valuestring);
         return 1;
@@ -225,7 +236,7 @@ static void rooms_route(struct conn *c, struct worker *w, const char *p, const c
         return;
     }
     em = emsg_new(OP_ADMIN_ROOMS, 0);
-    if (!segment(&p, end, em->room) || p != end || !room_id_valid(em->room)) {
+    if (!segment_id(&p, end, &em->room) || p != end || !room_id_valid(em->room)) {
         httpd_error(c, 400, "bad_room", "room must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
         emsg_free(&em->msg);
         return;

@@ -87,41 +87,45 @@ enum admin_op {
     ADMIN_KICK,
 };
 
-/* One bus message of the engine. Strings are inline (ids are bounded);
+/* One bus message of the engine. Ids and the ref are heap copies sized to
+ * fit, set with emsg_set_id()/emsg_set_ref() and immutable after that;
+ * unset they point to engine__no_id ("", never NULL, no allocation). A
+ * join burst has thousands of messages in flight: with four inline 129-byte
+ * id buffers and the ref each was 808 bytes, and the holes they left
+ * between long-lived objects stayed in the heap (docs/benchmarks.md W1).
  * text and emoji are owned heap copies; frame is a held reference. */
 struct emsg {
     struct bus_msg msg; /* first member; type WORKER_MSG_ENGINE */
     uint8_t op;
     int8_t arg;          /* op-specific small value */
     uint8_t device;      /* OP_START: enum presence_device */
+    uint8_t priv_mask;   /* OP_PRIVACY/ADMIN set: fields given */
+    bool has_since;      /* OP_RJOIN*: since is set */
+    bool unfiltered;     /* OP_QUERY from the admin API */
+    bool parked;         /* owned by a puser: do not free */
+    bool reread;         /* a settings write that re-read stale settings */
     int err;             /* OP_STARTED/OP_REPLY: 0 or a PRESENCE_E_* */
+    uint32_t index;      /* OP_QUERY/OP_ANSWER: position in the answer */
     uint64_t conn_id;    /* the client connection concerned */
     uint64_t expires_in; /* OP_STATUS/OP_CUSTOM: ms, 0 = none */
     uint64_t version;    /* OP_VIEW/OP_PRESENCE */
     uint64_t query;      /* OP_QUERY/OP_ANSWER: the origin's struct query */
-    uint32_t index;      /* OP_QUERY/OP_ANSWER: position in the answer */
-    char uid[PRESENCE_ID_MAX + 1];
-    char sid[PRESENCE_ID_MAX + 1];
-    char ref[PROTO_REF_MAX];        /* the client's ref as JSON text */
-    char room[PRESENCE_ID_MAX + 1]; /* room ops */
-    uint64_t epoch;                 /* OP_RJOIN*: the client's epoch (resume) */
-    uint64_t since;                 /* OP_RJOIN*: the client's seq, with has_since */
-    bool has_since;
-    char *text;            /* OP_CUSTOM, owned */
-    char *emoji;           /* OP_CUSTOM, owned */
-    struct payload *frame; /* OP_VIEW/OP_PRESENCE/OP_REPLY, referenced */
-    /* privacy */
-    char viewer[PRESENCE_ID_MAX + 1];       /* watch/query: who looks ("" = anonymous) */
-    bool unfiltered;                        /* OP_QUERY from the admin API */
+    const char *uid;
+    const char *sid;
+    const char *ref;                        /* the client's ref as JSON text ("" = none) */
+    const char *room;                       /* room ops */
+    const char *viewer;                     /* watch/query: who looks ("" = anonymous) */
+    uint64_t epoch;                         /* OP_RJOIN*: the client's epoch (resume) */
+    uint64_t since;                         /* OP_RJOIN*: the client's seq, with has_since */
+    char *text;                             /* OP_CUSTOM, owned */
+    char *emoji;                            /* OP_CUSTOM, owned */
+    struct payload *frame;                  /* OP_VIEW/OP_PRESENCE/OP_REPLY, referenced */
     struct store_privacy priv;              /* OP_PRIVACY, OP_ADMIN set */
     struct payload *frames[PRIVACY_NCLASS]; /* OP_PRESENCE: per class, NULL = unchanged */
-    uint8_t priv_mask;                      /* OP_PRIVACY/ADMIN set: fields given */
     struct engine *eng;                     /* a write's engine (store callback) */
     char **ids; /* OP_ADMIN contacts, OP_RINFO the reader's blockers: owned copies */
     size_t nids;
     struct list park; /* waiting in a struct puser */
-    bool parked;      /* owned by a puser: do not free */
-    bool reread;      /* a settings write that re-read stale settings */
 };
 
 struct watch_link {
@@ -256,10 +260,32 @@ static inline void copy_id(char dst[PRESENCE_ID_MAX + 1], const char *src)
     dst[n] = '\0';
 }
 
+/* Sets an id of a message (uid, sid, room, viewer) to a copy of at most
+ * PRESENCE_ID_MAX bytes of v (NULL or "" = unset), freeing the previous. */
+static inline void emsg_set_id(const char **field, const char *v)
+{
+    if (*field != engine__no_id)
+        free((void *)*field);
+    *field = v && v[0] ? xstrndup(v, strnlen(v, PRESENCE_ID_MAX)) : engine__no_id;
+}
+
+/* Sets a message's ref from the client's ref text (proto_ref_text()). */
+static inline void emsg_set_ref(struct emsg *em, const char *ref)
+{
+    if (em->ref != engine__no_id)
+        free((void *)em->ref);
+    em->ref = ref && ref[0] ? xstrndup(ref, strnlen(ref, PROTO_REF_MAX - 1)) : engine__no_id;
+}
+
 static inline void emsg_free(struct bus_msg *m)
 {
     struct emsg *em = (struct emsg *)m;
 
+    emsg_set_id(&em->uid, NULL);
+    emsg_set_id(&em->sid, NULL);
+    emsg_set_id(&em->room, NULL);
+    emsg_set_id(&em->viewer, NULL);
+    emsg_set_ref(em, NULL);
     free(em->text);
     free(em->emoji);
     payload_unref(em->frame);
@@ -279,6 +305,7 @@ static inline struct emsg *emsg_new(enum engine_op op, uint64_t conn_id)
     em->msg.free = emsg_free;
     em->op = (uint8_t)op;
     em->conn_id = conn_id;
+    em->uid = em->sid = em->ref = em->room = em->viewer = engine__no_id;
     return em;
 }
 
@@ -377,10 +404,9 @@ static inline struct emsg *session_msg(struct client *c, enum engine_op op, cons
 {
     struct emsg *em = emsg_new(op, c->conn_id);
 
-    copy_id(em->uid, c->uid);
-    copy_id(em->sid, c->sid);
-    if (ref)
-        memcpy(em->ref, ref, PROTO_REF_MAX);
+    emsg_set_id(&em->uid, c->uid);
+    emsg_set_id(&em->sid, c->sid);
+    emsg_set_ref(em, ref);
     return em;
 }
 

@@ -227,7 +227,7 @@ static void republish(struct engine *e, struct sub *s, const struct presence_vie
         if (!(workers & (1ull << i)))
             continue;
         em = emsg_new(OP_PRESENCE, 0);
-        copy_id(em->uid, truth->user);
+        emsg_set_id(&em->uid, truth->user);
         em->version = truth->version;
         for (int k = 0; k < PRIVACY_NCLASS; k++)
             em->frames[k] = frames[k] ? payload_ref(frames[k]) : NULL;
@@ -245,8 +245,8 @@ static void send_view(struct engine *e, const struct presence_view *truth, const
         if (!(workers & (1ull << i)))
             continue;
         em = emsg_new(OP_VIEW, 0);
-        copy_id(em->uid, truth->user);
-        copy_id(em->viewer, v->viewer);
+        emsg_set_id(&em->uid, truth->user);
+        emsg_set_id(&em->viewer, v->viewer);
         em->arg = (int8_t)v->cls;
         em->version = truth->version;
         em->frame = payload_ref(f);

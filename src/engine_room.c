@@ -134,7 +134,7 @@ static struct emsg *room_msg(struct client *c, enum engine_op op, const char *ro
 {
     struct emsg *em = session_msg(c, op, ref);
 
-    copy_id(em->room, room);
+    emsg_set_id(&em->room, room);
     return em;
 }
 
@@ -158,7 +158,7 @@ static void fan_out(struct engine *e, const struct room_event *ev)
         if (!(s->workers & (1ull << i)))
             continue;
         em = emsg_new(OP_REVENT, 0);
-        copy_id(em->room, ev->room);
+        emsg_set_id(&em->room, ev->room);
         em->arg = ev->droppable;
         em->epoch = ev->epoch;
         em->since = ev->seq;
@@ -182,7 +182,7 @@ static void send_state(struct engine *e, const struct emsg *req, struct payload 
 {
     struct emsg *em = emsg_new(OP_RSTATE, req->conn_id);
 
-    copy_id(em->room, req->room);
+    emsg_set_id(&em->room, req->room);
     em->frame = p;
     em->arg = last;
     em->epoch = epoch;
@@ -378,10 +378,10 @@ static struct emsg *forward(struct engine *e, const struct emsg *req, enum engin
 {
     struct emsg *em = emsg_new(op, req->conn_id);
 
-    copy_id(em->uid, req->uid);
-    copy_id(em->sid, req->sid);
-    copy_id(em->room, req->room);
-    memcpy(em->ref, req->ref, sizeof(em->ref));
+    emsg_set_id(&em->uid, req->uid);
+    emsg_set_id(&em->sid, req->sid);
+    emsg_set_id(&em->room, req->room);
+    emsg_set_ref(em, req->ref);
     em->epoch = req->epoch;
     em->since = req->since;
     em->has_since = req->has_since;
@@ -399,7 +399,7 @@ static void u_join(struct engine *e, struct emsg *req)
         struct emsg *em = emsg_new(OP_RSTATE, req->conn_id);
 
         engine__reply_error(e, req->conn_id, "no_session", "the session has ended", req->ref);
-        copy_id(em->room, req->room);
+        emsg_set_id(&em->room, req->room);
         em->arg = 1;
         send_to(e, worker_of_conn(req->conn_id), em);
         return; /* the session is gone: nothing to join */
@@ -419,8 +419,8 @@ void engine__rooms_visibility(struct engine *e, const char *uid, bool visible)
         struct sroom *s = find_sroom(e, si[i].sid);
         for (size_t j = 0; s && j < s->n; j++) {
             struct emsg *em = emsg_new(OP_RVIS, 0);
-            copy_id(em->uid, uid);
-            copy_id(em->room, s->rooms[j]);
+            emsg_set_id(&em->uid, uid);
+            emsg_set_id(&em->room, s->rooms[j]);
             em->arg = visible;
             send_to(e, room_owner(e, s->rooms[j]), em);
         }
@@ -450,9 +450,9 @@ void engine__rooms_session_ended(struct engine *e, const char *sid, const char *
         return;
     for (size_t i = 0; i < s->n; i++) {
         struct emsg *em = emsg_new(OP_RLEAVE_R, 0);
-        copy_id(em->uid, uid);
-        copy_id(em->sid, s->sid);
-        copy_id(em->room, s->rooms[i]);
+        emsg_set_id(&em->uid, uid);
+        emsg_set_id(&em->sid, s->sid);
+        emsg_set_id(&em->room, s->rooms[i]);
         send_to(e, room_owner(e, s->rooms[i]), em);
     }
     hmap_remove(&e->srooms, &s->node);
@@ -512,7 +512,7 @@ static void rlink_remove(struct client *c, size_t idx)
     if (!list_empty(&lr->links))
         return;
     em = emsg_new(OP_RUNSUB, 0);
-    copy_id(em->room, lr->room);
+    emsg_set_id(&em->room, lr->room);
     em->version = lr->gen;
     send_to(c->e, room_owner(c->e, lr->room), em);
     hmap_remove(&c->e->lrooms, &lr->node);
@@ -787,8 +787,8 @@ static void request_refresh(struct room_link *l, const char *user)
     struct client *c = l->client;
     struct emsg *em = emsg_new(OP_RREFRESH, c->conn_id);
 
-    copy_id(em->room, l->lroom->room);
-    copy_id(em->uid, user);
+    emsg_set_id(&em->room, l->lroom->room);
+    emsg_set_id(&em->uid, user);
     send_to(c->e, room_owner(c->e, l->lroom->room), em);
 }
 
@@ -948,8 +948,8 @@ void engine__rooms_block_changed(struct engine *e, const char *owner, const char
 {
     for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
         struct emsg *em = emsg_new(OP_RBLOCK, 0);
-        copy_id(em->uid, owner);
-        copy_id(em->viewer, target);
+        emsg_set_id(&em->uid, owner);
+        emsg_set_id(&em->viewer, target);
         em->arg = blocked;
         send_to(e, i, em);
     }
@@ -1222,7 +1222,7 @@ void engine__room_stream(struct client *c, const char *room, const char *last_ev
     unsigned long long epoch, seq;
     int used = 0;
 
-    copy_id(em->room, room);
+    emsg_set_id(&em->room, room);
     if (last_event_id && sscanf(last_event_id, "%llu-%llu%n", &epoch, &seq, &used) == 2 &&
         last_event_id[used] == '\0') {
         em->epoch = epoch;
