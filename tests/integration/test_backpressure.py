@@ -62,15 +62,18 @@ def ws_wait_for(sock, mtype, timeout=10):
             return json.loads(body)
 
 
-def ws_read_all(sock, deadline):
-    """Reads frames until the socket is quiet; returns the text messages."""
+def ws_read_all(sock, deadline, done):
+    """Reads frames until done(msgs) holds, the peer closes or the deadline
+    passes; returns the text messages. A quiet socket is no end: a reader
+    with a tiny receive window gets data only when the sender's zero-window
+    probe (exponential backoff, seconds apart) finds the window open."""
     buf, msgs = b"", []
     sock.settimeout(0.5)
-    while time.time() < deadline:
+    while time.time() < deadline and not done(msgs):
         try:
             chunk = sock.recv(65536)
         except socket.timeout:
-            break
+            continue
         if not chunk:
             break
         buf += chunk
@@ -126,7 +129,10 @@ class BackpressureTest(unittest.TestCase):
                     return i
 
             sent = asyncio.run(asyncio.wait_for(publisher(), 30))
-            msgs = ws_read_all(slow, time.time() + 10)
+            def last_patch_seen(ms):  # the last patch is in a delta: nothing more to come
+                return any(p.get("meta", {}).get("n") == sent for m in ms
+                           if m.get("type") == "room_delta" for p in m.get("patches", []))
+            msgs = ws_read_all(slow, time.time() + 20, last_patch_seen)
             deltas = [m for m in msgs if m.get("type") == "room_delta" and m.get("room") == room]
             cursors = [m for m in msgs if m.get("type") == "ephemeral"]
             self.assertGreater(sent, 50)
