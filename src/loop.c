@@ -5,11 +5,14 @@
  * Level-triggered epoll: a readable socket that is not fully drained is
  * reported again next iteration, so callbacks may stop early to be fair.
  * epoll_wait's timeout comes from the timing wheel (wheel_next), so there
- * is no timerfd and no per-timer syscall. A wake eventfd lets other threads
- * interrupt the wait (loop_wake, loop_stop). Before-sleep hooks run after
- * the events and timers of every iteration: this is where coalesced writes
- * are flushed and closed connections freed, so nothing is ever freed under
- * a running callback.
+ * is no timerfd and no per-timer syscall. Each iteration fires at most
+ * LOOP_TIMER_BUDGET timers; while the wheel holds due timers that the
+ * budget left, wheel_next() is <= now and the wait does not sleep, so a
+ * burst drains over consecutive iterations with I/O between the slices.
+ * A wake eventfd lets other threads interrupt the wait (loop_wake,
+ * loop_stop). Before-sleep hooks run after the events and timers of every
+ * iteration: this is where coalesced writes are flushed and closed
+ * connections freed, so nothing is ever freed under a running callback.
  */
 #include "loop.h"
 
@@ -130,6 +133,7 @@ void loop_add_hook(struct loop *l, loop_hook_cb *cb, void *data)
     l->nhooks++;
 }
 
+/* 0 while timers are due, those a budgeted run left included. */
 static int wait_timeout(struct loop *l)
 {
     uint64_t next = wheel_next(l->wheel);
@@ -188,7 +192,7 @@ static void iterate(struct loop *l, int max_wait_ms)
         fatal("loop", "epoll_wait");
     if (n > 0)
         dispatch(l, n);
-    wheel_run(l->wheel, l->now);
+    wheel_run_budget(l->wheel, l->now, LOOP_TIMER_BUDGET);
     run_hooks(l);
     l->iterations++;
     l->lag_max_us = MAX(l->lag_max_us, time_mono_us() - busy_start);

@@ -4,9 +4,11 @@
  *
  * Level-triggered epoll; fd watchers (struct loop_io) and timers (struct
  * wheel_timer) are embedded in their owners. One iteration is:
- *   epoll_wait (timeout from the wheel) -> fd callbacks -> due timers ->
- *   before-sleep hooks (flush coalesced writes, free deferred closes,
- *   hand cross-worker batches to the bus).
+ *   epoll_wait (timeout from the wheel) -> fd callbacks -> due timers, at
+ *   most LOOP_TIMER_BUDGET -> before-sleep hooks (flush coalesced writes,
+ *   free deferred closes, hand cross-worker batches to the bus).
+ * Timers the budget leaves due fire in the next iterations, whose
+ * epoll_wait does not sleep (timeout 0) until they have.
  * The loop caches the monotonic time once per iteration (loop_now) and
  * measures iteration lag (time spent outside epoll_wait) for metrics.
  * A loop belongs to exactly one thread; only loop_wake() and loop_stop()
@@ -37,6 +39,21 @@ struct loop_io {
 };
 
 #define LOOP_MAX_HOOKS 8
+
+/*
+ * Timers one iteration fires at most. A burst of expiries (10,000 sessions
+ * whose TTLs end within a second) then runs in slices with I/O and the hooks in
+ * between, instead of stalling every other connection of the worker for
+ * the whole burst. A timer costs from ~1 us to ~200 us with the work it
+ * leaves to the hooks (a room's batch of leaves is one writev per member),
+ * so at 64 a slice and its hooks take ~5-10 ms. Smaller: shorter stalls,
+ * but more iterations (an epoll_wait and a round of hooks each) to drain a
+ * burst; larger: the reverse. In W6's expiry burst (bench/, 2 workers on
+ * 2 cores) another room's cursor p99 was 110-200 ms unsliced, ~90 ms at
+ * 256, ~30 ms at 64 and no better at 32. Ordinary iterations fire a handful of timers
+ * and never reach the budget.
+ */
+#define LOOP_TIMER_BUDGET 64
 
 struct loop *loop_new(void);    /* aborts on OOM or when epoll fails */
 void loop_free(struct loop *l); /* NULL is a no-op; does not close watched fds */

@@ -3,10 +3,10 @@
  * wheel.c - hashed timing wheel (Varghese & Lauck's "scheme 6").
  *
  * Exports the wheel.h API: O(1) add, delete and refresh of timers embedded
- * in their owners, a run step that fires what is due, and an O(1) lower
- * bound on the next expiry for epoll_wait's timeout. It never allocates a
- * timer, never reads a clock and is not thread-safe: a wheel belongs to
- * the one loop that drives it.
+ * in their owners, a run step that fires what is due (all of it, or at most
+ * a budget), and an O(1) lower bound on the next expiry for epoll_wait's
+ * timeout. It never allocates a timer, never reads a clock and is not
+ * thread-safe: a wheel belongs to the one loop that drives it.
  *
  * ---- The algorithm ----
  *
@@ -20,7 +20,7 @@
  * list unlink plus one list insert.
  *
  * The cursor. The wheel remembers cur, the tick of the last wheel_run()
- * (of wheel_new()'s now, at first).
+ * (of wheel_new()'s now, at first; see "Budget" for a run that stops).
  * Ticks below cur are fully processed; tick cur only up to that run's now,
  * so the next run visits it again. wheel_run(now) visits ticks cur ..
  * tick(now) in order and fires, in each visited slot, the timers whose
@@ -48,6 +48,30 @@
  * Such a timer may be due only later in tick(now); the due list keeps it
  * until it is, since every run goes through the whole list.
  *
+ * Budget. wheel_run_budget() counts the timers it fires and stops at the
+ * first due timer it meets with the budget spent: a burst of 10,000 TTLs
+ * ending in the same tick then fires in slices, and the loop does its I/O
+ * between them. Stopping leaves the wheel as if the run had only got that
+ * far. The rest of the running list, not looked at yet, goes back to the
+ * front of the list it came from (due list or slot), in order, and cur
+ * becomes the tick being visited, not end: the ticks not reached stay
+ * ahead of the cursor, and the next run starts with the due list, then
+ * that slot, then the ticks after it. So the leftovers fire before any
+ * timer of a later tick, that is before those that became due since
+ * (short of another pause longer than a revolution); only due-list timers
+ * (added late, or by a callback of the stopped run for a tick it covered)
+ * can overtake them, each once per run. Nothing is moved or allocated to
+ * hold a backlog: it is the part of the wheel between cur and now, plus
+ * the due list. A stopped run that had jumped more than a revolution may
+ * leave timers of ticks behind cur in the slots it did not reach; the next
+ * run ends no earlier, so it reaches those slots before it can complete,
+ * and only next_scan(), called by completed runs alone, relies on slots
+ * being ahead of cur. Nor does a stopped run touch hint: it is a lower
+ * bound on the leftovers' expire_at, all <= now, so wheel_next() keeps
+ * the loop from sleeping until a run completes and recomputes it. Cost:
+ * stopping is O(1); the slot a stopped run left half done has its not-due
+ * timers looked at again by the next visit, as any revisit of a tick has.
+ *
  * Next expiry (the fast path, every loop iteration). wheel_next() is O(1):
  * the wheel keeps hint, a lower bound on every linked timer's expire_at,
  * and knows whether it is empty from the due and running lists plus an
@@ -69,9 +93,11 @@
  *
  * Guarantees: a timer fires at the first wheel_run() whose now >= its
  * expire_at (if a callback of a run added it, at the next run at the
- * earliest), never at an earlier one, and at most once per wheel_add();
- * within a tick the order is unspecified. wheel_next() is never later than
- * the true next expiry and is UINT64_MAX exactly when no timer is linked.
+ * earliest; if a budgeted run ran out before it, at a following run),
+ * never at an earlier one, and at most once per wheel_add(); within a tick
+ * the order is unspecified. wheel_next() is never later than the true
+ * next expiry (so it is <= now while a budget has left timers due) and is
+ * UINT64_MAX exactly when no timer is linked.
  * Memory: one allocation of about 100 KiB per wheel, made by wheel_new().
  */
 #include "wheel.h"
@@ -151,15 +177,18 @@ static void slot_insert(struct wheel_slot *s, struct wheel_timer *t)
         mark_occupied(s->w, slot_index(s->w, s));
 }
 
-/* Moves every node of from onto the empty list to, leaving from empty. */
-static void list_move_all(struct list *from, struct list *to)
+/* Moves every node of from, in order, to the front of to (which may hold
+ * nodes already), leaving from empty. */
+static void list_move_front(struct list *from, struct list *to)
 {
+    struct list *first = from->next, *last = from->prev;
+
     if (list_empty(from))
         return;
-    to->next = from->next;
-    to->prev = from->prev;
-    to->next->prev = to;
-    to->prev->next = to;
+    last->next = to->next;
+    to->next->prev = last;
+    to->next = first;
+    first->prev = to;
     list_init(from);
 }
 
@@ -242,21 +271,31 @@ static uint64_t next_scan(const struct wheel *w)
 /* ---- firing ---- */
 
 /*
- * Fires the timers of s that are due at now and links the others back
- * into s. The list is moved aside first so callbacks can freely add and
- * delete timers, including ones of s that have not been looked at yet.
+ * Fires the timers of s that are due at now, at most max of them, and
+ * links the others back into s. The list is moved aside first so callbacks
+ * can freely add and delete timers, including ones of s that have not been
+ * looked at yet. Meeting a due timer with the budget spent, it puts what
+ * is left back at the front of s and sets *stopped.
  */
-static size_t fire_slot(struct wheel *w, struct wheel_slot *s, uint64_t now)
+static size_t fire_slot(struct wheel *w, struct wheel_slot *s, uint64_t now, size_t max,
+                        bool *stopped)
 {
     size_t fired = 0;
 
     if (list_empty(&s->head))
         return 0;
-    list_move_all(&s->head, &w->running.head);
+    list_move_front(&s->head, &w->running.head);
     slot_emptied(s);
     while (!list_empty(&w->running.head)) {
         struct wheel_timer *t = timer_of(list_first(&w->running.head));
 
+        if (t->expire_at <= now && fired == max) {
+            list_move_front(&w->running.head, &s->head);
+            if (s->w != NULL)
+                mark_occupied(w, slot_index(w, s));
+            *stopped = true;
+            break;
+        }
         list_del(&t->_link);
         if (t->expire_at <= now) {
             t->cb(t, now);
@@ -346,32 +385,47 @@ bool wheel_is_linked(const struct wheel_timer *t)
     return list_is_linked(&t->_link);
 }
 
+size_t wheel_run(struct wheel *w, uint64_t now)
+{
+    return wheel_run_budget(w, now, SIZE_MAX);
+}
+
 /*
  * The due list first (timers added for a tick already passed), then ticks
  * cur .. tick(now), or only the last WHEEL_SLOTS of them after a long
  * pause. Meanwhile cur is one past the last tick covered, so timers that
  * callbacks add for a covered tick go to the due list, for the next run
- * (see the essay). Finally hint is recomputed if this run passed it.
+ * (see the essay). A run that completes leaves cur at tick(now) and
+ * recomputes hint if it passed it; one that runs out of budget leaves cur
+ * at the tick it stopped in and hint as it was ("Budget" above).
  */
-size_t wheel_run(struct wheel *w, uint64_t now)
+size_t wheel_run_budget(struct wheel *w, uint64_t now, size_t max)
 {
     uint64_t end = MAX(tick_of(now), w->cur);
     uint64_t t = end - w->cur >= WHEEL_SLOTS ? end - (WHEEL_SLOTS - 1u) : w->cur;
+    bool stopped = false;
     size_t fired;
 
     /* wheel_run() from one of its own callbacks is not supported. */
     assert(!w->in_run);
     w->in_run = true;
     w->cur = end + 1;
-    fired = fire_slot(w, &w->due, now);
-    for (; t <= end; t++)
-        fired += fire_slot(w, &w->slots[t & WHEEL_MASK], now);
-    w->cur = end;
+    fired = fire_slot(w, &w->due, now, max, &stopped);
+    while (!stopped && t <= end) {
+        fired += fire_slot(w, &w->slots[t & WHEEL_MASK], now, max - fired, &stopped);
+        if (!stopped)
+            t++;
+    }
+    w->cur = stopped ? t : end;
     w->in_run = false;
-    if (wheel_is_empty(w))
+    if (wheel_is_empty(w)) {
         w->hint = UINT64_MAX;
-    else if (w->hint <= now)
+    } else if (stopped) {
+        /* A due timer is left, and hint is a lower bound on its expiry. */
+        assert(w->hint <= now);
+    } else if (w->hint <= now) {
         w->hint = next_scan(w);
+    }
     return fired;
 }
 

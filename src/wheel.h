@@ -8,7 +8,9 @@
  * add, del and re-add (refresh) are O(1) list operations: refreshing a
  * heartbeat moves one intrusive node, it never allocates or sifts a heap.
  * Resolution is WHEEL_TICK_MS: a timer fires at the first wheel_run() whose
- * now >= expire_at, never earlier.
+ * now >= expire_at, never earlier. A run may be given a budget
+ * (wheel_run_budget): what it cannot fire stays due and fires at the
+ * following runs, so a loop can interleave a burst of expiries with I/O.
  */
 #ifndef WHEEL_H
 #define WHEEL_H
@@ -44,8 +46,17 @@ bool wheel_is_linked(const struct wheel_timer *t);
  * began, in no particular order within a tick; a callback may add, delete
  * or re-add any timer, itself included. A timer a callback adds with
  * expire_at <= now fires at the next run, never in the same one, so a
- * self-re-arming timer cannot loop forever. Returns the number fired. */
+ * self-re-arming timer cannot loop forever. Returns the number fired.
+ * Same as wheel_run_budget(w, now, SIZE_MAX). */
 size_t wheel_run(struct wheel *w, uint64_t now);
+/* wheel_run() that fires at most max timers (0: none). The due timers it
+ * leaves stay linked and due: until a run has fired them, wheel_next()
+ * returns a time <= now, and following runs fire them before the timers
+ * that became due after this run (except timers added late, with
+ * expire_at in a tick a run had already passed, which may go first).
+ * It fires fewer than max only when no timer that was linked and due when
+ * it began is still waiting (callbacks may have deleted or moved some). */
+size_t wheel_run_budget(struct wheel *w, uint64_t now, size_t max);
 /* Absolute ms at or before which the next timer may be due, or UINT64_MAX
  * when no timer is linked. Never later than the true next expiry. */
 uint64_t wheel_next(const struct wheel *w);

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -139,6 +140,40 @@ static void test_cancelled_timer_never_fires(void **state)
     assert_int_equal(timer_calls, 0);
 }
 
+static void hook_count_timers(struct loop *l, void *d)
+{
+    int *calls = d;
+
+    (void)l;
+    *calls = timer_calls;
+}
+
+/* A burst of due timers fires LOOP_TIMER_BUDGET per iteration, the hooks
+ * run after each slice, and the iterations in between do not sleep. */
+static void test_timer_burst_fires_in_slices(void **state)
+{
+    enum { N = 3 * LOOP_TIMER_BUDGET + 1 };
+    struct loop *l = *state;
+    struct wheel_timer *t = calloc(N, sizeof(*t));
+    int seen_by_hook = -1;
+    uint64_t t0;
+
+    loop_add_hook(l, hook_count_timers, &seen_by_hook);
+    for (int i = 0; i < N; i++) {
+        wheel_timer_init(&t[i], on_timer);
+        loop_timer_start(l, &t[i], 0);
+    }
+    t0 = time_mono_ms();
+    for (int i = 1; i <= 4; i++) {
+        loop_run_once(l, 5000); /* would sleep 5 s with nothing due */
+        assert_int_equal(timer_calls, MIN(i * LOOP_TIMER_BUDGET, N));
+        assert_int_equal(seen_by_hook, timer_calls);
+    }
+    assert_true(time_mono_ms() - t0 < 1000);
+    assert_true(wheel_next(loop_wheel(l)) == UINT64_MAX);
+    free(t);
+}
+
 static void test_hooks_run_in_order(void **state)
 {
     struct loop *l = *state;
@@ -189,6 +224,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_interest_change_to_writable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timer_fires_and_bounds_the_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancelled_timer_never_fires, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timer_burst_fires_in_slices, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hooks_run_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_from_another_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_now_is_cached_per_iteration, setup, teardown),

@@ -23,6 +23,9 @@
 struct tt;
 typedef void tt_action(struct tt *x, uint64_t now);
 
+static unsigned long fire_seq; /* firings so far, across all timers */
+static unsigned long run_id;   /* the run in progress, for run_counted() */
+
 /* A test timer: counts its firings and may run an action when it fires. */
 struct tt {
     struct wheel_timer timer;
@@ -34,7 +37,10 @@ struct tt {
     struct wheel *w;    /* for actions that re-add */
     struct tt *peers;   /* for actions on other timers */
     size_t npeers;
-    uint64_t period; /* for re-arming actions */
+    uint64_t period;         /* for re-arming actions */
+    unsigned long order;     /* fire_seq at the last callback */
+    unsigned long added;     /* run_id when a callback last added it, else 0 */
+    unsigned long fired_run; /* run_id at the last callback */
 };
 
 static void tt_cb(struct wheel_timer *t, uint64_t now)
@@ -44,6 +50,11 @@ static void tt_cb(struct wheel_timer *t, uint64_t now)
     /* A timer fires only when due, and is unlinked before its callback. */
     assert_true(now >= t->expire_at);
     assert_false(x->deleted);
+    /* Once per run at most, and never in the run whose callback added it. */
+    assert_true(run_id == 0 || x->fired_run != run_id);
+    assert_true(run_id == 0 || x->added != run_id);
+    x->fired_run = run_id;
+    x->order = ++fire_seq;
     x->fired++;
     x->fired_now = now;
     x->linked_in_cb = wheel_is_linked(t);
@@ -55,6 +66,21 @@ static void tt_init(struct tt *x, struct wheel *w)
 {
     *x = (struct tt){.w = w};
     wheel_timer_init(&x->timer, tt_cb);
+}
+
+/* A budgeted run that tt_cb can tell apart from the others. */
+static size_t run_counted(struct wheel *w, uint64_t now, size_t max)
+{
+    run_id++;
+    return wheel_run_budget(w, now, max);
+}
+
+static int reset_counters(void **state)
+{
+    (void)state;
+    fire_seq = 0;
+    run_id = 0;
+    return 0;
 }
 
 /* ---- basic behaviour ---- */
@@ -330,6 +356,7 @@ static void test_del_other_same_slot(void **state)
 static void act_rearm(struct tt *x, uint64_t now)
 {
     wheel_add(x->w, &x->timer, now + x->period);
+    x->added = run_id;
 }
 
 static void test_readd_from_callback(void **state)
@@ -369,8 +396,10 @@ static void test_readd_from_callback(void **state)
 /* Re-adds a peer that sits in the same slot and has not fired yet. */
 static void act_push_peer(struct tt *x, uint64_t now)
 {
-    if (x->npeers && x->peers[0].fired == 0)
+    if (x->npeers && x->peers[0].fired == 0) {
         wheel_add(x->w, &x->peers[0].timer, now + 1000);
+        x->peers[0].added = run_id;
+    }
 }
 
 static void test_readd_other_from_callback(void **state)
@@ -401,6 +430,7 @@ static void act_add_peer_at(struct tt *x, uint64_t now)
 {
     (void)now;
     wheel_add(x->w, &x->peers[0].timer, x->period);
+    x->peers[0].added = run_id;
 }
 
 /* A run covering many ticks: a callback adds a timer for a tick the run has
@@ -506,6 +536,256 @@ static void test_large_jumps(void **state)
     free(x);
 }
 
+/* ---- budgeted runs ---- */
+
+/* Runs with budget max at now until nothing due is left, checking every
+ * run: it fires max or, in the last one, the rest; wheel_next() says "due"
+ * exactly while some is left. Returns the number of runs. */
+static size_t drain(struct wheel *w, uint64_t now, size_t max, size_t due)
+{
+    size_t runs = 0;
+
+    while (due > 0) {
+        size_t n = run_counted(w, now, max);
+
+        assert_int_equal(n, MIN(max, due));
+        due -= n;
+        runs++;
+        if (due > 0)
+            assert_true(wheel_next(w) <= now);
+        else
+            assert_true(wheel_next(w) > now);
+    }
+    return runs;
+}
+
+static void test_budget_leaves_rest_due(void **state)
+{
+    enum { N = 1000, LATER = 500, MAX = 64 };
+    struct wheel *w = wheel_new(T0);
+    struct tt *x = calloc(N + LATER, sizeof(*x));
+    const uint64_t now = T0 + 300;
+    size_t soon = 0, then = 0;
+
+    (void)state;
+    /* N due at now over 30 ticks; LATER in the same slots but a revolution
+     * on, or in the 15 ms after now (in the tick of now and the next). */
+    for (int i = 0; i < N + LATER; i++) {
+        uint64_t at = T0 + 1 + (uint64_t)i % 300;
+
+        if (i >= N)
+            at = i % 2 ? at + REV : now + 1 + (uint64_t)i % 15;
+        soon += at > now && at <= now + 9;
+        then += at > now + 9 && at <= now + 15;
+        tt_init(&x[i], w);
+        wheel_add(w, &x[i].timer, at);
+    }
+    assert_int_equal(run_counted(w, now, 0), 0); /* budget 0: nothing */
+    assert_true(wheel_next(w) <= now);
+    assert_int_equal(drain(w, now, MAX, N), (N + MAX - 1) / MAX);
+    for (int i = 0; i < N + LATER; i++)
+        assert_int_equal(x[i].fired, i < N); /* tt_cb: none early */
+    assert_int_equal(wheel_count(w), LATER);
+    /* The rest keep their times; exactly the budget drains fully. */
+    assert_int_equal(run_counted(w, now + 9, SIZE_MAX), soon);
+    assert_true(wheel_next(w) == now + 10);
+    assert_int_equal(drain(w, now + 15, then, then), 1);
+    assert_int_equal(drain(w, T0 + 300 + REV, 10, LATER / 2), LATER / 2 / 10);
+    assert_int_equal(wheel_count(w), 0);
+    assert_true(wheel_next(w) == UINT64_MAX);
+    wheel_free(w);
+    free(x);
+}
+
+/* Leftovers of a budgeted run fire before timers that became due later,
+ * and a timer added while a backlog remains fires on time, never early. */
+static void test_budget_leftovers_first(void **state)
+{
+    enum { OLD = 300, NEW = 50, MAX = 100 };
+    struct wheel *w = wheel_new(T0);
+    struct tt old[OLD], new[NEW], y;
+    unsigned long last_old = 0;
+
+    (void)state;
+    for (int i = 0; i < OLD; i++) {
+        tt_init(&old[i], w);
+        wheel_add(w, &old[i].timer, T0 + 100 + (uint64_t)i % 7);
+    }
+    for (int i = 0; i < NEW; i++) {
+        tt_init(&new[i], w);
+        wheel_add(w, &new[i].timer, T0 + 150 + (uint64_t)i % 30);
+    }
+    assert_int_equal(run_counted(w, T0 + 110, MAX), MAX);
+    /* Time goes on while the backlog lasts: the new ones are due too. */
+    tt_init(&y, w);
+    wheel_add(w, &y.timer, T0 + 400);
+    assert_int_equal(drain(w, T0 + 200, MAX, OLD + NEW - MAX), 3);
+    for (int i = 0; i < OLD; i++)
+        last_old = MAX(last_old, old[i].order);
+    for (int i = 0; i < NEW; i++)
+        assert_true(new[i].order > last_old);
+    assert_int_equal(y.fired, 0);
+    assert_true(wheel_next(w) <= T0 + 400);
+    assert_int_equal(run_counted(w, T0 + 399, MAX), 0);
+    assert_int_equal(run_counted(w, T0 + 400, MAX), 1);
+    wheel_free(w);
+}
+
+/* Late timers (the due list) leave a backlog in the order they came, and
+ * a timer a callback re-arms as already due queues up behind it. */
+static void test_budget_due_list_in_order(void **state)
+{
+    enum { N = 20, MAX = 5 };
+    struct wheel *w = wheel_new(T0);
+    struct tt x[N], r;
+
+    (void)state;
+    run_counted(w, T0 + 1000, SIZE_MAX);
+    tt_init(&r, w);
+    r.action = act_rearm; /* period 0 */
+    wheel_add(w, &r.timer, T0 + 1);
+    for (int i = 0; i < N; i++) {
+        tt_init(&x[i], w);
+        wheel_add(w, &x[i].timer, T0 + 2 + (uint64_t)i);
+    }
+    /* r and x[0..18] in four runs, then x[19] and r re-armed. */
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(run_counted(w, T0 + 1000, MAX), MAX);
+    assert_int_equal(r.fired, 1);
+    assert_int_equal(run_counted(w, T0 + 1000, MAX), 2);
+    assert_int_equal(r.fired, 2);
+    for (int i = 0; i < N; i++)
+        assert_true(x[i].order == (unsigned long)i + 2);
+    assert_true(r.order == N + 2);
+    wheel_del(&r.timer);
+    wheel_free(w);
+}
+
+/* A long pause stopped part-way through the revolution it covers: the
+ * slots not reached yet still fire before anything later, and a timer
+ * added late meanwhile (already due) fires too. */
+static void test_budget_after_long_pause(void **state)
+{
+    enum { N = 3000, MAX = 7 };
+    struct wheel *w = wheel_new(T0);
+    struct tt *x = calloc(N + 2, sizeof(*x));
+    const uint64_t now = T0 + 5 * REV + 3;
+    size_t due = 0, runs = 0;
+
+    (void)state;
+    for (int i = 0; i < N; i++) {
+        tt_init(&x[i], w);
+        wheel_add(w, &x[i].timer, T0 + (uint64_t)i * 41 % (6 * REV));
+        due += x[i].timer.expire_at <= now + 29;
+    }
+    assert_int_equal(run_counted(w, now, MAX), MAX);
+    due -= MAX;
+    tt_init(&x[N], w);
+    wheel_add(w, &x[N].timer, T0 + 5); /* late */
+    tt_init(&x[N + 1], w);
+    wheel_add(w, &x[N + 1].timer, now + 30); /* ahead */
+    due++;
+    while (due > 0) {
+        size_t n = run_counted(w, now + 29, MAX);
+
+        assert_int_equal(n, MIN(MAX, due));
+        due -= n;
+        assert_true(due == 0 || wheel_next(w) <= now + 29);
+        assert_true(++runs <= N);
+    }
+    for (int i = 0; i <= N; i++)
+        assert_int_equal(x[i].fired, x[i].timer.expire_at <= now + 29);
+    assert_int_equal(x[N + 1].fired, 0);
+    assert_true(wheel_next(w) > now + 29);
+    assert_int_equal(run_counted(w, now + 30, MAX), 1);
+    wheel_free(w);
+    free(x);
+}
+
+/* Callbacks delete backlog timers wherever they wait: put back in their
+ * slot, on the due list or in a slot not reached yet. */
+static void test_budget_del_from_callback(void **state)
+{
+    enum { N = 200 };
+    struct wheel *w = wheel_new(T0);
+    struct tt x[N];
+    size_t fired = 0, deleted = 0;
+
+    (void)state;
+    for (int i = 0; i < N; i++) {
+        tt_init(&x[i], w);
+        x[i].action = act_del_peers;
+        x[i].peers = &x[(i * 7 + 3) % N];
+        x[i].npeers = 1;
+        wheel_add(w, &x[i].timer, T0 + 100 + (uint64_t)(i % 4) * 10 + (uint64_t)i % 3);
+    }
+    for (int runs = 0; wheel_next(w) <= T0 + 200; runs++) {
+        assert_true(run_counted(w, T0 + 200, 5) <= 5);
+        assert_true(runs < N);
+    }
+    for (int i = 0; i < N; i++) {
+        assert_true(x[i].fired + x[i].deleted == 1);
+        fired += x[i].fired;
+        deleted += x[i].deleted;
+    }
+    assert_int_equal(fired + deleted, N);
+    assert_true(deleted > 0);
+    assert_int_equal(wheel_count(w), 0);
+    wheel_free(w);
+}
+
+/* Timers that re-arm as already due fire once per run and do not keep the
+ * backlog from draining; one pushed later by a callback waits its time. */
+static void test_budget_readd_from_callback(void **state)
+{
+    enum { R = 4, N = 100, MAX = 10 };
+    struct wheel *w = wheel_new(T0);
+    struct tt r[R], x[N], a, b;
+    size_t runs = 0, left = N;
+
+    (void)state;
+    for (int i = 0; i < R; i++) {
+        tt_init(&r[i], w);
+        r[i].action = act_rearm; /* period 0 */
+        wheel_add(w, &r[i].timer, T0 + 100);
+    }
+    for (int i = 0; i < N; i++) {
+        tt_init(&x[i], w);
+        wheel_add(w, &x[i].timer, T0 + 100);
+    }
+    /* Each run: the re-armers once each, one-shots for the rest. */
+    while (left > 0) {
+        size_t n = run_counted(w, T0 + 100, MAX);
+
+        assert_int_equal(n, MIN(MAX, R + left));
+        left -= n - R;
+        runs++;
+        assert_true(wheel_next(w) <= T0 + 100);
+    }
+    assert_int_equal(runs, (N + MAX - R - 1) / (MAX - R));
+    for (int i = 0; i < N; i++)
+        assert_int_equal(x[i].fired, 1);
+    for (int i = 0; i < R; i++) {
+        assert_int_equal(r[i].fired, runs);
+        wheel_del(&r[i].timer);
+    }
+    /* a and b share a slot; whichever fires first pushes the other on. */
+    tt_init(&a, w);
+    tt_init(&b, w);
+    a.action = b.action = act_push_peer;
+    a.peers = &b;
+    b.peers = &a;
+    a.npeers = b.npeers = 1;
+    wheel_add(w, &a.timer, T0 + 500);
+    wheel_add(w, &b.timer, T0 + 500);
+    assert_int_equal(run_counted(w, T0 + 500, 1), 1);
+    assert_true(wheel_next(w) > T0 + 500);
+    assert_int_equal(run_counted(w, T0 + 1499, 1), 0);
+    assert_int_equal(run_counted(w, T0 + 1500, 1), 1);
+    assert_int_equal(a.fired + b.fired, 2);
+    wheel_free(w);
+}
+
 /* ---- count and free ---- */
 
 static void test_count(void **state)
@@ -584,17 +864,20 @@ static uint64_t random_step(void)
     }
 }
 
-/* Moves the model's timers due at now from linked to due; returns how many. */
-static size_t model_run(bool *linked, bool *due, const uint64_t *at, size_t n, uint64_t now)
+/* A run's budget: unlimited half the time, else small enough to bite. */
+static size_t random_budget(void)
+{
+    return rng_below(2) ? SIZE_MAX : (size_t)rng_below(12);
+}
+
+/* Marks the model's timers due at now; returns how many. */
+static size_t model_due(const bool *linked, bool *due, const uint64_t *at, size_t n, uint64_t now)
 {
     size_t count = 0;
 
     for (size_t j = 0; j < n; j++) {
         due[j] = linked[j] && at[j] <= now;
-        if (due[j]) {
-            linked[j] = false;
-            count++;
-        }
+        count += due[j];
     }
     return count;
 }
@@ -608,6 +891,7 @@ static void test_random_against_model(void **state)
     bool *due = calloc(N, sizeof(*due));
     uint64_t *at = calloc(N, sizeof(*at));
     uint64_t now = T0;
+    size_t backlog = 0; /* due timers the last run left */
 
     (void)state;
     for (int i = 0; i < N; i++)
@@ -625,13 +909,20 @@ static void test_random_against_model(void **state)
             linked[i] = false;
             wheel_del(&x[i].timer);
         } else {
-            now += random_step();
+            size_t max = random_budget(), ndue, fired;
+
+            now += backlog > 0 && rng_below(2) ? 0 : random_step();
             for (int j = 0; j < N; j++)
                 x[j].fired = 0;
-            assert_int_equal(wheel_run(w, now), model_run(linked, due, at, N, now));
+            ndue = model_due(linked, due, at, N, now);
+            run_id++;
+            fired = max == SIZE_MAX ? wheel_run(w, now) : wheel_run_budget(w, now, max);
+            /* As many as the budget allows, only due ones, once each. */
+            assert_int_equal(fired, MIN(max, ndue));
+            backlog = ndue - fired;
             for (int j = 0; j < N; j++) {
-                /* Exactly the model's due timers fired, once each. */
-                assert_int_equal(x[j].fired, due[j]);
+                assert_true(x[j].fired <= due[j]);
+                linked[j] = linked[j] && !x[j].fired;
                 assert_int_equal(wheel_is_linked(&x[j].timer), linked[j]);
             }
         }
@@ -646,9 +937,12 @@ static void test_random_against_model(void **state)
             assert_true(next == UINT64_MAX);
         else
             assert_true(next <= model_min);
-        /* After a run nothing is due, and the hint must not make the loop
-         * spin: it lies after now. */
-        if (r >= 7 && model_count > 0)
+        /* While a backlog remains the loop must not sleep; after a run
+         * that left none, the hint must not make it spin: it lies after
+         * now. */
+        if (r >= 7 && backlog > 0)
+            assert_true(next <= now);
+        else if (r >= 7 && model_count > 0)
             assert_true(next > now);
         if (op % 64 == 0)
             assert_int_equal(wheel_count(w), model_count);
@@ -660,27 +954,138 @@ static void test_random_against_model(void **state)
     free(x);
 }
 
+/* ---- randomized: budgeted runs whose callbacks change the wheel ---- */
+
+static struct tt *chaos; /* the timers act_random picks from */
+static size_t nchaos;
+
+/* Deletes a random timer, re-arms itself (already due, or soon), re-adds
+ * a random timer anywhere, or does nothing. */
+static void act_random(struct tt *x, uint64_t now)
+{
+    struct tt *y = &chaos[rng_below(nchaos)];
+
+    switch (rng_below(4)) {
+    case 0:
+        if (wheel_is_linked(&y->timer))
+            y->deleted = true;
+        wheel_del(&y->timer);
+        break;
+    case 1:
+        wheel_add(x->w, &x->timer, now + rng_below(3) * 7);
+        x->added = run_id;
+        break;
+    case 2:
+        y->deleted = false;
+        wheel_add(x->w, &y->timer, random_delay(now));
+        y->added = run_id;
+        break;
+    default:
+        break;
+    }
+}
+
+/*
+ * No model can say which timers a budgeted run picks when callbacks
+ * change the wheel, so this checks the contract instead: tt_cb sees no
+ * timer fire early, twice in a run, after a callback deleted it, or in
+ * the run whose callback added it; a run fires at most its budget, and
+ * fewer only when every timer due and linked when it began has fired (the
+ * due timers still linked were added by its callbacks); wheel_next() is
+ * never later than the earliest linked timer; wheel_count() is exact.
+ */
+static void test_random_budget_with_callbacks(void **state)
+{
+    enum { N = 200, OPS = 20000 };
+    struct wheel *w = wheel_new(T0);
+    struct tt *x = calloc(N, sizeof(*x));
+    uint64_t now = T0;
+    size_t total = 0;
+
+    (void)state;
+    chaos = x;
+    nchaos = N;
+    for (int i = 0; i < N; i++) {
+        tt_init(&x[i], w);
+        x[i].action = act_random;
+    }
+    for (int op = 0; op < OPS; op++) {
+        struct tt *y = &x[rng_below(N)];
+        uint64_t min = UINT64_MAX;
+        size_t linked = 0;
+        unsigned r = (unsigned)rng_below(10);
+
+        if (r < 4) {
+            y->deleted = false;
+            y->added = 0;
+            wheel_add(w, &y->timer, random_delay(now));
+        } else if (r < 5) {
+            wheel_del(&y->timer);
+        } else {
+            size_t max = rng_below(4) == 0 ? SIZE_MAX : (size_t)rng_below(16);
+            size_t fired;
+
+            now += rng_below(2) ? 0 : random_step();
+            fired = run_counted(w, now, max);
+            total += fired;
+            assert_true(fired <= max);
+            for (int j = 0; j < N; j++) {
+                const struct wheel_timer *t = &x[j].timer;
+
+                if (fired < max && wheel_is_linked(t) && t->expire_at <= now)
+                    assert_true(x[j].added == run_id);
+            }
+        }
+        for (int j = 0; j < N; j++) {
+            if (wheel_is_linked(&x[j].timer)) {
+                linked++;
+                min = MIN(min, x[j].timer.expire_at);
+            }
+        }
+        assert_true(wheel_next(w) <= min);
+        assert_true((wheel_next(w) == UINT64_MAX) == (linked == 0));
+        if (op % 64 == 0)
+            assert_int_equal(wheel_count(w), linked);
+    }
+    assert_true(total > OPS / 4); /* the runs did fire */
+    /* Without actions, one unlimited run empties the wheel. */
+    for (int i = 0; i < N; i++)
+        x[i].action = NULL;
+    run_counted(w, now + 5 * REV, SIZE_MAX);
+    assert_int_equal(wheel_count(w), 0);
+    assert_true(wheel_next(w) == UINT64_MAX);
+    wheel_free(w);
+    free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_zeroed_timer),
-        cmocka_unit_test(test_empty_wheel),
-        cmocka_unit_test(test_fires_at_expiry_never_before),
-        cmocka_unit_test(test_fires_at_first_run_after_expiry),
-        cmocka_unit_test(test_next_is_exact_for_simple_cases),
-        cmocka_unit_test(test_same_slot_different_revolutions),
-        cmocka_unit_test(test_many_timers_one_slot),
-        cmocka_unit_test(test_refresh_moves_without_firing),
-        cmocka_unit_test(test_del_from_callback),
-        cmocka_unit_test(test_del_other_same_slot),
-        cmocka_unit_test(test_readd_from_callback),
-        cmocka_unit_test(test_readd_other_from_callback),
-        cmocka_unit_test(test_add_passed_tick_from_callback),
-        cmocka_unit_test(test_next_after_callback_adds_in_current_tick),
-        cmocka_unit_test(test_late_add_fires_next_run),
-        cmocka_unit_test(test_large_jumps),
-        cmocka_unit_test(test_count),
-        cmocka_unit_test(test_random_against_model),
+        cmocka_unit_test_setup(test_zeroed_timer, reset_counters),
+        cmocka_unit_test_setup(test_empty_wheel, reset_counters),
+        cmocka_unit_test_setup(test_fires_at_expiry_never_before, reset_counters),
+        cmocka_unit_test_setup(test_fires_at_first_run_after_expiry, reset_counters),
+        cmocka_unit_test_setup(test_next_is_exact_for_simple_cases, reset_counters),
+        cmocka_unit_test_setup(test_same_slot_different_revolutions, reset_counters),
+        cmocka_unit_test_setup(test_many_timers_one_slot, reset_counters),
+        cmocka_unit_test_setup(test_refresh_moves_without_firing, reset_counters),
+        cmocka_unit_test_setup(test_del_from_callback, reset_counters),
+        cmocka_unit_test_setup(test_del_other_same_slot, reset_counters),
+        cmocka_unit_test_setup(test_readd_from_callback, reset_counters),
+        cmocka_unit_test_setup(test_readd_other_from_callback, reset_counters),
+        cmocka_unit_test_setup(test_add_passed_tick_from_callback, reset_counters),
+        cmocka_unit_test_setup(test_next_after_callback_adds_in_current_tick, reset_counters),
+        cmocka_unit_test_setup(test_late_add_fires_next_run, reset_counters),
+        cmocka_unit_test_setup(test_large_jumps, reset_counters),
+        cmocka_unit_test_setup(test_count, reset_counters),
+        cmocka_unit_test_setup(test_budget_leaves_rest_due, reset_counters),
+        cmocka_unit_test_setup(test_budget_leftovers_first, reset_counters),
+        cmocka_unit_test_setup(test_budget_due_list_in_order, reset_counters),
+        cmocka_unit_test_setup(test_budget_after_long_pause, reset_counters),
+        cmocka_unit_test_setup(test_budget_del_from_callback, reset_counters),
+        cmocka_unit_test_setup(test_budget_readd_from_callback, reset_counters),
+        cmocka_unit_test_setup(test_random_against_model, reset_counters),
+        cmocka_unit_test_setup(test_random_budget_with_callbacks, reset_counters),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
