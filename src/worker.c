@@ -264,7 +264,7 @@ static void bus_hook(struct loop *l, void *data)
 }
 
 /* Before-sleep hook: shutdown progress and metrics upkeep. */
-#define TRIM_EVERY_MS 10000 /* malloc_trim() at most this often per worker */
+#define TRIM_EVERY_MS 10000 /* malloc_trim() at most this often per process */
 
 /* glibc's malloc_trim(), except under AddressSanitizer, whose allocator
  * replaces glibc's (trimming glibc's untouched arenas there crashes). */
@@ -286,6 +286,17 @@ static void bus_hook(struct loop *l, void *data)
 #define SWEEP_EVERY_MS 1000
 #define SWEEP_STRIPES  8
 
+/* Whether this worker trims now: malloc_trim() walks every arena (a few
+ * ms with a big heap), so one worker at a time does it for the process,
+ * at most every TRIM_EVERY_MS, instead of each worker at the same moment. */
+static bool trim_due(struct server *srv, uint64_t now)
+{
+    uint64_t last = atomic_load(&srv->trimmed_ms);
+
+    return now > last && now - last >= TRIM_EVERY_MS &&
+           atomic_compare_exchange_strong(&srv->trimmed_ms, &last, now);
+}
+
 static void worker_hook(struct loop *l, void *data)
 {
     struct worker *w = data;
@@ -296,11 +307,10 @@ static void worker_hook(struct loop *l, void *data)
         engine_update_metrics(w->engine);
     if (lag > METRIC_GET(&w->metrics, loop_lag_max_us))
         METRIC_SET(&w->metrics, loop_lag_max_us, lag);
-    if (loop_now(l) - w->trimmed_ms >= TRIM_EVERY_MS) {
+    if (trim_due(w->srv, loop_now(l))) {
         /* Bursts (a join storm writes megabytes of snapshots and deltas)
-         * leave free pages in this thread's malloc arena; give them back so
-         * that idle connections cost what they hold, not the burst's peak. */
-        w->trimmed_ms = loop_now(l);
+         * leave free pages in the malloc arenas; give them back so that
+         * idle connections cost what they hold, not the burst's peak. */
         TRIM_HEAP();
     }
     if (w->srv->observer_rate && loop_now(l) - w->swept_ms >= SWEEP_EVERY_MS) {

@@ -51,7 +51,6 @@ struct worker {
 #ifdef PRESENCED_TESTING
     struct list relay_conns; /* relay.c: this worker's /test/broadcast sockets */
 #endif
-    uint64_t trimmed_ms;     /* loop ms of the last malloc_trim() */
     uint64_t swept_ms;       /* loop ms of the last observer-rate sweep */
     bool draining;           /* shutdown seen by this worker */
     uint64_t drain_deadline; /* loop ms at which the loop stops regardless */
@@ -69,6 +68,7 @@ struct server {
     struct ratelimit *observer_rate; /* observer-query-rate buckets, all workers; NULL = off */
     atomic_uint conns;               /* live connections, all workers */
     atomic_bool shutting_down;       /* set by server_shutdown */
+    _Atomic uint64_t trimmed_ms;     /* monotonic ms of the last malloc_trim(), any worker */
     atomic_uint running;             /* workers whose loop is running */
     int port;                        /* the bound port (resolves port 0) */
     uint64_t started_wall_ms;        /* for /healthz uptime */
