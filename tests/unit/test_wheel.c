@@ -402,20 +402,27 @@ static void act_push_peer(struct tt *x, uint64_t now)
     }
 }
 
+/* Arms a and b at the same time; whichever fires first pushes the other
+ * on (act_push_peer). */
+static void push_pair(struct wheel *w, struct tt *a, struct tt *b, uint64_t at)
+{
+    tt_init(a, w);
+    tt_init(b, w);
+    a->action = b->action = act_push_peer;
+    a->peers = b;
+    b->peers = a;
+    a->npeers = b->npeers = 1;
+    wheel_add(w, &a->timer, at);
+    wheel_add(w, &b->timer, at);
+}
+
 static void test_readd_other_from_callback(void **state)
 {
     struct wheel *w = wheel_new(T0);
     struct tt a, b;
 
     (void)state;
-    tt_init(&a, w);
-    tt_init(&b, w);
-    a.action = b.action = act_push_peer;
-    a.peers = &b;
-    b.peers = &a;
-    a.npeers = b.npeers = 1;
-    wheel_add(w, &a.timer, T0 + 500);
-    wheel_add(w, &b.timer, T0 + 500);
+    push_pair(w, &a, &b, T0 + 500);
     assert_int_equal(wheel_run(w, T0 + 500), 1);
     assert_int_equal(a.fired + b.fired, 1);
     assert_int_equal(wheel_run(w, T0 + 1499), 0);
@@ -770,14 +777,7 @@ static void test_budget_readd_from_callback(void **state)
         wheel_del(&r[i].timer);
     }
     /* a and b share a slot; whichever fires first pushes the other on. */
-    tt_init(&a, w);
-    tt_init(&b, w);
-    a.action = b.action = act_push_peer;
-    a.peers = &b;
-    b.peers = &a;
-    a.npeers = b.npeers = 1;
-    wheel_add(w, &a.timer, T0 + 500);
-    wheel_add(w, &b.timer, T0 + 500);
+    push_pair(w, &a, &b, T0 + 500);
     assert_int_equal(run_counted(w, T0 + 500, 1), 1);
     assert_true(wheel_next(w) > T0 + 500);
     assert_int_equal(run_counted(w, T0 + 1499, 1), 0);
