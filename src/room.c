@@ -23,8 +23,9 @@
 #include "list.h"
 #include "utf8.h"
 
-#define EPOCH_MASK ((UINT64_C(1) << 53) - 1) /* epochs stay exact as JSON numbers */
-#define RING_MIN   8u                        /* first ring allocation, in entries */
+#define EPOCH_MASK       ((UINT64_C(1) << 53) - 1) /* epochs stay exact as JSON numbers */
+#define RING_MIN         8u                        /* first ring allocation, in entries */
+#define RING_FLOOR_BYTES 4096u                     /* deltas kept for resume in any room */
 
 /* ---- ids, JSON input ---- */
 
@@ -401,19 +402,20 @@ static void ring_grow(struct ring *g, size_t max)
 }
 
 /* Keeps a reference to msg as the newest entry, evicting the oldest ones
- * beyond ring_len entries or ring_bytes bytes. A message larger than
- * ring_bytes empties the ring (keeping older ones would leave a gap). */
-static void ring_push(struct room_engine *e, struct ring *g, const struct room_msg *msg)
+ * beyond ring_len entries or max_bytes bytes. A message larger than
+ * max_bytes empties the ring (keeping older ones would leave a gap). */
+static void ring_push(struct room_engine *e, struct ring *g, const struct room_msg *msg,
+                      size_t max_bytes)
 {
     size_t len = msg->payload->len;
     struct ring_entry *x;
 
-    if (len > e->cfg.ring_bytes) {
+    if (len > max_bytes) {
         while (g->n)
             ring_pop(g);
         return;
     }
-    while (g->n && (g->n >= e->cfg.ring_len || g->bytes + len > e->cfg.ring_bytes))
+    while (g->n && (g->n >= e->cfg.ring_len || g->bytes + len > max_bytes))
         ring_pop(g);
     if (g->n == g->cap)
         ring_grow(g, e->cfg.ring_len);
@@ -612,12 +614,21 @@ static enum room_mode next_mode(const struct room_config *c, enum room_mode mode
     return mode;
 }
 
+/* About the bytes m adds to a snapshot: its id and metadata, plus the
+ * member object's keys and joinedAt. */
+static size_t member_bytes(const struct member *m)
+{
+    return strlen(m->user) + m->pub_meta->len + 48;
+}
+
 /* Publishes m's current state; returns which list it belongs to, or -1. */
 static int publish_member(struct member *m)
 {
     bool seen = m->nsessions > 0 && m->visible;
     int which = -1;
 
+    if (m->pub)
+        m->room->pub_bytes -= member_bytes(m);
     if (seen && !m->pub)
         which = DELTA_JOINS;
     else if (!seen && m->pub)
@@ -629,6 +640,8 @@ static int publish_member(struct member *m)
     payload_unref(m->pub_meta);
     m->pub_meta = seen ? payload_ref(m->meta) : NULL;
     m->pub_joined_at = m->joined_at;
+    if (m->pub)
+        m->room->pub_bytes += member_bytes(m);
     return which;
 }
 
@@ -657,6 +670,15 @@ static size_t apply_dirty(struct room *r, struct delta_lists *d)
             member_free(m);
     }
     return changes;
+}
+
+/* The bytes of deltas worth keeping for resume: no more than about a
+ * snapshot (a resume that would send more is no better than the
+ * snapshot it falls back to), RING_FLOOR_BYTES at least, ring_bytes at
+ * most. An idle room of n members holds O(its state), not 64 KiB. */
+static size_t ring_budget(const struct room *r)
+{
+    return MIN((size_t)r->e->cfg.ring_bytes, MAX((size_t)RING_FLOOR_BYTES, r->pub_bytes));
 }
 
 /* Flushes r's batch (see the essay above). Returns true when r was
@@ -688,8 +710,10 @@ static bool flush_room(struct room *r)
         payload_ref(msg.payload);
     } else {
         msg = encode_delta(e, r, &d);
+        payload_unref(r->snap.payload); /* stale from now on: not kept */
+        r->snap.payload = NULL;
     }
-    ring_push(e, &r->ring, &msg);
+    ring_push(e, &r->ring, &msg, ring_budget(r));
     e->stats.deltas++;
     room__emit(r, e->on_delta, &msg, NULL);
     payload_unref(msg.payload);

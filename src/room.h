@@ -63,7 +63,11 @@
  * ---- Resume, epochs, deletion ----
  *
  * Every room keeps a ring of its last ring_len (256) delta messages, at most
- * ring_bytes (64 KiB) in all. room_resume(epoch, since) returns exactly the
+ * ring_bytes (64 KiB) in all, and no more bytes than about its snapshot
+ * (4 KiB at least): a resume that would send more than a snapshot is no
+ * better than the snapshot, and an idle room holds O(its state), not 64
+ * KiB. A cached snapshot is dropped when the room moves on (it would never
+ * be served again). room_resume(epoch, since) returns exactly the
  * messages after `since` when the ring still has all of them, else a fresh
  * snapshot (and says which). Every room has an epoch, a nonzero number
  * below 2^53 drawn from epoch_seed when the room is created: a room that

@@ -82,6 +82,7 @@ struct room {
     struct list dirty;   /* records changed since the last flush */
     size_t present;      /* members with at least one session */
     size_t published;    /* visible members as published: the count */
+    size_t pub_bytes;    /* about the published members' share of a snapshot */
     struct wheel_timer flush_timer;
     struct ring ring;
     struct room_msg snap; /* cached snapshot (payload NULL = none), valid at snap.seq */

@@ -876,6 +876,52 @@ static void test_resume_gets_snapshot(void **state)
     fx_free(f);
 }
 
+/* A room keeps about a snapshot's worth of deltas for resume (4 KiB at
+ * least): a resume that would send more gets the snapshot instead. */
+static void test_ring_snapshot_budget(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    struct room_resume res;
+    char meta[600];
+    uint64_t epoch, last;
+
+    (void)state;
+    assert_int_equal(join(f, "r", "u1", "s", NULL), 0);
+    assert_int_equal(join(f, "r", "u2", "s", NULL), 0);
+    advance(f, 50);
+    epoch = f->d[0].epoch;
+    /* 40 patches of ~600 bytes: ~24 KiB of deltas, far over both the
+     * floor and this two-member room's snapshot */
+    for (int i = 0; i < 40; i++) {
+        snprintf(meta, sizeof(meta), "{\"n\":%d,\"pad\":\"%0500d\"}", i, 0);
+        assert_int_equal(patch(f, "r", "u1", meta), 0);
+        advance(f, 50);
+    }
+    last = f->d[f->nd - 1].seq;
+    assert_int_equal(room_resume(f->e, "r", epoch, last - 4, &res), ROOM_RESUME_DELTAS);
+    assert_int_equal(res.n, 4); /* recent ones: still deltas */
+    room_resume_release(&res);
+    assert_int_equal(room_resume(f->e, "r", epoch, last - 20, &res), ROOM_RESUME_SNAPSHOT);
+    room_resume_release(&res);
+    /* the ring holds at most 4 KiB or the snapshot's size, not 64 KiB */
+    for (uint64_t k = 1; k < 20; k++) {
+        if (room_resume(f->e, "r", epoch, last - k, &res) == ROOM_RESUME_SNAPSHOT) {
+            size_t kept = 0;
+            room_resume_release(&res);
+            assert_int_equal(room_resume(f->e, "r", epoch, last - (k - 1), &res),
+                             ROOM_RESUME_DELTAS);
+            for (size_t i = 0; i < res.n; i++)
+                kept += res.msgs[i].payload->len;
+            assert_true(kept <= 4096);
+            assert_true(kept + 700 > 4096 / 2); /* about full */
+            room_resume_release(&res);
+            break;
+        }
+        room_resume_release(&res);
+    }
+    fx_free(f);
+}
+
 static void test_ring_byte_bound(void **state)
 {
     struct room_config c;
@@ -1854,6 +1900,7 @@ int main(void)
         cmocka_unit_test(test_resume_missed_deltas),
         cmocka_unit_test(test_resume_gets_snapshot),
         cmocka_unit_test(test_ring_byte_bound),
+        cmocka_unit_test(test_ring_snapshot_budget),
         cmocka_unit_test(test_empty_room_deleted),
         cmocka_unit_test(test_frame_hook),
         cmocka_unit_test(test_interval_mode_enter),
