@@ -1527,7 +1527,7 @@ bool engine__rate_take(struct engine *e, double *tokens, uint64_t *last, const c
         return false;
     }
     if (observers && n > 0) {
-        ratelimit_observer_key(key, uid, conn->peer);
+        ratelimit_observer_key(key, uid, conn->peer, auth_jwt(e));
         if (!ratelimit_take(observers, key, (uint32_t)MIN(n, (size_t)UINT32_MAX), now)) {
             *why = "too many user ids queried by this observer over all its connections; "
                    "slow down (observer-query-rate)";
@@ -1818,8 +1818,8 @@ void engine_http_room(struct conn *c, const struct http_request *req, struct wor
         httpd_error(c, 400, "bad_room", "room must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
         return;
     }
-    if (!http_room_allowed(c, req, e, &claims, room))
-        return;
+    if (!http_room_allowed(c, req, e, &claims, room) || !http_rate(c, e, viewer, 1))
+        return; /* a room read or stream counts as one query */
     if (events) {
         bool has = sse_last_event_id_text(req, last, sizeof(last));
         struct client *sc = engine__sse_client(c, w);

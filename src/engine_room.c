@@ -82,7 +82,6 @@ struct rb_load { /* a store read's context: the client may be gone */
 };
 
 static void set_clear(char **v, size_t *n);
-static bool str_in(char *const *v, size_t n, const char *s);
 static void rb_free(struct rblock *rb);
 static bool link_filtered(const struct room_link *l);
 static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_t epoch,
@@ -279,24 +278,37 @@ static void r_refresh(struct engine *e, struct emsg *req)
     send_state(e, req, m.payload, false, info.epoch, m.seq);
 }
 
-struct blockers {
-    char *const *ids;
+static int cmp_id(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct sorted_ids {
+    char **v;
     size_t n;
 };
 
 static bool hide_blocker(const char *user, void *ctx)
 {
-    const struct blockers *b = ctx;
+    const struct sorted_ids *b = ctx;
 
-    return str_in(b->ids, b->n, user);
+    return bsearch(&user, b->v, b->n, sizeof(*b->v), cmp_id) != NULL;
 }
 
+/* The blockers are sorted once (a copy of the pointers), so a read costs
+ * O(members log blockers) however many block the reader. */
 void engine__room_info(struct engine *e, const char *room, char *const *blockers, size_t nblockers,
                        struct buf *out)
 {
-    struct blockers b = {blockers, nblockers};
+    struct sorted_ids b = {NULL, nblockers};
 
+    if (nblockers) {
+        b.v = xmalloc(nblockers * sizeof(*b.v));
+        memcpy(b.v, blockers, nblockers * sizeof(*b.v));
+        qsort(b.v, nblockers, sizeof(*b.v), cmp_id);
+    }
     room_encode_info_for(e->rooms, room, 1000, nblockers ? hide_blocker : NULL, &b, out);
+    free(b.v);
 }
 
 /*

@@ -340,10 +340,21 @@ static void address_key(char out[RATELIMIT_KEY_MAX], const char *peer)
     snprintf(out, RATELIMIT_KEY_MAX, "a:%s/64", ip);
 }
 
-void ratelimit_observer_key(char out[RATELIMIT_KEY_MAX], const char *uid, const char *peer)
+void ratelimit_observer_key(char out[RATELIMIT_KEY_MAX], const char *uid, const char *peer,
+                            bool verified)
 {
-    if (uid && uid[0])
+    char addr[RATELIMIT_KEY_MAX];
+
+    address_key(addr, peer ? peer : "");
+    if (uid && uid[0] && verified)
         snprintf(out, RATELIMIT_KEY_MAX, "u:%s", uid);
-    else
-        address_key(out, peer ? peer : "");
+    else if (uid && uid[0]) {
+        size_t len, k;
+        snprintf(out, RATELIMIT_KEY_MAX, "u:%s@", uid);
+        len = strlen(out);
+        k = strnlen(addr, RATELIMIT_KEY_MAX - 1 - len);
+        memcpy(out + len, addr, k);
+        out[len + k] = '\0';
+    } else
+        memcpy(out, addr, RATELIMIT_KEY_MAX);
 }

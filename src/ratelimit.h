@@ -44,7 +44,7 @@
 #define RATELIMIT_STRIPES    64  /* lock stripes (a power of two) */
 #define RATELIMIT_EVICT_SCAN 8   /* entries looked at per eviction */
 #define RATELIMIT_SEED_LEN   16  /* bytes of hash key */
-#define RATELIMIT_KEY_MAX    160 /* observer key bytes, NUL included */
+#define RATELIMIT_KEY_MAX    192 /* observer key bytes, NUL included */
 
 struct ratelimit;
 
@@ -69,13 +69,17 @@ size_t ratelimit_sweep(struct ratelimit *rl, unsigned nstripes, uint64_t now_ms)
 /* Entries held now (each stripe read under its lock, so only a snapshot). */
 size_t ratelimit_count(struct ratelimit *rl);
 
-/* Writes the observer key of a query into out: "u:<uid>" for a user (a
- * non-empty uid), else "a:<address>" for an anonymous client, from peer as
- * conn.h stores it ("ip:port"). IPv4 (also IPv4-mapped IPv6) keeps the
- * whole address; other IPv6 addresses are cut to their /64, the block one
- * subscriber gets. The prefixes keep a user id from ever equalling an
- * address. Longer input is truncated to RATELIMIT_KEY_MAX - 1 bytes. */
-void ratelimit_observer_key(char out[RATELIMIT_KEY_MAX], const char *uid, const char *peer);
+/* Writes the observer key of a query into out: "u:<uid>" for a verified
+ * user (a non-empty uid from a token), "u:<uid>@a:<address>" for a user
+ * id that is only claimed (auth = none: anyone may claim any id, so the id
+ * alone must not let one client spend another's budget), else
+ * "a:<address>" for an anonymous client, from peer as conn.h stores it
+ * ("ip:port"). IPv4 (also IPv4-mapped IPv6) keeps the whole address; other
+ * IPv6 addresses are cut to their /64, the block one subscriber gets. The
+ * prefixes keep a user id from ever equalling an address. Longer input is
+ * truncated to RATELIMIT_KEY_MAX - 1 bytes. */
+void ratelimit_observer_key(char out[RATELIMIT_KEY_MAX], const char *uid, const char *peer,
+                            bool verified);
 
 /* SipHash-2-4 of (p, n) under seed; exposed for its test vectors. */
 uint64_t ratelimit__hash(const unsigned char seed[RATELIMIT_SEED_LEN], const void *p, size_t n);

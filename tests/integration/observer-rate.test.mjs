@@ -8,6 +8,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, stopClean } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
+import http from 'node:http';
 
 let n = 0;
 const uid = (p) => `${p}-${process.pid}-${++n}`;
@@ -221,5 +222,37 @@ describe('observer-query-rate 0 turns the observer limit off', () => {
     assert.equal((await read(srv, 'presence', ids(10), p)).status, 200);
     await a.close();
     await b.close();
+  });
+});
+
+describe('a claimed id (auth = none) is keyed with its address', () => {
+  let srv;
+  before(async () => {
+    srv = await startServer(['--workers', '2', '--observer-query-rate', '1', '--observer-query-burst', '10']);
+  });
+  after(async () => { await stopClean(srv, assert); });
+
+  // GET /v1/presence from a given loopback source address.
+  const readFrom = (localAddress, users, as) => new Promise((resolve, reject) => {
+    const q = users.map((u) => `user=${u}`).join('&') + `&as=${as}`;
+    const req = http.get({ host: '127.0.0.1', port: srv.port, path: `/v1/presence?${q}`, localAddress,
+      headers: { Connection: 'close' } }, (res) => {
+      let body = '';
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => resolve({ status: res.statusCode, json: JSON.parse(body) }));
+    });
+    req.on('error', reject);
+  });
+
+  test('claiming alice from another address does not spend the budget of alice here', async () => {
+    const alice = uid('alice');
+    // 10 tokens, 1 back per second: a second read of 10 within 10 s is refused
+    assert.equal((await readFrom('127.0.0.1', ids(10), alice)).status, 200);
+    const refused = await readFrom('127.0.0.1', ids(10), alice);
+    assert.equal(refused.status, 429);
+    assert.ok(isObserverRefusal(refused.json.error), JSON.stringify(refused.json));
+    // the same claimed id from 127.0.0.2 is another observer with its own budget
+    assert.equal((await readFrom('127.0.0.2', ids(10), alice)).status, 200);
+    assert.equal((await readFrom('127.0.0.2', ids(10), alice)).status, 429);
   });
 });

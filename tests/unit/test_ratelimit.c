@@ -312,7 +312,7 @@ static void check_key(const char *uid, const char *peer, const char *want)
 {
     char out[RATELIMIT_KEY_MAX];
 
-    ratelimit_observer_key(out, uid, peer);
+    ratelimit_observer_key(out, uid, peer, true);
     assert_string_equal(out, want);
 }
 
@@ -332,8 +332,16 @@ static void test_observer_keys(void **state)
     check_key("a:10.0.0.1", "10.0.0.1:1", "u:a:10.0.0.1");
     memset(big, 'x', sizeof(big) - 1);
     big[sizeof(big) - 1] = '\0';
-    ratelimit_observer_key(out, big, "");
+    ratelimit_observer_key(out, big, "", true);
     assert_int_equal(strlen(out), RATELIMIT_KEY_MAX - 1);
+    /* A claimed id (auth = none) is the observer only together with its
+     * address: another address claiming it does not spend its budget. */
+    ratelimit_observer_key(out, "alice", "127.0.0.1:5000", false);
+    assert_string_equal(out, "u:alice@a:127.0.0.1");
+    ratelimit_observer_key(out, "alice", "127.0.0.2:5000", false);
+    assert_string_equal(out, "u:alice@a:127.0.0.2");
+    ratelimit_observer_key(out, "", "127.0.0.2:5000", false);
+    assert_string_equal(out, "a:127.0.0.2");
 }
 
 /* The reference vectors of SipHash-2-4 (key 00..0f, message 00..n-1). */
