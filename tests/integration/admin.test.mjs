@@ -9,6 +9,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, stopClean, sleep, MULT, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
+import { adminRequest } from './lib/admin.mjs';
 
 const KEY = 'admin-test-key-0123456789abcdefXYZ';
 const FLAGS = ['--workers', '2', '--presence-debounce-ms', '20', '--room-batch-ms', '20',
@@ -18,17 +19,7 @@ const FLAGS = ['--workers', '2', '--presence-debounce-ms', '20', '--room-batch-m
 
 let n = 0;
 const uid = (p) => `${p}-${process.pid}-${++n}`;
-async function req(srv, method, p, { body, key = KEY, auth } = {}) {
-  const headers = {};
-  if (auth !== undefined) headers.Authorization = auth;
-  else if (key !== null) headers.Authorization = `Bearer ${key}`;
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const r = await fetch(`${srv.url}${p}`, { method, headers, body: body === undefined ? undefined : (typeof body === 'string' ? body : JSON.stringify(body)) });
-  const text = await r.text();
-  let json;
-  try { json = JSON.parse(text); } catch { json = undefined; }
-  return { status: r.status, text, json, headers: r.headers };
-}
+const req = (srv, method, p, { body, key = KEY, auth } = {}) => adminRequest(srv, method, p, { body, key, auth });
 async function ok(srv, method, p, body) {
   const r = await req(srv, method, p, { body });
   assert.equal(r.status, 200, `${method} ${p} ${JSON.stringify(body)?.slice(0, 100)} -> ${r.status} ${r.text}`);

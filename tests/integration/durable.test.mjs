@@ -13,6 +13,7 @@ import path from 'node:path';
 import { once } from 'node:events';
 import { startServer, stopClean, sleep, MULT, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
+import { adminRequest } from './lib/admin.mjs';
 
 const KEY = 'durable-admin-key-0123456789abcdef';
 const FLAGS = ['--workers', '2', '--admin-api-key', KEY, '--presence-debounce-ms', '20',
@@ -33,12 +34,7 @@ const pick = (a) => a[Math.floor(rnd() * a.length)];
 const randomPrivacy = () => ({ online: pick(MODES), lastSeen: pick(MODES), invisible: rnd() < 0.5 });
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
-async function admin(srv, method, p, body, signal) {
-  const r = await fetch(`${srv.url}${p}`, { method, signal, headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await r.text();
-  return { status: r.status, json: (() => { try { return JSON.parse(text); } catch { return undefined; } })(), text };
-}
+const admin = (srv, method, p, body, signal) => adminRequest(srv, method, p, { body, key: KEY, signal });
 
 // Runs the writers of one round against srv until `target` changes are
 // acknowledged, then kills the server with SIGKILL (writes still in flight).

@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, stopClean, sleep, MULT, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
+import { adminOk } from './lib/admin.mjs';
 
 const KEY = 'invisible-admin-key-0123456789abcdef';
 const FLAGS = ['--admin-api-key', KEY, '--presence-debounce-ms', '20',
@@ -19,13 +20,7 @@ const FLAGS = ['--admin-api-key', KEY, '--presence-debounce-ms', '20',
   '--heartbeat-min-ms', '100', '--session-ttl-ms', '30000', '--idle-ms', '600000'];
 const QUIET = 200 * MULT; // no new observer output for this long = quiescent
 
-async function admin(srv, method, p, body) {
-  const r = await fetch(`${srv.url}${p}`, { method, headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await r.text();
-  assert.equal(r.status, 200, `${method} ${p}: ${r.status} ${text}`);
-  return JSON.parse(text);
-}
+const admin = (srv, method, p, body) => adminOk(srv, KEY, method, p, body);
 async function sse(url) {
   const ctrl = new AbortController();
   const r = await fetch(url, { signal: ctrl.signal });

@@ -14,6 +14,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, stopClean, sleep, MULT, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
+import { adminRequest, adminOk as adminOkAs } from './lib/admin.mjs';
 
 // ---------------------------------------------------------------- helpers
 const KEY = 'privacy-admin-key-0123456789abcdef';
@@ -27,22 +28,8 @@ let n = 0;
 const uid = (p) => `${p}-${process.pid}-${++n}`;
 
 
-async function admin(srv, method, p, body, key = KEY) {
-  const headers = {};
-  if (key !== null) headers.Authorization = `Bearer ${key}`;
-  let b;
-  if (body !== undefined) { headers['Content-Type'] = 'application/json'; b = typeof body === 'string' ? body : JSON.stringify(body); }
-  const r = await fetch(`${srv.url}${p}`, { method, headers, body: b });
-  const text = await r.text();
-  let json;
-  try { json = JSON.parse(text); } catch { json = undefined; }
-  return { status: r.status, text, json };
-}
-async function adminOk(srv, method, p, body) {
-  const r = await admin(srv, method, p, body);
-  assert.equal(r.status, 200, `${method} ${p} ${JSON.stringify(body)} -> ${r.status} ${r.text}`);
-  return r.json;
-}
+const admin = (srv, method, p, body, key = KEY) => adminRequest(srv, method, p, { body, key });
+const adminOk = (srv, method, p, body) => adminOkAs(srv, KEY, method, p, body);
 const setPrivacy = (srv, u, p) => adminOk(srv, 'PUT', `/v1/admin/users/${u}/privacy`, p);
 const setContacts = (srv, u, ids) => adminOk(srv, 'PUT', `/v1/admin/users/${u}/contacts`, { contacts: ids });
 const block = (srv, u, t) => adminOk(srv, 'PUT', `/v1/admin/users/${u}/blocks/${t}`);

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { startServer, stopClean, sleep } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
 import { openSse } from './lib/sse.mjs';
+import { adminOk } from './lib/admin.mjs';
 
 const KEY = 'roomblocks-admin-key-0123456789abcdef';
 const FLAGS = ['--admin-api-key', KEY, '--room-batch-ms', '20', '--presence-debounce-ms', '20',
@@ -20,12 +21,7 @@ const FLAGS = ['--admin-api-key', KEY, '--room-batch-ms', '20', '--presence-debo
 let n = 0;
 const id = (p) => `${p}-${process.pid}-${++n}`;
 
-async function admin(srv, method, p) {
-  const r = await fetch(`${srv.url}${p}`, { method, headers: { Authorization: `Bearer ${KEY}` } });
-  const text = await r.text();
-  assert.equal(r.status, 200, `${method} ${p} -> ${r.status} ${text}`);
-  return JSON.parse(text);
-}
+const admin = (srv, method, p) => adminOk(srv, KEY, method, p);
 const block = (srv, owner, target) => admin(srv, 'PUT', `/v1/admin/users/${owner}/blocks/${target}`);
 const unblock = (srv, owner, target) => admin(srv, 'DELETE', `/v1/admin/users/${owner}/blocks/${target}`);
 

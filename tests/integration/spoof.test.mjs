@@ -11,6 +11,7 @@ import { once } from 'node:events';
 import WebSocket from 'ws';
 import { startServer, stopClean, sleep, MULT, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
+import { adminOk } from './lib/admin.mjs';
 
 const KEY = 'spoof-admin-key-0123456789abcdef';
 const SECRET = 'spoof-secret-0123456789-abcdefghijklmnop';
@@ -28,13 +29,7 @@ function token(claims) {
   const p = b64u(JSON.stringify({ exp: now + 600, iat: now, ...claims }));
   return `${h}.${p}.${crypto.createHmac('sha256', SECRET).update(`${h}.${p}`).digest('base64url')}`;
 }
-async function admin(srv, method, p, body) {
-  const r = await fetch(`${srv.url}${p}`, { method, headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await r.text();
-  assert.equal(r.status, 200, `${method} ${p}: ${r.status} ${text}`);
-  return JSON.parse(text);
-}
+const admin = (srv, method, p, body) => adminOk(srv, KEY, method, p, body);
 
 for (const auth of ['none', 'jwt']) {
   describe(`spoofing, auth=${auth}`, () => {

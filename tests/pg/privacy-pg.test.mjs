@@ -11,6 +11,7 @@ import { once } from 'node:events';
 import { execFileSync } from 'node:child_process';
 import { startServer, stopClean, sleep, MULT, waitUntil } from '../integration/lib/server.mjs';
 import { Client } from '../integration/lib/client.mjs';
+import { adminRequest, adminOk as adminOkAs } from '../integration/lib/admin.mjs';
 
 const PG = process.env.PRESENCED_TEST_PG;
 const CTL = process.env.PRESENCED_TEST_PG_CTL;
@@ -42,17 +43,8 @@ before(() => {
 });
 
 const start = () => startServer([...FLAGS, '--store', PG]);
-async function admin(srv, method, p, body, signal) {
-  const r = await fetch(`${srv.url}${p}`, { method, signal, headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await r.text();
-  return { status: r.status, json: (() => { try { return JSON.parse(text); } catch { return undefined; } })(), text };
-}
-async function adminOk(srv, method, p, body) {
-  const r = await admin(srv, method, p, body);
-  assert.equal(r.status, 200, `${method} ${p}: ${r.status} ${r.text}`);
-  return r.json;
-}
+const admin = (srv, method, p, body, signal) => adminRequest(srv, method, p, { body, key: KEY, signal });
+const adminOk = (srv, method, p, body) => adminOkAs(srv, KEY, method, p, body);
 const view = async (srv, u, as) => (await (await fetch(`${srv.url}/v1/presence?user=${u}${as ? `&as=${as}` : ''}`)).json()).users[0];
 const errCode = (j) => j && (typeof j.error === 'string' ? j.error : j.error && j.error.code);
 
