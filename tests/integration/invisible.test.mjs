@@ -13,6 +13,7 @@ import assert from 'node:assert/strict';
 import { startServer, stopClean, sleep, MULT, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
 import { adminOk } from './lib/admin.mjs';
+import { streamSse } from './lib/sse.mjs';
 
 const KEY = 'invisible-admin-key-0123456789abcdef';
 const FLAGS = ['--admin-api-key', KEY, '--presence-debounce-ms', '20',
@@ -22,24 +23,8 @@ const QUIET = 200 * MULT; // no new observer output for this long = quiescent
 
 const admin = (srv, method, p, body) => adminOk(srv, KEY, method, p, body);
 async function sse(url) {
-  const ctrl = new AbortController();
-  const r = await fetch(url, { signal: ctrl.signal });
-  assert.equal(r.status, 200, url);
-  const s = { blocks: [], close: () => ctrl.abort() };
-  (async () => {
-    let text = '';
-    try {
-      for await (const chunk of r.body) {
-        text += Buffer.from(chunk).toString();
-        let i;
-        while ((i = text.indexOf('\n\n')) >= 0) {
-          const b = text.slice(0, i);
-          text = text.slice(i + 2);
-          if (/^data: /m.test(b)) s.blocks.push(b);
-        }
-      }
-    } catch { /* aborted */ }
-  })();
+  const s = await streamSse(url);
+  assert.equal(s.status, 200, url);
   return s;
 }
 
