@@ -1,40 +1,31 @@
 // The settings store on a real PostgreSQL (started by tests/pg/run.sh, which
 // exports PRESENCED_TEST_PG): presenced runs with --store "$PRESENCED_TEST_PG".
 // A basic privacy check (invisible, contacts, blocks, survive a restart),
-// acknowledged changes surviving kill -9 of presenced (admin API and protocol
-// messages interleaved, a few rounds), and, when tests/pg/cluster.sh is
+// acknowledged changes surviving kill -9 of presenced (lib/durability.mjs,
+// as in durable.test.mjs, a few rounds), and, when tests/pg/cluster.sh is
 // available (PRESENCED_TEST_PG_CTL), fail-closed behaviour while PostgreSQL
 // is down. Ids carry the pid and the time: the database outlives one run.
 import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { once } from 'node:events';
 import { execFileSync } from 'node:child_process';
 import { startServer, stopClean, sleep, MULT, waitUntil } from '../integration/lib/server.mjs';
 import { Client } from '../integration/lib/client.mjs';
 import { adminRequest, adminOk as adminOkAs } from '../integration/lib/admin.mjs';
+import { durability, seeded } from '../integration/lib/durability.mjs';
 
 const PG = process.env.PRESENCED_TEST_PG;
 const CTL = process.env.PRESENCED_TEST_PG_CTL;
 const KEY = 'pg-admin-key-0123456789abcdef';
 const FLAGS = ['--workers', '2', '--admin-api-key', KEY, '--presence-debounce-ms', '20',
   '--room-batch-ms', '20', '--reconnect-grace-ms', '0', '--query-rate', '10000', '--query-burst', '10000'];
-const MODES = ['everyone', 'contacts', 'nobody'];
 const DEFAULT = { online: 'everyone', lastSeen: 'everyone', invisible: false };
 const RUN = `${process.pid}-${Date.now().toString(36)}`;
 let n = 0;
 const uid = (p) => `${p}-${RUN}-${++n}`;
 
 const SEED = Number(process.env.DURABLE_SEED || (Date.now() % 100000));
-let state = SEED;
-const rnd = () => {
-  state = (state + 0x6D2B79F5) | 0;
-  let t = Math.imul(state ^ (state >>> 15), 1 | state);
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-};
-const pick = (a) => a[Math.floor(rnd() * a.length)];
-const randomPrivacy = () => ({ online: pick(MODES), lastSeen: pick(MODES), invisible: rnd() < 0.5 });
-const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+const rnd = seeded(SEED);
+const { round, verify } = durability({ key: KEY, rnd, run: RUN, prefix: 'pg' });
 
 before(() => {
   // Not a skip: this suite exists to run against PostgreSQL.
@@ -104,105 +95,6 @@ test('privacy on PostgreSQL: invisible, contacts and blocks apply, and survive a
     await stopClean(srv, assert);
   }
 });
-
-// Concurrent writers until `target` acknowledgements, then SIGKILL.
-async function round(srv, r, target, log) {
-  const tag = `${RUN}-r${r}`;
-  const rec = { privacy: {}, contacts: { owner: `pgdc-${tag}`, acked: [] }, blocks: { owner: `pgdb-${tag}`, acked: [] } };
-  let acked = 0;
-  let stop = false;
-  const ctrl = new AbortController();
-  const s0 = await admin(srv, 'PUT', `/v1/admin/users/${rec.contacts.owner}/privacy`, { online: 'contacts' });
-  assert.equal(s0.status, 200, s0.text);
-  const track = (u) => (rec.privacy[u] ||= { sent: [], lastAcked: -1 });
-  const guard = (fn) => async (...a) => { try { await fn(...a); } catch (e) { if (!stop) throw e; } };
-  const adminPrivacy = guard(async (k) => {
-    const u = `pgda-${tag}-${k}`;
-    const t = track(u);
-    while (!stop) {
-      const v = randomPrivacy();
-      const i = t.sent.push(v) - 1;
-      const res = await admin(srv, 'PUT', `/v1/admin/users/${u}/privacy`, v, ctrl.signal);
-      if (res.status !== 200) throw new Error(`admin privacy ${res.status} ${res.text}`);
-      t.lastAcked = i;
-      acked++;
-    }
-  });
-  const protoPrivacy = guard(async (k) => {
-    const u = `pgdp-${tag}-${k}`;
-    const t = track(u);
-    const c = await Client.open(srv, { user: u });
-    const pending = new Map();
-    c.ws.on('message', (d) => {
-      const m = JSON.parse(d.toString());
-      if (m.type === 'ack' && pending.has(m.ref)) {
-        const i = pending.get(m.ref);
-        pending.delete(m.ref);
-        if (i > t.lastAcked) t.lastAcked = i;
-        acked++;
-      } else if (m.type === 'error' && !stop) log.push(`protocol error ${JSON.stringify(m)}`);
-    });
-    let seq = 0;
-    while (!stop && c.ws.readyState === 1) {
-      if (pending.size < 4) {
-        const v = randomPrivacy();
-        const i = t.sent.push(v) - 1;
-        const ref = `p${seq++}`;
-        pending.set(ref, i);
-        c.send({ type: 'privacy', ...v, ref });
-      }
-      await sleep(2);
-    }
-  });
-  const contacts = guard(async () => {
-    for (let i = 0; !stop; i++) {
-      const id = `pgc-${tag}-${i}`;
-      const res = await admin(srv, 'POST', `/v1/admin/users/${rec.contacts.owner}/contacts`, { add: [id] }, ctrl.signal);
-      if (res.status !== 200) throw new Error(`contacts ${res.status} ${res.text}`);
-      rec.contacts.acked.push(id);
-      acked++;
-    }
-  });
-  const blocks = guard(async () => {
-    for (let i = 0; !stop; i++) {
-      const id = `pgt-${tag}-${i}`;
-      const res = await admin(srv, 'PUT', `/v1/admin/users/${rec.blocks.owner}/blocks/${id}`, undefined, ctrl.signal);
-      if (res.status !== 200) throw new Error(`block ${res.status} ${res.text}`);
-      rec.blocks.acked.push(id);
-      acked++;
-    }
-  });
-  const writers = [adminPrivacy(0), adminPrivacy(1), protoPrivacy(0), protoPrivacy(1), contacts(), blocks()];
-  const failed = Promise.race(writers.map((w) => w.then(() => new Promise(() => {}))));
-  await Promise.race([failed, waitUntil(() => acked >= target, `${target} acknowledged changes`, 60000)]);
-  stop = true;
-  srv.child.kill('SIGKILL');
-  await once(srv.child, 'exit').catch(() => {});
-  ctrl.abort();
-  await Promise.allSettled(writers);
-  log.push(`round ${r}: ${acked} acknowledged at the kill`);
-  return rec;
-}
-
-async function verify(srv, recs) {
-  for (const rec of recs) {
-    for (const [u, t] of Object.entries(rec.privacy)) {
-      const got = (await adminOk(srv, 'GET', `/v1/admin/users/${u}/privacy`)).privacy;
-      const allowed = t.lastAcked < 0 ? [DEFAULT, ...t.sent] : t.sent.slice(t.lastAcked);
-      assert.ok(allowed.some((v) => same(v, got)),
-        `${u}: after restart ${JSON.stringify(got)}; last acknowledged #${t.lastAcked} ${JSON.stringify(t.sent[t.lastAcked])} of ${t.sent.length} sent`);
-    }
-    const co = await Client.open(srv, { user: rec.contacts.owner });
-    const bo = await Client.open(srv, { user: rec.blocks.owner });
-    await waitUntil(async () => (await adminOk(srv, 'GET', `/v1/admin/presence?user=${rec.contacts.owner}&user=${rec.blocks.owner}`))
-      .users.every((p) => p.status === 'online'), 'owners online');
-    for (const id of rec.contacts.acked) assert.equal((await view(srv, rec.contacts.owner, id)).status, 'online', `acknowledged contact ${id} lost`);
-    assert.equal((await view(srv, rec.contacts.owner, uid('nobody'))).status, 'offline');
-    for (const id of rec.blocks.acked) assert.equal((await view(srv, rec.blocks.owner, id)).status, 'offline', `acknowledged block ${id} lost`);
-    assert.equal((await view(srv, rec.blocks.owner, uid('nobody'))).status, 'online');
-    for (const c of [co, bo]) { c.send({ type: 'leave' }); await c.closed; }
-  }
-}
 
 test('acknowledged changes survive kill -9 of presenced (PostgreSQL store)', async () => {
   const log = [`seed ${SEED} (DURABLE_SEED to replay)`];
