@@ -26,6 +26,16 @@ async function ok(srv, method, p, body) {
   assert.match(r.headers.get('content-type') || '', /application\/json/);
   return r.json;
 }
+// An anonymous observer watching u, then u online on a desktop and a mobile.
+async function watchedOnTwoDevices(srv, u) {
+  const obs = await Client.open(srv);
+  obs.send({ type: 'watch', users: [u], ref: 'w' });
+  await obs.presenceOf(u);
+  const s1 = await Client.open(srv, { user: u, device: 'desktop' });
+  const s2 = await Client.open(srv, { user: u, device: 'mobile' });
+  await waitUntil(async () => Object.keys((await ok(srv, 'GET', `/v1/admin/presence?user=${u}`)).users[0].devices).length === 2, 'two devices');
+  return { obs, s1, s2 };
+}
 // The spec writes errors as {"error":code,"message":...}; the older HTTP API
 // as {"error":{"code":...,"message":...}}. Either is accepted; the code and a
 // non-empty message are required.
@@ -284,12 +294,7 @@ describe('admin API', () => {
 
   test('kick a user: every session gets session_ended kicked and close 4000; observers see offline at once', async () => {
     const u = uid('kick');
-    const obs = await Client.open(srv);
-    obs.send({ type: 'watch', users: [u], ref: 'w' });
-    await obs.presenceOf(u);
-    const s1 = await Client.open(srv, { user: u, device: 'desktop' });
-    const s2 = await Client.open(srv, { user: u, device: 'mobile' });
-    await waitUntil(async () => Object.keys((await ok(srv, 'GET', `/v1/admin/presence?user=${u}`)).users[0].devices).length === 2, 'two devices');
+    const { obs, s1, s2 } = await watchedOnTwoDevices(srv, u);
     const room = uid('kroom');
     const m = await Client.open(srv, { user: uid('member') });
     for (const [c, r] of [[m, 'jm'], [s1, 'j1']]) {
@@ -320,12 +325,7 @@ describe('admin API', () => {
 
   test('kick one session: only it ends (with the reason text); the user stays online', async () => {
     const u = uid('kick1');
-    const obs = await Client.open(srv);
-    obs.send({ type: 'watch', users: [u], ref: 'w' });
-    await obs.presenceOf(u);
-    const s1 = await Client.open(srv, { user: u, device: 'desktop' });
-    const s2 = await Client.open(srv, { user: u, device: 'mobile' });
-    await waitUntil(async () => Object.keys((await ok(srv, 'GET', `/v1/admin/presence?user=${u}`)).users[0].devices).length === 2, 'two devices');
+    const { obs, s1, s2 } = await watchedOnTwoDevices(srv, u);
     assert.deepEqual(await ok(srv, 'POST', `/v1/admin/users/${u}/kick`, { session: s2.welcome.sessionId, reason: 'policy violation' }),
       { user: u, kicked: 1 });
     const e = await s2.next((x) => x.type === 'session_ended');
