@@ -33,6 +33,18 @@ static uint32_t first_churner, first_victim, end_users, end_probes;
  * the victims' last heartbeats are spread over the second before they fall
  * silent, and the server's expiry check adds up to ~0.8 s). */
 static uint64_t quiet_t0, probe_t0, probe_done;
+
+/* The window a moment of the expiry phase belongs to: 2 = baseline (0.5 s
+ * after the victims fall silent until TTL - 1.5 s), 3 = burst (TTL - 1 s to
+ * TTL + 1.5 s), -1 = neither. */
+static int window_of(uint64_t now, uint64_t ttl)
+{
+    if (now >= quiet_t0 + 500000u && now + 1500000u < quiet_t0 + ttl)
+        return 2;
+    if (now + 1000000u >= quiet_t0 + ttl && now <= quiet_t0 + ttl + 1500000u)
+        return 3;
+    return -1;
+}
 static uint32_t probe_pos;
 
 static void on_probe(struct net *n, struct conn *c, int kind, uint32_t room, uint32_t from,
@@ -42,12 +54,8 @@ static void on_probe(struct net *n, struct conn *c, int kind, uint32_t room, uin
     if (kind != D_CURSOR || X->step != 1 || !quiet_t0 || from == c->user ||
         room != (uint32_t)X->p->rooms || c->user < end_users)
         return;
-    uint64_t now = now_us(), ttl = (uint64_t)X->p->ttl_ms * 1000u;
-    int w = -1;
-    if (now >= quiet_t0 + 500000u && now + 1500000u < quiet_t0 + ttl)
-        w = 2;
-    else if (now + 1000000u >= quiet_t0 + ttl && now <= quiet_t0 + ttl + 1500000u)
-        w = 3;
+    uint64_t now = now_us();
+    int w = window_of(now, (uint64_t)X->p->ttl_ms * 1000u);
     if (w > 0)
         hist_add(&X->res->lat[w], now > t ? now - t : 0);
 }
@@ -59,13 +67,8 @@ static uint64_t last_tick;
 
 static void loop_gap(struct ctx *x, uint64_t now)
 {
-    uint64_t ttl = (uint64_t)x->p->ttl_ms * 1000u;
     if (last_tick && quiet_t0) {
-        int w = -1;
-        if (now >= quiet_t0 + 500000u && now + 1500000u < quiet_t0 + ttl)
-            w = 2;
-        else if (now + 1000000u >= quiet_t0 + ttl && now <= quiet_t0 + ttl + 1500000u)
-            w = 3;
+        int w = window_of(now, (uint64_t)x->p->ttl_ms * 1000u);
         if (w > 0)
             hist_add(&x->res->lat2[w], now - last_tick);
     }

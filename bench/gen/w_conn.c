@@ -109,6 +109,17 @@ int wait_count(struct ctx *x, enum counter k, uint64_t n, double timeout_s)
     return run_until(x, now_us() + (uint64_t)(timeout_s * 1e6), have_wanted);
 }
 
+/* Every ready connection of this process sends a ping and the run waits
+ * (30 s at most) until every ready connection of all processes answered:
+ * what was sent before has been processed by the server. */
+static void ping_barrier(struct ctx *x)
+{
+    for (uint32_t k = 0; k < x->nlocal; k++)
+        if (x->conns[k].ready)
+            proto_barrier(&x->net, &x->conns[k]);
+    wait_count(x, C_PONG, all_steps(x, C_READY), 30);
+}
+
 /* Joins every ready local connection to room user / room_size. */
 void join_all(struct ctx *x)
 {
@@ -180,10 +191,7 @@ static void w2_child(struct ctx *x)
     phase(x, 3);
     /* still alive after the hold: every connection answers a ping */
     x->hb_on = 0;
-    for (uint32_t k = 0; k < x->nlocal; k++)
-        if (x->conns[k].ready)
-            proto_barrier(&x->net, &x->conns[k]);
-    wait_count(x, C_PONG, all_steps(x, C_READY), 30);
+    ping_barrier(x);
     phase(x, 4);
 }
 
@@ -249,10 +257,7 @@ static void w3_child(struct ctx *x)
     x->tick = w3_tick;
     run_until(x, w3_t0 + (uint64_t)(x->p->step_s * 1e6), NULL);
     x->tick = NULL;
-    for (uint32_t k = 0; k < x->nlocal; k++)
-        if (x->conns[k].ready)
-            proto_barrier(&x->net, &x->conns[k]);
-    wait_count(x, C_PONG, all_steps(x, C_READY), 30);
+    ping_barrier(x);
     phase(x, 2);
 }
 
