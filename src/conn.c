@@ -9,7 +9,11 @@
  * Write path: conn_write/conn_write_payload queue chunks and put c on
  * pool->pending; conn_pool_flush (before sleep) does one writev per
  * pending connection, arms EPOLLOUT only after a short write, and frees
- * connections closed during the iteration.
+ * connections closed during the iteration. Connections with only bulk
+ * output (or a graceful close to finish) wait on pool->bulk and are
+ * flushed after the pending ones while the iteration is within
+ * LOOP_SLICE_US; so are the frees. What the slice leaves, in order, goes
+ * first in the next iteration, which loop_more() keeps from sleeping.
  * Graceful close (conn_close_after_flush): stop delivering input, write what
  * is queued, shutdown(SHUT_WR), read and discard until the peer's EOF or
  * the linger deadline, then close. Closing while unread input sits in the
@@ -50,6 +54,7 @@ void conn_pool_init(struct conn_pool *pool, struct loop *l, struct metrics *m, u
         pool->max_input = 128u * 1024u * 1024u;
     list_init(&pool->all);
     list_init(&pool->pending);
+    list_init(&pool->bulk);
     list_init(&pool->closed);
     pool->rbuf_size = CONN_RBUF_SIZE;
     pool->rbuf = xmalloc(pool->rbuf_size);
@@ -118,10 +123,30 @@ struct conn *conn_new(struct conn_pool *pool, int fd, const struct conn_ops *ops
     return c;
 }
 
+/* Urgent: flushed at the end of this iteration (off the bulk list if on it). */
 static void mark_pending(struct conn *c)
 {
+    if (c->flags & CONN_BULK) {
+        list_del(&c->link_pending);
+        c->flags &= ~CONN_BULK;
+    }
     if (!list_is_linked(&c->link_pending))
         list_insert_tail(&c->pool->pending, &c->link_pending);
+}
+
+/* Bulk: flushed within an iteration's slice, unless already pending. */
+static void mark_bulk(struct conn *c)
+{
+    if (list_is_linked(&c->link_pending))
+        return;
+    list_insert_tail(&c->pool->bulk, &c->link_pending);
+    c->flags |= CONN_BULK;
+}
+
+static void unmark(struct conn *c)
+{
+    list_del(&c->link_pending);
+    c->flags &= ~CONN_BULK;
 }
 
 /* Keeps only a partially written head chunk, so that the byte stream
@@ -238,18 +263,32 @@ void conn_write(struct conn *c, const void *p, size_t n)
     check_limits(c);
 }
 
-void conn_write_payload(struct conn *c, struct payload *p)
+static void queue_payload(struct conn *c, struct payload *p)
 {
-    if (!accepts_output(c) || p->len == 0)
-        return;
     /* Tiny shared payloads are cheaper copied than referenced. */
     if (p->len <= 64 && writable_tail(c)) {
-        conn_write(c, p->data, p->len);
+        queue_bytes(c, p->data, p->len);
         return;
     }
     out_push(c, payload_ref(p));
     c->out_bytes += p->len;
+}
+
+void conn_write_payload(struct conn *c, struct payload *p)
+{
+    if (!accepts_output(c) || p->len == 0)
+        return;
+    queue_payload(c, p);
     mark_pending(c);
+    check_limits(c);
+}
+
+void conn_write_payload_bulk(struct conn *c, struct payload *p)
+{
+    if (!accepts_output(c) || p->len == 0)
+        return;
+    queue_payload(c, p);
+    mark_bulk(c);
     check_limits(c);
 }
 
@@ -262,7 +301,7 @@ void conn_close(struct conn *c)
     wheel_del(&c->timer);
     wheel_del(&c->linger);
     wheel_del(&c->soft);
-    list_del(&c->link_pending);
+    unmark(c);
     list_del(&c->link_all);
     out_drop_all(c);
     c->pool->count--;
@@ -277,7 +316,7 @@ void conn_close_after_flush(struct conn *c)
     c->flags |= CONN_CLOSE_AFTER | CONN_READ_PAUSED;
     wheel_del(&c->timer);
     loop_timer_start(c->pool->loop, &c->linger, c->pool->linger_ms);
-    mark_pending(c); /* the flush hook shuts down once output is empty */
+    mark_bulk(c); /* the flush hook shuts down once output is empty */
 }
 
 bool conn_is_closing(const struct conn *c)
@@ -528,12 +567,24 @@ static void flush_one(struct conn *c)
         finish_close(c);
 }
 
+/* Whether the iteration's slice for deferrable work is spent, after done
+ * items of it: never before CONN_SLICE_MIN (so bulk output progresses
+ * however busy the iterations are), else once the iteration has been busy
+ * LOOP_SLICE_US. When spent, the next iteration is asked not to sleep. */
+static bool slice_spent(struct loop *l, unsigned done)
+{
+    if (done < CONN_SLICE_MIN || loop_busy_us(l) < LOOP_SLICE_US)
+        return false;
+    loop_more(l);
+    return true;
+}
+
 void conn_pool_flush(struct loop *l, void *arg)
 {
     struct conn_pool *pool = arg;
     struct list *pos, *tmp;
+    unsigned done = 0;
 
-    (void)l;
     list_foreach_safe(pos, tmp, &pool->pending)
     {
         struct conn *c = container_of(pos, struct conn, link_pending);
@@ -541,8 +592,20 @@ void conn_pool_flush(struct loop *l, void *arg)
         list_del(pos);
         flush_one(c);
     }
+    list_foreach_safe(pos, tmp, &pool->bulk)
+    {
+        struct conn *c = container_of(pos, struct conn, link_pending);
+
+        if (slice_spent(l, done++))
+            break;
+        unmark(c);
+        flush_one(c);
+    }
+    done = 0;
     list_foreach_safe(pos, tmp, &pool->closed)
     {
+        if (slice_spent(l, done++))
+            break;
         list_del(pos);
         conn_free(container_of(pos, struct conn, link_pending));
     }

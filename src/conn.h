@@ -13,6 +13,16 @@
  * Nothing is written at once: the connection is put on the worker's
  * pending list and flushed by one writev() in the before-sleep hook, so a
  * socket gets at most one writev per loop iteration.
+ * Bulk output: conn_write_payload_bulk() queues the same way, in the same
+ * byte order, but puts the connection on the bulk list, which the hook
+ * flushes only while the iteration has been busy less than LOOP_SLICE_US
+ * (loop.h); the rest waits for the next iterations, which do not sleep.
+ * It is for output that has already waited for a batch window (room
+ * deltas), so that a burst of it (10,000 expiries fanned out to their
+ * rooms) cannot hold up urgent output (a cursor, an ack) for tens of ms.
+ * Any urgent write to the connection makes all its queued output urgent.
+ * A graceful close (conn_close_after_flush) and the frees of closed
+ * connections are sliced the same way.
  * Limits: queued bytes above the hard limit, or above the soft limit for
  * longer than the soft window, trip ops->on_overflow (WebSocket sends close
  * 4008) and the connection is closed after a short linger; writes to a
@@ -68,7 +78,8 @@ struct conn_pool {
     uint64_t linger_ms;        /* close-after-flush deadline */
     size_t max_input;          /* leftover input cap; above it the conn is closed */
     struct list all;           /* every live connection */
-    struct list pending;       /* connections with output to flush */
+    struct list pending;       /* connections with urgent output to flush */
+    struct list bulk;          /* connections with only bulk output (CONN_BULK) */
     struct list closed;        /* deferred frees */
     size_t count;              /* live connections */
     atomic_uint *shared_count; /* optional: process-wide count, decremented on free */
@@ -76,12 +87,17 @@ struct conn_pool {
     size_t rbuf_size;
 };
 
+/* Bulk flushes, and frees of closed connections, that one iteration does
+ * at least however long it has been busy: bulk output always progresses. */
+#define CONN_SLICE_MIN 32
+
 #define CONN_CLOSING     0x01u /* conn_close() called; no I/O any more */
 #define CONN_CLOSE_AFTER 0x02u /* close once output drains */
 #define CONN_WANT_WRITE  0x04u /* EPOLLOUT armed */
 #define CONN_OVERFLOWED  0x08u /* output limit tripped */
 #define CONN_READ_PAUSED 0x10u /* input is discarded (after EOF or close-after) */
 #define CONN_SHUT_WR     0x20u /* our side shut down; waiting for the peer's EOF */
+#define CONN_BULK        0x40u /* link_pending is on pool->bulk, not pool->pending */
 
 struct conn_chunk {
     struct payload *p; /* referenced */
@@ -107,7 +123,7 @@ struct conn {
     struct wheel_timer linger;  /* close-after-flush deadline */
     struct wheel_timer soft;    /* re-checks the soft output limit when its window ends */
     struct list link_all;       /* pool->all */
-    struct list link_pending;   /* pool->pending or pool->closed */
+    struct list link_pending;   /* pool->pending, pool->bulk or pool->closed */
     uint64_t created_ms;        /* loop time at accept */
     char peer[64];              /* "ip:port" for logs */
 };
@@ -123,6 +139,10 @@ struct conn *conn_new(struct conn_pool *pool, int fd, const struct conn_ops *ops
 void conn_write(struct conn *c, const void *p, size_t n);
 /* Queues a new reference to p (the caller keeps its own). Dropped when closing. */
 void conn_write_payload(struct conn *c, struct payload *p);
+/* Same, as bulk output: flushed within the iteration's slice (LOOP_SLICE_US)
+ * rather than unconditionally, so it may go out an iteration or a few
+ * later, after urgent output queued since (never reordered within c). */
+void conn_write_payload_bulk(struct conn *c, struct payload *p);
 /* Deferred close: stops I/O now, drops queued output, frees later. Idempotent. */
 void conn_close(struct conn *c);
 /* Stops reading; closes once queued output is written or after linger_ms. */

@@ -85,7 +85,7 @@ static void set_clear(char **v, size_t *n);
 static void rb_free(struct rblock *rb);
 static bool link_filtered(const struct room_link *l);
 static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_t epoch,
-                             uint64_t seq);
+                             uint64_t seq, bool bulk);
 static void request_refresh(struct room_link *l, const char *user);
 
 struct lroom {             /* client side: local subscribers of a room */
@@ -543,8 +543,11 @@ void engine__rooms_client_closed(struct client *c)
 }
 
 /* Sends one room message to a subscriber: the shared WebSocket frame, or
- * for an event stream the same JSON as an SSE event with id "epoch-seq". */
-static void deliver(struct client *c, struct payload *frame, uint64_t epoch, uint64_t seq)
+ * for an event stream the same JSON as an SSE event with id "epoch-seq".
+ * bulk: a delta, which already waited for its batch window, goes out as
+ * bulk output (conn.h), so a burst of deltas cannot delay urgent frames. */
+static void deliver(struct client *c, struct payload *frame, uint64_t epoch, uint64_t seq,
+                    bool bulk)
 {
     char id[48];
     struct payload *ev;
@@ -552,7 +555,10 @@ static void deliver(struct client *c, struct payload *frame, uint64_t epoch, uin
     size_t n;
 
     if (c->ws) {
-        ws_send_payload(c->ws, frame);
+        if (bulk)
+            ws_send_payload_bulk(c->ws, frame);
+        else
+            ws_send_payload(c->ws, frame);
         return;
     }
     snprintf(id, sizeof(id), "%llu-%llu", (unsigned long long)epoch, (unsigned long long)seq);
@@ -571,9 +577,9 @@ static void on_state(struct engine *e, struct emsg *em)
     if (!c || !(l = find_rlink(c, em->room, &idx)))
         return;
     if (em->frame && link_filtered(l))
-        deliver_filtered(l, em->frame, em->epoch, em->since);
+        deliver_filtered(l, em->frame, em->epoch, em->since, false);
     else if (em->frame)
-        deliver(c, em->frame, em->epoch, em->since);
+        deliver(c, em->frame, em->epoch, em->since, false);
     if (!em->arg)
         return;
     if (!em->frame && l->awaiting) {
@@ -610,9 +616,9 @@ static void on_event(struct engine *e, struct emsg *em)
         if (l->awaiting || (em->arg && congested(l->client)))
             continue;
         if (link_filtered(l))
-            deliver_filtered(l, em->frame, em->epoch, em->since);
+            deliver_filtered(l, em->frame, em->epoch, em->since, !em->arg);
         else
-            deliver(l->client, em->frame, em->epoch, em->since);
+            deliver(l->client, em->frame, em->epoch, em->since, !em->arg);
     }
 }
 
@@ -740,7 +746,7 @@ static void lower(cJSON *root, const char *key, size_t by)
  * still goes out. Parsed and re-encoded only here: others share the frame.
  */
 static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_t epoch,
-                             uint64_t seq)
+                             uint64_t seq, bool bulk)
 {
     struct client *c = l->client;
     const char *json, *type;
@@ -753,13 +759,13 @@ static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_
     type = root ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "type")) : NULL;
     if (!type) {
         cJSON_Delete(root);
-        deliver(c, frame, epoch, seq);
+        deliver(c, frame, epoch, seq, bulk);
         return;
     }
     if (strcmp(type, "ephemeral") == 0) {
         const char *from = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "user"));
         if (!from || !blocked_by(c, from))
-            deliver(c, frame, epoch, seq);
+            deliver(c, frame, epoch, seq, bulk);
         cJSON_Delete(root);
         return;
     }
@@ -777,7 +783,7 @@ static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_
     }
     if (dropped == 0 && l->nhidden == 0) {
         cJSON_Delete(root);
-        deliver(c, frame, epoch, seq);
+        deliver(c, frame, epoch, seq, bulk);
         return;
     }
     lower(root, "count", l->nhidden);
@@ -788,7 +794,7 @@ static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_
         abort(); /* cJSON fails only on OOM, which aborts everywhere */
     frame = frame_room_json(out, strlen(out));
     cJSON_free(out);
-    deliver(c, frame, epoch, seq);
+    deliver(c, frame, epoch, seq, bulk);
     payload_unref(frame);
 }
 

@@ -9,6 +9,8 @@
  * LOOP_TIMER_BUDGET timers; while the wheel holds due timers that the
  * budget left, wheel_next() is <= now and the wait does not sleep, so a
  * burst drains over consecutive iterations with I/O between the slices.
+ * A hook that stops early (loop_busy_us() past LOOP_SLICE_US) calls
+ * loop_more(), which has the same effect for one wait.
  * A wake eventfd lets other threads interrupt the wait (loop_wake,
  * loop_stop). Before-sleep hooks run after the events and timers of every
  * iteration: this is where coalesced writes are flushed and closed
@@ -40,6 +42,8 @@ struct loop {
     struct wheel *wheel;                    /* timers */
     struct loop_hook hooks[LOOP_MAX_HOOKS]; /* before-sleep hooks */
     unsigned nhooks;
+    bool more;           /* loop_more(): do not sleep in the next wait */
+    uint64_t busy_start; /* monotonic us when this iteration's wait returned */
     uint64_t iterations; /* completed iterations */
     uint64_t lag_max_us; /* max busy time since last read */
     struct epoll_event events[LOOP_MAX_EVENTS];
@@ -60,6 +64,7 @@ struct loop *loop_new(void)
     if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->wakefd, &ev) < 0)
         fatal("loop", "epoll_ctl wakefd");
     l->now = time_mono_ms();
+    l->busy_start = time_mono_us();
     l->wheel = wheel_new(l->now);
     atomic_init(&l->stop, false);
     return l;
@@ -138,6 +143,10 @@ static int wait_timeout(struct loop *l)
 {
     uint64_t next = wheel_next(l->wheel);
 
+    if (l->more) {
+        l->more = false;
+        return 0;
+    }
     if (next == UINT64_MAX)
         return 1000; /* wake now and then even when idle: cheap and robust */
     if (next <= l->now)
@@ -187,6 +196,7 @@ static void iterate(struct loop *l, int max_wait_ms)
 
     n = epoll_wait(l->epfd, l->events, LOOP_MAX_EVENTS, max_wait_ms < t ? max_wait_ms : t);
     busy_start = time_mono_us();
+    l->busy_start = busy_start;
     l->now = busy_start / 1000u;
     if (n < 0 && errno != EINTR)
         fatal("loop", "epoll_wait");
@@ -200,6 +210,7 @@ static void iterate(struct loop *l, int max_wait_ms)
 
 int loop_run(struct loop *l)
 {
+    l->busy_start = time_mono_us();
     run_hooks(l); /* work queued before the first wait */
     while (!atomic_load_explicit(&l->stop, memory_order_acquire))
         iterate(l, 1000);
@@ -210,6 +221,16 @@ int loop_run(struct loop *l)
 void loop_run_once(struct loop *l, int timeout_ms)
 {
     iterate(l, timeout_ms);
+}
+
+uint64_t loop_busy_us(const struct loop *l)
+{
+    return time_mono_us() - l->busy_start;
+}
+
+void loop_more(struct loop *l)
+{
+    l->more = true;
 }
 
 void loop_stop(struct loop *l)

@@ -8,7 +8,9 @@
  *   most LOOP_TIMER_BUDGET -> before-sleep hooks (flush coalesced writes,
  *   free deferred closes, hand cross-worker batches to the bus).
  * Timers the budget leaves due fire in the next iterations, whose
- * epoll_wait does not sleep (timeout 0) until they have.
+ * epoll_wait does not sleep (timeout 0) until they have. Hooks slice their
+ * deferrable work the same way: past LOOP_SLICE_US of busy time they stop
+ * and call loop_more(), and the next iteration does not sleep either.
  * The loop caches the monotonic time once per iteration (loop_now) and
  * measures iteration lag (time spent outside epoll_wait) for metrics.
  * A loop belongs to exactly one thread; only loop_wake() and loop_stop()
@@ -45,15 +47,24 @@ struct loop_io {
  * whose TTLs end within a second) then runs in slices with I/O and the hooks in
  * between, instead of stalling every other connection of the worker for
  * the whole burst. A timer costs from ~1 us to ~200 us with the work it
- * leaves to the hooks (a room's batch of leaves is one writev per member),
- * so at 64 a slice and its hooks take ~5-10 ms. Smaller: shorter stalls,
- * but more iterations (an epoll_wait and a round of hooks each) to drain a
- * burst; larger: the reverse. In W6's expiry burst (bench/, 2 workers on
- * 2 cores) another room's cursor p99 was 110-200 ms unsliced, ~90 ms at
- * 256, ~30 ms at 64 and no better at 32. Ordinary iterations fire a handful of timers
- * and never reach the budget.
+ * leaves to the hooks (a session's end: its close frame and close, its
+ * rooms' leaves). Smaller: shorter stalls, but more iterations (an
+ * epoll_wait and a round of hooks each) to drain a burst; larger: the
+ * reverse. In W6's expiry burst (bench/, 2 workers on 2 cores) another
+ * room's cursor p99 was 110-200 ms unsliced, ~90 ms at 256, ~30 ms at 64;
+ * at 16, with the bulk output sliced too (LOOP_SLICE_US), iterations stay
+ * within a few ms. Ordinary iterations fire a handful of timers and never
+ * reach the budget.
  */
-#define LOOP_TIMER_BUDGET 64
+#define LOOP_TIMER_BUDGET 16
+
+/*
+ * Busy time (us since epoll_wait returned) after which a hook leaves its
+ * deferrable work for the next iteration (conn.c: bulk output and the
+ * frees of closed connections). Urgent work is never cut: a cursor or an
+ * ack waits at most one short iteration behind a burst of room deltas.
+ */
+#define LOOP_SLICE_US 1000
 
 struct loop *loop_new(void);    /* aborts on OOM or when epoll fails */
 void loop_free(struct loop *l); /* NULL is a no-op; does not close watched fds */
@@ -68,6 +79,12 @@ uint64_t loop_now(const struct loop *l); /* cached monotonic ms of this iteratio
 struct wheel *loop_wheel(struct loop *l);
 /* Arms t to fire delay_ms after loop_now() (re-arms if linked). */
 void loop_timer_start(struct loop *l, struct wheel_timer *t, uint64_t delay_ms);
+
+/* Microseconds this iteration has been busy: since its epoll_wait returned. */
+uint64_t loop_busy_us(const struct loop *l);
+/* A hook stopped with work left: the next epoll_wait does not sleep (timeout
+ * 0), so the work continues right after the pending I/O. One-shot. */
+void loop_more(struct loop *l);
 
 /* Registers a before-sleep hook; hooks run in registration order every
  * iteration. At most LOOP_MAX_HOOKS; aborts beyond that (a programming error). */

@@ -612,6 +612,14 @@ void ws_send_payload(struct wsconn *ws, struct payload *framed)
     conn_write_payload(ws->conn, framed);
 }
 
+void ws_send_payload_bulk(struct wsconn *ws, struct payload *framed)
+{
+    if (ws->close_sent || conn_is_closing(ws->conn))
+        return;
+    METRIC_ADD(metrics_of(ws), frames_out, 1);
+    conn_write_payload_bulk(ws->conn, framed);
+}
+
 void ws_close(struct wsconn *ws, unsigned code, const char *reason)
 {
     uint64_t t = ws->opts->close_timeout_ms;

@@ -92,6 +92,9 @@ void ws_send_binary(struct wsconn *ws, const void *p, size_t n); /* ditto */
 /* Queues a frame built by ws_frame_payload() (takes a new reference; the
  * caller keeps its own), e.g. one broadcast shared by many connections. */
 void ws_send_payload(struct wsconn *ws, struct payload *framed);
+/* Same, as bulk output (conn_write_payload_bulk): for frames that may wait
+ * behind urgent ones, such as room deltas. */
+void ws_send_payload_bulk(struct wsconn *ws, struct payload *framed);
 /* Starts the closing handshake with code (must pass ws_close_code_valid)
  * and an optional reason (cut to 123 bytes). No-op when a close was sent. */
 void ws_close(struct wsconn *ws, unsigned code, const char *reason);

@@ -3,7 +3,7 @@
  * test_conn.c - the connection layer over real socketpairs and a real
  * loop: coalesced output (one writev), shared payloads, output limits,
  * partial input kept and re-presented, protocol switches inside one read,
- * deferred close and graceful close.
+ * deferred close and graceful close, bulk output and the sliced flush.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -311,6 +311,110 @@ static void test_peer_eof_closes_by_default(void **state)
     assert_int_equal(f->pool.count, 0);
 }
 
+static struct payload *payload_of(const char *s)
+{
+    struct payload *p = payload_new(strlen(s));
+
+    payload_append(p, s, strlen(s));
+    return p;
+}
+
+/* Bulk and urgent output share one queue: order kept, one writev. */
+static void test_bulk_keeps_order_with_urgent_output(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *c = new_conn(f, &rec_ops);
+    struct payload *a = payload_of("bulk-a "), *b = payload_of("bulk-b");
+    char out[64];
+
+    conn_write_payload_bulk(c, a);
+    assert_true(c->flags & CONN_BULK);
+    conn_write(c, "urgent ", 7);
+    assert_false(c->flags & CONN_BULK); /* now all of it is urgent */
+    conn_write_payload_bulk(c, b);
+    assert_false(c->flags & CONN_BULK);
+    loop_run_once(f->loop, 0);
+    assert_int_equal(METRIC_GET(&f->metrics, writev_calls), 1);
+    assert_int_equal(read_peer(f, out, sizeof(out)), 20);
+    assert_memory_equal(out, "bulk-a urgent bulk-b", 20);
+    payload_unref(a);
+    payload_unref(b);
+}
+
+/* Makes the current iteration look busy past its slice. */
+static void spend_slice(struct fixture *f)
+{
+    loop_run_once(f->loop, 0);
+    while (loop_busy_us(f->loop) < LOOP_SLICE_US + 200)
+        ;
+}
+
+/* Past the slice, only CONN_SLICE_MIN bulk connections are flushed; the
+ * others go out in the next iteration, which does not sleep. Urgent
+ * output is flushed whatever the time. */
+static void test_bulk_is_sliced_urgent_is_not(void **state)
+{
+    enum { N = CONN_SLICE_MIN + 8 };
+    struct fixture *f = *state;
+    struct payload *p = payload_of("delta");
+    struct conn *c[N], *u;
+    int peers[N], upeer;
+    char out[16];
+    int got = 0;
+    uint64_t t0;
+
+    for (int i = 0; i < N; i++) {
+        c[i] = new_conn(f, &rec_ops);
+        peers[i] = f->peer;
+    }
+    u = new_conn(f, &rec_ops);
+    upeer = f->peer;
+    f->peer = -1;
+    spend_slice(f);
+    for (int i = 0; i < N; i++)
+        conn_write_payload_bulk(c[i], p);
+    conn_write(u, "cursor", 6);
+    conn_pool_flush(f->loop, &f->pool);
+    assert_int_equal(read(upeer, out, sizeof(out)), 6);
+    for (int i = 0; i < N; i++)
+        got += read(peers[i], out, sizeof(out)) == 5;
+    assert_int_equal(got, CONN_SLICE_MIN);
+    t0 = time_mono_ms();
+    loop_run_once(f->loop, 5000); /* work left: no sleep */
+    assert_true(time_mono_ms() - t0 < 1000);
+    for (int i = 0; i < N; i++)
+        got += read(peers[i], out, sizeof(out)) == 5;
+    assert_int_equal(got, N);
+    for (int i = 0; i < N; i++)
+        close(peers[i]);
+    close(upeer);
+    payload_unref(p);
+}
+
+/* Frees of closed connections are sliced the same way. */
+static void test_frees_are_sliced(void **state)
+{
+    enum { N = CONN_SLICE_MIN + 5 };
+    struct fixture *f = *state;
+    int peers[N];
+    struct conn *c[N];
+
+    for (int i = 0; i < N; i++) {
+        c[i] = new_conn(f, &rec_ops);
+        peers[i] = f->peer;
+    }
+    f->peer = -1;
+    spend_slice(f);
+    for (int i = 0; i < N; i++)
+        conn_close(c[i]);
+    conn_pool_flush(f->loop, &f->pool);
+    assert_int_equal(closes, CONN_SLICE_MIN);
+    loop_run_once(f->loop, 5000);
+    assert_int_equal(closes, N);
+    for (int i = 0; i < N; i++)
+        close(peers[i]);
+}
+
 static void test_ids_are_unique_and_carry_the_worker(void **state)
 {
     struct fixture *f = *state;
@@ -338,6 +442,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_close_after_flush_delivers_then_eof, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peer_eof_closes_by_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_are_unique_and_carry_the_worker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bulk_keeps_order_with_urgent_output, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bulk_is_sliced_urgent_is_not, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_frees_are_sliced, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

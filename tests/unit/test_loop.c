@@ -174,6 +174,45 @@ static void test_timer_burst_fires_in_slices(void **state)
     free(t);
 }
 
+static void hook_more_once(struct loop *l, void *d)
+{
+    int *calls = d;
+
+    if ((*calls)++ == 0)
+        loop_more(l);
+}
+
+/* A hook that stopped with work left (loop_more) gets the next iteration
+ * without a sleep, once; then the loop sleeps as usual again. */
+static void test_more_skips_one_sleep(void **state)
+{
+    struct loop *l = *state;
+    int calls = 0;
+    uint64_t t0;
+
+    loop_add_hook(l, hook_more_once, &calls);
+    loop_run_once(l, 0);
+    t0 = time_mono_ms();
+    loop_run_once(l, 5000); /* nothing due: would sleep 5 s without it */
+    assert_true(time_mono_ms() - t0 < 1000);
+    assert_int_equal(calls, 2);
+    t0 = time_mono_ms();
+    loop_run_once(l, 50);
+    assert_true(time_mono_ms() - t0 >= 40); /* slept again */
+}
+
+/* loop_busy_us counts from the moment the iteration's wait returned. */
+static void test_busy_time_counts_from_the_wait(void **state)
+{
+    struct loop *l = *state;
+
+    loop_run_once(l, 0);
+    usleep(3000);
+    assert_true(loop_busy_us(l) >= 3000);
+    loop_run_once(l, 0);
+    assert_true(loop_busy_us(l) < 3000);
+}
+
 static void test_hooks_run_in_order(void **state)
 {
     struct loop *l = *state;
@@ -226,6 +265,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancelled_timer_never_fires, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timer_burst_fires_in_slices, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hooks_run_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_more_skips_one_sleep, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_busy_time_counts_from_the_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stop_from_another_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_now_is_cached_per_iteration, setup, teardown),
     };
