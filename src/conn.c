@@ -17,7 +17,10 @@
  * Graceful close (conn_close_after_flush): stop delivering input, write what
  * is queued, shutdown(SHUT_WR), read and discard until the peer's EOF or
  * the linger deadline, then close. Closing while unread input sits in the
- * kernel would send a RST that can destroy our last frames in flight.
+ * kernel would send a RST that can destroy our last frames in flight. If
+ * the peer's EOF came first (a WebSocket client answering our close frame
+ * and hanging up), there is nothing to wait for: close() once the output
+ * is written, without the shutdown.
  */
 #include "conn.h"
 
@@ -76,7 +79,6 @@ static void conn_free(struct conn *c)
         c->ops->on_close(c);
     out_drop_all(c);
     buf_release(&c->in);
-    close(c->fd);
     if (c->pool->shared_count)
         atomic_fetch_sub(c->pool->shared_count, 1);
     free(c);
@@ -297,7 +299,11 @@ void conn_close(struct conn *c)
     if (c->flags & CONN_CLOSING)
         return;
     c->flags |= CONN_CLOSING;
-    loop_io_stop(c->pool->loop, &c->io);
+    /* The fd goes now (close() also leaves epoll: no EPOLL_CTL_DEL), the
+     * struct at the deferred free. */
+    loop_io_forget(&c->io);
+    close(c->fd);
+    c->fd = -1;
     wheel_del(&c->timer);
     wheel_del(&c->linger);
     wheel_del(&c->soft);
@@ -432,10 +438,13 @@ void conn_replay_input(struct conn *c)
 static void on_eof(struct conn *c)
 {
     if (c->flags & (CONN_SHUT_WR | CONN_CLOSE_AFTER)) {
-        if (c->flags & CONN_SHUT_WR)
+        /* Both sides are done once nothing is left to send: close() sends
+         * our FIN (the input is drained, so no RST). */
+        if ((c->flags & CONN_SHUT_WR) || c->out_count == 0) {
             conn_close(c);
-        else
-            c->flags |= CONN_READ_PAUSED;
+            return;
+        }
+        c->flags |= CONN_READ_PAUSED;
         loop_io_set(c->pool->loop, &c->io, c->io.events & ~(uint32_t)(EPOLLIN | EPOLLRDHUP));
         return;
     }
@@ -526,13 +535,16 @@ static void set_want_write(struct conn *c, bool on)
     loop_io_set(c->pool->loop, &c->io, ev);
 }
 
-/* Output drained on a closing connection: half-close and wait for EOF. */
+/* Output drained on a closing connection: half-close and wait for EOF, or
+ * close if the EOF was already read. */
 static void finish_close(struct conn *c)
 {
     if (c->flags & CONN_SHUT_WR)
         return;
     c->flags |= CONN_SHUT_WR;
-    if (shutdown(c->fd, SHUT_WR) < 0 || !(c->io.events & EPOLLIN))
+    /* After the peer's EOF (no EPOLLIN any more) close() alone is the
+     * graceful end; before it, half-close and wait for the EOF. */
+    if (!(c->io.events & EPOLLIN) || shutdown(c->fd, SHUT_WR) < 0)
         conn_close(c);
 }
 

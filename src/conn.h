@@ -27,8 +27,9 @@
  * longer than the soft window, trip ops->on_overflow (WebSocket sends close
  * 4008) and the connection is closed after a short linger; writes to a
  * closing connection are dropped, so memory stays bounded.
- * Lifetime: conn_close() never frees. It stops I/O and timers and queues
- * the connection; the before-sleep hook calls ops->on_close and frees it.
+ * Lifetime: conn_close() never frees. It closes the socket, stops timers
+ * and queues the connection; the before-sleep hook calls ops->on_close and
+ * frees it.
  * Code that iterates connections may close any of them.
  */
 #ifndef CONN_H

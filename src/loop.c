@@ -114,6 +114,12 @@ void loop_io_stop(struct loop *l, struct loop_io *io)
     io->events = 0;
 }
 
+void loop_io_forget(struct loop_io *io)
+{
+    io->_registered = false;
+    io->events = 0;
+}
+
 uint64_t loop_now(const struct loop *l)
 {
     return l->now;

@@ -74,6 +74,11 @@ int loop_io_start(struct loop *l, struct loop_io *io, int fd, uint32_t events, l
 /* Changes the interest set; a no-op when unchanged. Returns 0 or -errno. */
 int loop_io_set(struct loop *l, struct loop_io *io, uint32_t events);
 void loop_io_stop(struct loop *l, struct loop_io *io); /* no-op if not started */
+/* For a caller about to close io->fd itself: forgets io without a syscall.
+ * close() takes the fd out of the epoll set, provided the descriptor was
+ * never duplicated. Events for io already returned by this iteration's
+ * wait are skipped. */
+void loop_io_forget(struct loop_io *io);
 
 uint64_t loop_now(const struct loop *l); /* cached monotonic ms of this iteration */
 struct wheel *loop_wheel(struct loop *l);

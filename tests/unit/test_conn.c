@@ -299,6 +299,41 @@ static void test_close_after_flush_delivers_then_eof(void **state)
     assert_int_equal(closes, 1);
 }
 
+/* The peer hung up before our last words went out: they still go out,
+ * then we close without waiting for anything. */
+static void test_eof_before_close_after_flush(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *c = new_conn(f, &rec_ops);
+    char out[64];
+
+    conn_close_after_flush(c);
+    conn_write(c, "dropped", 7); /* closing: not accepted any more */
+    shutdown(f->peer, SHUT_WR);
+    loop_run_once(f->loop, 100); /* reads the EOF: nothing left to send */
+    assert_int_equal(closes, 1);
+    assert_int_equal(read(f->peer, out, sizeof(out)), 0);
+}
+
+static void test_eof_while_last_words_queued(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *c = new_conn(f, &rec_ops);
+    char out[64];
+
+    conn_write(c, "last words", 10);
+    conn_close_after_flush(c);
+    shutdown(f->peer, SHUT_WR);
+    /* The EOF is read before the flush (events run first), then the flush
+     * writes and closes: no shutdown, no waiting for a second EOF. */
+    loop_run_once(f->loop, 100);
+    assert_int_equal(read(f->peer, out, sizeof(out)), 10);
+    assert_memory_equal(out, "last words", 10);
+    assert_int_equal(read(f->peer, out, sizeof(out)), 0);
+    loop_run_once(f->loop, 0);
+    assert_int_equal(closes, 1);
+}
+
 static void test_peer_eof_closes_by_default(void **state)
 {
     struct fixture *f = *state;
@@ -440,6 +475,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_protocol_switch_within_one_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_is_deferred, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_after_flush_delivers_then_eof, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_eof_before_close_after_flush, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_eof_while_last_words_queued, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peer_eof_closes_by_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_are_unique_and_carry_the_worker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bulk_keeps_order_with_urgent_output, setup, teardown),
