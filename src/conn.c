@@ -26,6 +26,7 @@
 
 #include "log.h"
 #include "metrics.h"
+#include "pool.h"
 #include "util.h"
 
 #define CONN_RBUF_SIZE       (64u * 1024u)
@@ -74,7 +75,7 @@ static void conn_free(struct conn *c)
     close(c->fd);
     if (c->pool->shared_count)
         atomic_fetch_sub(c->pool->shared_count, 1);
-    free(c);
+    pool_free(c);
 }
 
 void conn_pool_release(struct conn_pool *pool)
@@ -96,7 +97,7 @@ void conn_pool_release(struct conn_pool *pool)
 
 struct conn *conn_new(struct conn_pool *pool, int fd, const struct conn_ops *ops, void *proto)
 {
-    struct conn *c = xcalloc(1, sizeof(*c));
+    struct conn *c = pool_alloc(sizeof(*c));
 
     c->id = ((uint64_t)pool->worker_id << 48) | pool->next_seq++;
     c->fd = fd;

@@ -359,7 +359,7 @@ static void sroom_add(struct engine *e, const struct emsg *req)
 
     if (!s) {
         size_t n = strlen(req->sid);
-        s = xcalloc(1, sizeof(*s) + n + 1);
+        s = pool_alloc(sizeof(*s) + n + 1);
         memcpy(s->sid, req->sid, n + 1);
         hmap_insert(&e->srooms, &s->node, str_hash(s->sid));
     }
@@ -368,9 +368,9 @@ static void sroom_add(struct engine *e, const struct emsg *req)
             return;
     if (s->n == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 4;
-        s->rooms = xrealloc(s->rooms, s->cap * sizeof(*s->rooms));
+        s->rooms = pool_realloc(s->rooms, s->cap * sizeof(*s->rooms));
     }
-    s->rooms[s->n++] = xstrdup(req->room);
+    s->rooms[s->n++] = pool_strdup(req->room);
 }
 
 static void sroom_del(struct engine *e, const struct emsg *req)
@@ -379,7 +379,7 @@ static void sroom_del(struct engine *e, const struct emsg *req)
 
     for (size_t i = 0; s && i < s->n; i++) {
         if (strcmp(s->rooms[i], req->room) == 0) {
-            free(s->rooms[i]);
+            pool_free(s->rooms[i]);
             s->rooms[i] = s->rooms[--s->n];
             return;
         }
@@ -450,8 +450,8 @@ static void sroom_release(void *owner)
     struct sroom *s = owner;
 
     for (size_t i = 0; i < s->n; i++)
-        free(s->rooms[i]);
-    free(s->rooms);
+        pool_free(s->rooms[i]);
+    pool_free(s->rooms);
 }
 
 void engine__rooms_session_ended(struct engine *e, const char *sid, const char *uid)
@@ -469,7 +469,7 @@ void engine__rooms_session_ended(struct engine *e, const char *sid, const char *
     }
     hmap_remove(&e->srooms, &s->node);
     sroom_release(s);
-    free(s);
+    pool_free(s);
 }
 
 /* ---- client side ---- */
@@ -489,7 +489,7 @@ static struct room_link *rlink_add(struct client *c, const char *room)
 {
     struct engine *e = c->e;
     struct lroom *lr = find_lroom(e, room);
-    struct room_link *l = xcalloc(1, sizeof(*l));
+    struct room_link *l = pool_alloc(sizeof(*l));
 
     if (!lr) {
         lr = xcalloc(1, sizeof(*lr));
@@ -504,7 +504,7 @@ static struct room_link *rlink_add(struct client *c, const char *room)
     list_insert_tail(&lr->links, &l->link);
     if (c->nrlinks == c->caprlinks) {
         c->caprlinks = c->caprlinks ? c->caprlinks * 2 : 4;
-        c->rlinks = xrealloc(c->rlinks, c->caprlinks * sizeof(*c->rlinks));
+        c->rlinks = pool_realloc(c->rlinks, c->caprlinks * sizeof(*c->rlinks));
     }
     c->rlinks[c->nrlinks++] = l;
     return l;
@@ -520,7 +520,7 @@ static void rlink_remove(struct client *c, size_t idx)
     list_del(&l->link);
     set_clear(l->hidden, &l->nhidden);
     free(l->hidden);
-    free(l);
+    pool_free(l);
     if (!list_empty(&lr->links))
         return;
     em = emsg_new(OP_RUNSUB, 0);
@@ -536,7 +536,7 @@ void engine__rooms_client_closed(struct client *c)
     /* Membership follows the session (grace, TTL), not the socket. */
     while (c->nrlinks > 0)
         rlink_remove(c, c->nrlinks - 1);
-    free(c->rlinks);
+    pool_free(c->rlinks);
     c->rlinks = NULL;
     rb_free(c->rblock);
     c->rblock = NULL;
@@ -863,7 +863,7 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
         rb->npending = 0;
         c->rblock = NULL; /* the next join reads again */
         free(rb->pending);
-        free(rb);
+        pool_free(rb);
         return;
     }
     for (size_t i = 0; i < r->nids; i++)
@@ -872,6 +872,9 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
     for (size_t i = 0; i < rb->npending; i++)
         rb_send_join(c, rb->pending[i]);
     rb->npending = 0;
+    free(rb->pending); /* joins are held only while loading */
+    rb->pending = NULL;
+    rb->cappending = 0;
 }
 
 /* Sends a join of c, held until c's blockers are known. */
@@ -881,7 +884,7 @@ static void rb_join(struct client *c, struct emsg *em)
     bool load = !rb;
 
     if (!rb)
-        rb = c->rblock = xcalloc(1, sizeof(*rb));
+        rb = c->rblock = pool_alloc(sizeof(*rb));
     else if (rb->state == RB_READY) {
         rb_send_join(c, em);
         return;
@@ -920,7 +923,7 @@ static void rb_free(struct rblock *rb)
     free(rb->pending);
     set_clear(rb->ids, &rb->n);
     free(rb->ids);
-    free(rb);
+    pool_free(rb);
 }
 
 /* Every worker: owner blocks (or stops blocking) viewer. Sockets of
