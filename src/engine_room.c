@@ -225,7 +225,7 @@ static void subscribe(struct engine *e, const char *room, unsigned from, uint64_
     struct rsub *s = find_rsub(e, room);
 
     if (!s) {
-        s = xcalloc(1, sizeof(*s) + e->w->srv->nworkers * sizeof(s->gen[0]));
+        s = pool_alloc(sizeof(*s) + e->w->srv->nworkers * sizeof(s->gen[0]));
         copy_id(s->room, room);
         hmap_insert(&e->rsubs, &s->node, str_hash(s->room));
     }
@@ -329,7 +329,7 @@ static void r_unsub(struct engine *e, struct emsg *em)
         return;
     if ((s->workers &= ~(1ull << from)) == 0) {
         hmap_remove(&e->rsubs, &s->node);
-        free(s);
+        pool_free(s);
     }
 }
 
@@ -492,7 +492,7 @@ static struct room_link *rlink_add(struct client *c, const char *room)
     struct room_link *l = pool_alloc(sizeof(*l));
 
     if (!lr) {
-        lr = xcalloc(1, sizeof(*lr));
+        lr = pool_alloc(sizeof(*lr));
         copy_id(lr->room, room);
         list_init(&lr->links);
         lr->gen = ++e->sub_gen;
@@ -528,7 +528,7 @@ static void rlink_remove(struct client *c, size_t idx)
     em->version = lr->gen;
     send_to(c->e, room_owner(c->e, lr->room), em);
     hmap_remove(&c->e->lrooms, &lr->node);
-    free(lr);
+    pool_free(lr);
 }
 
 void engine__rooms_client_closed(struct client *c)

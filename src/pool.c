@@ -57,7 +57,7 @@
 #define CHUNK_SIZE  ((size_t)1 << CHUNK_SHIFT)
 #define POOL_RANGE  ((size_t)8 << 30) /* reserved address space: 8 GiB */
 #define NCHUNKS     (POOL_RANGE / CHUNK_SIZE)
-#define NCLASSES    32
+#define NCLASSES    44
 
 struct chunk {
     struct chunk *next; /* in its class's avail list */
@@ -101,14 +101,17 @@ static void pool_init(void)
     pool_base = p;
 }
 
-/* 16-byte steps up to 256, 32 up to 512, 64 up to POOL_MAX; n in 1..POOL_MAX. */
+/* 16-byte steps up to 256, 32 up to 512, 64 up to 1 KiB, 256 up to
+ * POOL_MAX; n in 1..POOL_MAX. */
 static unsigned class_of(size_t n)
 {
     if (n <= 256)
         return (unsigned)((n + 15) / 16 - 1);
     if (n <= 512)
         return (unsigned)(16 + (n - 256 + 31) / 32 - 1);
-    return (unsigned)(24 + (n - 512 + 63) / 64 - 1);
+    if (n <= 1024)
+        return (unsigned)(24 + (n - 512 + 63) / 64 - 1);
+    return (unsigned)(32 + (n - 1024 + 255) / 256 - 1);
 }
 
 static size_t class_size(unsigned c)
@@ -117,7 +120,9 @@ static size_t class_size(unsigned c)
         return 16 * ((size_t)c + 1);
     if (c < 24)
         return 256 + 32 * ((size_t)c - 15);
-    return 512 + 64 * ((size_t)c - 23);
+    if (c < 32)
+        return 512 + 64 * ((size_t)c - 23);
+    return 1024 + 256 * ((size_t)c - 31);
 }
 
 static bool in_range(const void *p)

@@ -2,7 +2,8 @@
 /*
  * pool.h - the allocator for long-lived small objects (what an idle
  * connection holds: its conn, WebSocket state, client, session, user,
- * settings entry, room membership and their id strings).
+ * settings entry, room membership and their id strings; and what an idle
+ * room holds: the room, its member table and resume ring).
  *
  * Why not malloc: a join burst interleaves these objects with thousands of
  * short-lived ones (bus messages, frames, snapshots) in the same malloc
@@ -14,7 +15,7 @@
  * nearly nothing after a burst.
  *
  * Shape: size classes from 16 to POOL_MAX bytes (16-byte steps up to 256,
- * then 32, then 64), each carved from 64 KiB chunks of one reserved
+ * then 32, 64 and from 1 KiB 256), each carved from 64 KiB chunks of one reserved
  * address range; no per-object header (the chunk names the class); a
  * chunk whose objects are all freed goes back to the kernel
  * (MADV_DONTNEED) unless it is its class's last chunk with room. Larger
@@ -32,7 +33,7 @@
 
 #include <stddef.h>
 
-#define POOL_MAX 1024 /* bytes; larger objects come from malloc */
+#define POOL_MAX 4096 /* bytes; larger objects come from malloc */
 
 /* Zero-filled, 16-byte aligned; aborts on OOM, never NULL. Free with
  * pool_free() (never free()). */

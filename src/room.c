@@ -449,7 +449,7 @@ static uint64_t next_epoch(struct room_engine *e)
 
 static struct room *room_create(struct room_engine *e, const char *id)
 {
-    struct room *r = xcalloc(1, sizeof(*r));
+    struct room *r = pool_alloc(sizeof(*r));
 
     r->e = e;
     memcpy(r->id, id, strlen(id) + 1);
@@ -511,7 +511,7 @@ static void room_free(struct room *r)
     wheel_del(&r->flush_timer);
     ring_release(&r->ring);
     payload_unref(r->snap.payload);
-    free(r);
+    pool_free(r);
     e->stats.rooms--;
 }
 
