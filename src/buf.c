@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pool.h"
 #include "util.h"
 
 void buf_release(struct buf *b)
@@ -89,6 +90,16 @@ struct payload *payload_from(const void *data, size_t n)
     return p;
 }
 
+struct payload *payload_lasting(const void *data, size_t n)
+{
+    struct payload *p = pool_alloc(sizeof(*p) + n);
+
+    atomic_init(&p->refs, 1);
+    memcpy(p->data, data, n);
+    p->len = p->cap = n;
+    return p;
+}
+
 struct payload *payload_ref(struct payload *p)
 {
     atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
@@ -98,7 +109,7 @@ struct payload *payload_ref(struct payload *p)
 void payload_unref(struct payload *p)
 {
     if (p && atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) == 1)
-        free(p);
+        pool_free(p); /* from malloc or pool.h: it tells them apart */
 }
 
 size_t payload_append(struct payload *p, const void *data, size_t n)

@@ -10,7 +10,9 @@
  * is encoded once into a payload and every recipient's output queue holds a
  * reference. The count is atomic, so a payload may be shared by workers.
  * While its creator holds the only reference it may still append to it
- * (payload_append); once shared it must never change.
+ * (payload_append); once shared it must never change. Payloads come from
+ * malloc, except those made to be held as long as connections
+ * (payload_lasting), which come from pool.h.
  */
 #ifndef BUF_H
 #define BUF_H
@@ -44,6 +46,10 @@ struct payload {
 struct payload *payload_new(size_t cap);
 /* New payload holding a copy of (p, n), one reference. */
 struct payload *payload_from(const void *p, size_t n);
+/* Like payload_from, in pool.h memory: for bytes held while clients stay
+ * connected (a room's resume ring, members' metadata), which in malloc's
+ * arenas would pin the pages a burst's transient frames leave free. */
+struct payload *payload_lasting(const void *p, size_t n);
 struct payload *payload_ref(struct payload *p); /* returns p */
 void payload_unref(struct payload *p);          /* NULL is a no-op */
 /* Appends up to the free room; returns bytes copied. Only while unshared. */

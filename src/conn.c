@@ -33,6 +33,7 @@
 
 #include "log.h"
 #include "metrics.h"
+#include "pool.h"
 #include "util.h"
 
 #define CONN_RBUF_SIZE       (64u * 1024u)
@@ -81,7 +82,7 @@ static void conn_free(struct conn *c)
     buf_release(&c->in);
     if (c->pool->shared_count)
         atomic_fetch_sub(c->pool->shared_count, 1);
-    free(c);
+    pool_free(c);
 }
 
 void conn_pool_release(struct conn_pool *pool)
@@ -103,7 +104,7 @@ void conn_pool_release(struct conn_pool *pool)
 
 struct conn *conn_new(struct conn_pool *pool, int fd, const struct conn_ops *ops, void *proto)
 {
-    struct conn *c = xcalloc(1, sizeof(*c));
+    struct conn *c = pool_alloc(sizeof(*c));
 
     c->id = ((uint64_t)pool->worker_id << 48) | pool->next_seq++;
     c->fd = fd;

@@ -660,7 +660,7 @@ static void watch_add(struct client *c, const char *uid)
     list_insert_tail(&v->links, &l->link);
     if (c->nlinks == c->caplinks) {
         c->caplinks = c->caplinks ? c->caplinks * 2 : 8;
-        c->links = xrealloc(c->links, c->caplinks * sizeof(*c->links));
+        c->links = pool_realloc(c->links, c->caplinks * sizeof(*c->links));
     }
     c->links[c->nlinks++] = l;
     if (v->cls >= 0)
@@ -980,7 +980,7 @@ static void app_on_close(struct wsconn *ws, unsigned code)
     e = c->e;
     while (c->nlinks > 0)
         watch_remove(c, c->nlinks - 1);
-    free(c->links);
+    pool_free(c->links);
     engine__rooms_client_closed(c);
     wheel_del(&c->auth_timer);
     free(c->room_claims);
@@ -989,7 +989,7 @@ static void app_on_close(struct wsconn *ws, unsigned code)
     hmap_remove(&e->clients, &c->node);
     ws_set_user_data(ws, NULL);
     client_free_ids(c);
-    free(c);
+    pool_free(c);
 }
 
 const struct ws_app engine_app = {
@@ -1045,7 +1045,7 @@ void engine__free_map(struct hmap *m, size_t node_off, void (*release)(void *own
         hmap_remove(m, n);
         if (release)
             release((char *)n - node_off);
-        free((char *)n - node_off);
+        pool_free((char *)n - node_off);
     }
     hmap_release(m);
 }
@@ -1157,7 +1157,7 @@ static int prepare_token(struct client *c, struct conn *conn, const struct http_
 struct client *engine_client_prepare(struct worker *w, struct conn *conn,
                                      const struct http_request *req)
 {
-    struct client *c = xcalloc(1, sizeof(*c));
+    struct client *c = pool_alloc(sizeof(*c));
     char dev[32], id[PRESENCE_ID_MAX + 1];
     size_t pos = 0;
     int d = PRESENCE_DEVICE_WEB;
@@ -1197,7 +1197,7 @@ void engine_client_discard(struct client *c)
 {
     free(c->room_claims);
     client_free_ids(c);
-    free(c);
+    pool_free(c);
 }
 
 /* ---- HTTP reads and HTTP heartbeats ----
@@ -1666,16 +1666,16 @@ static void sse_closed(struct sse_stream *s, void *data)
     (void)s;
     while (c->nlinks > 0)
         watch_remove(c, c->nlinks - 1);
-    free(c->links);
+    pool_free(c->links);
     engine__rooms_client_closed(c);
     hmap_remove(&c->e->clients, &c->node);
     client_free_ids(c);
-    free(c);
+    pool_free(c);
 }
 
 struct client *engine__sse_client(struct conn *conn, struct worker *w)
 {
-    struct client *c = xcalloc(1, sizeof(*c));
+    struct client *c = pool_alloc(sizeof(*c));
 
     c->e = engine_of(w);
     c->uid = c->sid = engine__no_id;

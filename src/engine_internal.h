@@ -17,6 +17,7 @@
 #include "hmap.h"
 #include "jwt.h"
 #include "list.h"
+#include "pool.h"
 #include "presence.h"
 #include "privacy.h"
 #include "proto.h"
@@ -227,13 +228,14 @@ struct engine {
 /* The empty id a client's uid and sid point to when unset (never NULL). */
 extern char engine__no_id[1];
 
-/* Sets a client's uid or sid to a heap copy of v (NULL or "" = unset),
- * freeing the previous one: ids cost their length, not a fixed buffer. */
+/* Sets a client's uid or sid to a pool copy of v (NULL or "" = unset),
+ * freeing the previous one: ids cost their length, not a fixed buffer,
+ * and live in pool.h with their client. */
 static inline void client_set_id(char **field, const char *v)
 {
     if (*field && *field != engine__no_id)
-        free(*field);
-    *field = v && v[0] ? xstrdup(v) : engine__no_id;
+        pool_free(*field);
+    *field = v && v[0] ? pool_strdup(v) : engine__no_id;
 }
 
 static inline void client_free_ids(struct client *c)
@@ -430,7 +432,8 @@ static inline struct payload *buf_payload(struct buf *b)
 }
 
 /* Frees every struct in m (release, if not NULL, first frees what one
- * owns) and the table itself. engine.c. */
+ * owns) and the table itself. engine.c. The structs go through
+ * pool_free(), so they may come from pool_alloc() or malloc. */
 void engine__free_map(struct hmap *m, size_t node_off, void (*release)(void *owner));
 
 /* Sends a protocol error to the client on connection conn_id (any

@@ -127,7 +127,7 @@ static void puser_free(struct engine *e, struct puser *pu)
     rels_clear(pu, false);
     hmap_release(&pu->rels);
     e->npusers--;
-    free(pu);
+    pool_free(pu);
 }
 
 /* Drops least recently used pusers nobody uses while over PUSER_MAX,
@@ -155,7 +155,7 @@ static struct puser *puser_get(struct engine *e, const char *uid)
         list_insert_tail(&e->plru, &pu->lru);
         return pu;
     }
-    pu = xcalloc(1, sizeof(*pu) + strlen(uid) + 1);
+    pu = pool_alloc(sizeof(*pu) + strlen(uid) + 1);
     memcpy(pu->uid, uid, strlen(uid) + 1);
     pu->set = privacy_most_private();
     pu->want = pu->set;

@@ -225,7 +225,7 @@ static void subscribe(struct engine *e, const char *room, unsigned from, uint64_
     struct rsub *s = find_rsub(e, room);
 
     if (!s) {
-        s = xcalloc(1, sizeof(*s) + e->w->srv->nworkers * sizeof(s->gen[0]));
+        s = pool_alloc(sizeof(*s) + e->w->srv->nworkers * sizeof(s->gen[0]));
         copy_id(s->room, room);
         hmap_insert(&e->rsubs, &s->node, str_hash(s->room));
     }
@@ -329,7 +329,7 @@ static void r_unsub(struct engine *e, struct emsg *em)
         return;
     if ((s->workers &= ~(1ull << from)) == 0) {
         hmap_remove(&e->rsubs, &s->node);
-        free(s);
+        pool_free(s);
     }
 }
 
@@ -359,7 +359,7 @@ static void sroom_add(struct engine *e, const struct emsg *req)
 
     if (!s) {
         size_t n = strlen(req->sid);
-        s = xcalloc(1, sizeof(*s) + n + 1);
+        s = pool_alloc(sizeof(*s) + n + 1);
         memcpy(s->sid, req->sid, n + 1);
         hmap_insert(&e->srooms, &s->node, str_hash(s->sid));
     }
@@ -368,9 +368,9 @@ static void sroom_add(struct engine *e, const struct emsg *req)
             return;
     if (s->n == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 4;
-        s->rooms = xrealloc(s->rooms, s->cap * sizeof(*s->rooms));
+        s->rooms = pool_realloc(s->rooms, s->cap * sizeof(*s->rooms));
     }
-    s->rooms[s->n++] = xstrdup(req->room);
+    s->rooms[s->n++] = pool_strdup(req->room);
 }
 
 static void sroom_del(struct engine *e, const struct emsg *req)
@@ -379,7 +379,7 @@ static void sroom_del(struct engine *e, const struct emsg *req)
 
     for (size_t i = 0; s && i < s->n; i++) {
         if (strcmp(s->rooms[i], req->room) == 0) {
-            free(s->rooms[i]);
+            pool_free(s->rooms[i]);
             s->rooms[i] = s->rooms[--s->n];
             return;
         }
@@ -450,8 +450,8 @@ static void sroom_release(void *owner)
     struct sroom *s = owner;
 
     for (size_t i = 0; i < s->n; i++)
-        free(s->rooms[i]);
-    free(s->rooms);
+        pool_free(s->rooms[i]);
+    pool_free(s->rooms);
 }
 
 void engine__rooms_session_ended(struct engine *e, const char *sid, const char *uid)
@@ -469,7 +469,7 @@ void engine__rooms_session_ended(struct engine *e, const char *sid, const char *
     }
     hmap_remove(&e->srooms, &s->node);
     sroom_release(s);
-    free(s);
+    pool_free(s);
 }
 
 /* ---- client side ---- */
@@ -489,10 +489,10 @@ static struct room_link *rlink_add(struct client *c, const char *room)
 {
     struct engine *e = c->e;
     struct lroom *lr = find_lroom(e, room);
-    struct room_link *l = xcalloc(1, sizeof(*l));
+    struct room_link *l = pool_alloc(sizeof(*l));
 
     if (!lr) {
-        lr = xcalloc(1, sizeof(*lr));
+        lr = pool_alloc(sizeof(*lr));
         copy_id(lr->room, room);
         list_init(&lr->links);
         lr->gen = ++e->sub_gen;
@@ -504,7 +504,7 @@ static struct room_link *rlink_add(struct client *c, const char *room)
     list_insert_tail(&lr->links, &l->link);
     if (c->nrlinks == c->caprlinks) {
         c->caprlinks = c->caprlinks ? c->caprlinks * 2 : 4;
-        c->rlinks = xrealloc(c->rlinks, c->caprlinks * sizeof(*c->rlinks));
+        c->rlinks = pool_realloc(c->rlinks, c->caprlinks * sizeof(*c->rlinks));
     }
     c->rlinks[c->nrlinks++] = l;
     return l;
@@ -520,7 +520,7 @@ static void rlink_remove(struct client *c, size_t idx)
     list_del(&l->link);
     set_clear(l->hidden, &l->nhidden);
     free(l->hidden);
-    free(l);
+    pool_free(l);
     if (!list_empty(&lr->links))
         return;
     em = emsg_new(OP_RUNSUB, 0);
@@ -528,7 +528,7 @@ static void rlink_remove(struct client *c, size_t idx)
     em->version = lr->gen;
     send_to(c->e, room_owner(c->e, lr->room), em);
     hmap_remove(&c->e->lrooms, &lr->node);
-    free(lr);
+    pool_free(lr);
 }
 
 void engine__rooms_client_closed(struct client *c)
@@ -536,7 +536,7 @@ void engine__rooms_client_closed(struct client *c)
     /* Membership follows the session (grace, TTL), not the socket. */
     while (c->nrlinks > 0)
         rlink_remove(c, c->nrlinks - 1);
-    free(c->rlinks);
+    pool_free(c->rlinks);
     c->rlinks = NULL;
     rb_free(c->rblock);
     c->rblock = NULL;
@@ -869,7 +869,7 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
         rb->npending = 0;
         c->rblock = NULL; /* the next join reads again */
         free(rb->pending);
-        free(rb);
+        pool_free(rb);
         return;
     }
     for (size_t i = 0; i < r->nids; i++)
@@ -878,6 +878,9 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
     for (size_t i = 0; i < rb->npending; i++)
         rb_send_join(c, rb->pending[i]);
     rb->npending = 0;
+    free(rb->pending); /* joins are held only while loading */
+    rb->pending = NULL;
+    rb->cappending = 0;
 }
 
 /* Sends a join of c, held until c's blockers are known. */
@@ -887,7 +890,7 @@ static void rb_join(struct client *c, struct emsg *em)
     bool load = !rb;
 
     if (!rb)
-        rb = c->rblock = xcalloc(1, sizeof(*rb));
+        rb = c->rblock = pool_alloc(sizeof(*rb));
     else if (rb->state == RB_READY) {
         rb_send_join(c, em);
         return;
@@ -926,7 +929,7 @@ static void rb_free(struct rblock *rb)
     free(rb->pending);
     set_clear(rb->ids, &rb->n);
     free(rb->ids);
-    free(rb);
+    pool_free(rb);
 }
 
 /* Every worker: owner blocks (or stops blocking) viewer. Sockets of

@@ -2,18 +2,21 @@
 /*
  * hmap.c - bucket array of singly linked chains; the bucket is the low
  * bits of the hash. Growth rehashes by relinking nodes (no allocation per
- * node), so a refresh or a lookup never allocates.
+ * node), so a refresh or a lookup never allocates. Bucket arrays live as
+ * long as their tables, so small ones (a room's members) come from pool.h;
+ * large ones fall through it to malloc.
  */
 #include "hmap.h"
 
 #include <assert.h>
 #include <stdlib.h>
 
+#include "pool.h"
 #include "util.h"
 
 void hmap_release(struct hmap *m)
 {
-    free(m->buckets);
+    pool_free(m->buckets);
     m->buckets = NULL;
     m->nbuckets = m->count = 0;
 }
@@ -21,7 +24,7 @@ void hmap_release(struct hmap *m)
 static void grow(struct hmap *m)
 {
     size_t n = m->nbuckets ? m->nbuckets * 2 : 16;
-    struct hmap_node **b = xcalloc(n, sizeof(*b));
+    struct hmap_node **b = pool_alloc(n * sizeof(*b));
 
     for (size_t i = 0; i < m->nbuckets; i++) {
         struct hmap_node *node = m->buckets[i];
@@ -33,7 +36,7 @@ static void grow(struct hmap *m)
             node = next;
         }
     }
-    free(m->buckets);
+    pool_free(m->buckets);
     m->buckets = b;
     m->nbuckets = n;
 }

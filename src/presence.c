@@ -18,7 +18,9 @@
  * heartbeat_min_ms per session, one field write plus one O(1) wheel move.
  * Nothing on that path allocates: timers are embedded in their sessions.
  * Every engine allocation goes through palloc()/pstrdup(), which count, so
- * tests can prove it (stats.allocations).
+ * tests can prove it (stats.allocations). Sessions, users and their
+ * strings live as long as their connections, so they come from pool.h,
+ * not malloc (they would pin the holes a join burst's transients leave).
  *
  * ---- Debounce and emission ----
  *
@@ -55,6 +57,7 @@
 
 #include "hmap.h"
 #include "list.h"
+#include "pool.h"
 
 /* The content of a view that events compare (what users see change). */
 struct agg {
@@ -124,13 +127,13 @@ struct presence {
 static void *palloc(struct presence *p, size_t n)
 {
     p->stats.allocations++;
-    return xcalloc(1, n);
+    return pool_alloc(n);
 }
 
 static char *pstrdup(struct presence *p, const char *s)
 {
     p->stats.allocations++;
-    return xstrdup(s);
+    return pool_strdup(s);
 }
 
 static bool is_set(const char *s)
@@ -308,8 +311,8 @@ static bool agg_equal(const struct agg *a, const struct agg *b)
 /* Frees the strings of an owned agg. */
 static void agg_release(struct agg *a)
 {
-    free(a->text);
-    free(a->emoji);
+    pool_free(a->text);
+    pool_free(a->emoji);
     a->text = a->emoji = NULL;
 }
 
@@ -358,7 +361,7 @@ static void user_free(struct presence *p, struct user *u)
     }
     hmap_remove(&p->users, &u->node);
     agg_release(&u->pub);
-    free(u);
+    pool_free(u);
 }
 
 /*
@@ -508,9 +511,9 @@ static void session_unlink(struct presence *p, struct session *s)
 
 static void session_free(struct session *s)
 {
-    free(s->text);
-    free(s->emoji);
-    free(s);
+    pool_free(s->text);
+    pool_free(s->emoji);
+    pool_free(s);
 }
 
 /*
@@ -572,8 +575,8 @@ static void session_arm_expiry(struct presence *p, struct session *s)
 
 static void session_clear_custom(struct session *s)
 {
-    free(s->text);
-    free(s->emoji);
+    pool_free(s->text);
+    pool_free(s->emoji);
     s->text = s->emoji = NULL;
     s->custom_expires = 0;
 }

@@ -21,6 +21,7 @@
 #include "hmap.h"
 #include "json.h"
 #include "list.h"
+#include "pool.h"
 #include "utf8.h"
 
 #define EPOCH_MASK       ((UINT64_C(1) << 53) - 1) /* epochs stay exact as JSON numbers */
@@ -109,10 +110,11 @@ char *room__compact_json(const char *p, size_t n, size_t max, int size_err, int 
     return s;
 }
 
-/* Moves a compact JSON string from room__compact_json() into a new payload. */
+/* Moves a compact JSON string from room__compact_json() into a new
+ * payload, a lasting one: metadata stays as long as its member. */
 static struct payload *payload_take(char *s)
 {
-    struct payload *p = payload_from(s, strlen(s));
+    struct payload *p = payload_lasting(s, strlen(s));
 
     free(s);
     return p;
@@ -384,26 +386,29 @@ static void ring_release(struct ring *g)
 {
     while (g->n)
         ring_pop(g);
-    free(g->v);
+    pool_free(g->v);
     *g = (struct ring){0};
 }
 
 static void ring_grow(struct ring *g, size_t max)
 {
     size_t cap = g->cap ? MIN(g->cap * 2, max) : MIN(RING_MIN, max);
-    struct ring_entry *v = xcalloc(cap, sizeof(*v));
+    struct ring_entry *v = pool_alloc(cap * sizeof(*v));
 
     for (size_t i = 0; i < g->n; i++)
         v[i] = g->v[(g->head + i) % g->cap];
-    free(g->v);
+    pool_free(g->v);
     g->v = v;
     g->cap = cap;
     g->head = 0;
 }
 
-/* Keeps a reference to msg as the newest entry, evicting the oldest ones
- * beyond ring_len entries or max_bytes bytes. A message larger than
- * max_bytes empties the ring (keeping older ones would leave a gap). */
+/* Keeps msg as the newest entry, evicting the oldest ones beyond ring_len
+ * entries or max_bytes bytes. A message larger than max_bytes empties the
+ * ring (keeping older ones would leave a gap). The ring holds a lasting
+ * copy (payload_lasting), not the frame being sent now: that one is
+ * freed once delivered, and an idle room's ring stays out of malloc's
+ * arenas. */
 static void ring_push(struct room_engine *e, struct ring *g, const struct room_msg *msg,
                       size_t max_bytes)
 {
@@ -420,7 +425,7 @@ static void ring_push(struct room_engine *e, struct ring *g, const struct room_m
     if (g->n == g->cap)
         ring_grow(g, e->cfg.ring_len);
     x = &g->v[(g->head + g->n) % g->cap];
-    x->payload = payload_ref(msg->payload);
+    x->payload = payload_lasting(msg->payload->data, msg->payload->len);
     x->json_len = msg->json_len;
     x->seq = msg->seq;
     g->n++;
@@ -444,7 +449,7 @@ static uint64_t next_epoch(struct room_engine *e)
 
 static struct room *room_create(struct room_engine *e, const char *id)
 {
-    struct room *r = xcalloc(1, sizeof(*r));
+    struct room *r = pool_alloc(sizeof(*r));
 
     r->e = e;
     memcpy(r->id, id, strlen(id) + 1);
@@ -460,10 +465,11 @@ static struct room *room_create(struct room_engine *e, const char *id)
 
 static struct member *member_create(struct room *r, const char *user, uint64_t now)
 {
-    struct member *m = xcalloc(1, sizeof(*m));
+    size_t n = strlen(user);
+    struct member *m = pool_alloc(sizeof(*m) + n + 1);
 
     m->room = r;
-    m->user = xstrdup(user);
+    memcpy(m->user, user, n + 1);
     m->meta = payload_ref(r->e->empty_meta);
     m->joined_at = now + (uint64_t)r->e->cfg.wall_offset_ms;
     m->visible = true;
@@ -483,12 +489,11 @@ static void member_free(struct member *m)
     list_del(&m->dirty);
     room__sender_free(m);
     for (size_t i = 0; i < m->nsessions; i++)
-        free(m->sessions[i]);
-    free(m->sessions);
+        pool_free(m->sessions[i]);
+    pool_free(m->sessions);
     payload_unref(m->meta);
     payload_unref(m->pub_meta);
-    free(m->user);
-    free(m);
+    pool_free(m);
     r->e->stats.members--;
 }
 
@@ -506,7 +511,7 @@ static void room_free(struct room *r)
     wheel_del(&r->flush_timer);
     ring_release(&r->ring);
     payload_unref(r->snap.payload);
-    free(r);
+    pool_free(r);
     e->stats.rooms--;
 }
 
@@ -838,9 +843,9 @@ static void session_add(struct member *m, const char *session)
 {
     if (m->nsessions == m->cap_sessions) {
         m->cap_sessions = m->cap_sessions ? m->cap_sessions * 2 : 2;
-        m->sessions = xrealloc(m->sessions, m->cap_sessions * sizeof(*m->sessions));
+        m->sessions = pool_realloc(m->sessions, m->cap_sessions * sizeof(*m->sessions));
     }
-    m->sessions[m->nsessions++] = xstrdup(session);
+    m->sessions[m->nsessions++] = pool_strdup(session);
 }
 
 /* m's metadata becomes meta (a reference, consumed); true when it changed. */
@@ -903,7 +908,7 @@ int room_join(struct room_engine *e, const char *room, const char *user, const c
 /* Removes session i of m; with the last one the member leaves. */
 static void session_remove(struct member *m, size_t i, uint64_t now)
 {
-    free(m->sessions[i]);
+    pool_free(m->sessions[i]);
     memmove(&m->sessions[i], &m->sessions[i + 1], (m->nsessions - i - 1) * sizeof(*m->sessions));
     if (--m->nsessions > 0)
         return;

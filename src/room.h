@@ -131,9 +131,14 @@
  * complete text frame (ws_frame_payload). The frame function must return a
  * payload whose LAST n bytes are the JSON (a prefix such as a frame header
  * is fine), so the JSON can always be found in it (room_msg.json). The
- * callbacks, the ring, room_resume() and room_snapshot() hand out
- * references to these same payloads: the integrator queues one payload on
- * every subscriber. Snapshots are cached per seq.
+ * callbacks and room_snapshot() hand out references to these same
+ * payloads: the integrator queues one payload on every subscriber.
+ * Snapshots are cached per seq. The ring keeps byte-identical copies in
+ * lasting memory (payload_lasting(): held while the room is idle, they
+ * stay out of the malloc arenas the burst's frames churn), and
+ * room_resume() hands out references to those. (The cached snapshot
+ * stays in malloc: re-encoded at every seq of a join burst, in the pool
+ * it churned that pool's pages instead, which measured worse.)
  *
  * ---- Lifetimes and callbacks ----
  *

@@ -57,8 +57,7 @@ struct member {
     struct list order;     /* room->order: creation (join) order */
     struct list dirty;     /* room->dirty while changed since the last flush */
     struct room *room;
-    char *user;
-    char **sessions; /* nsessions ids, join order */
+    char **sessions; /* nsessions ids (pool.h copies), join order */
     size_t nsessions;
     size_t cap_sessions;
     struct payload *meta;     /* current metadata, compact JSON; never NULL */
@@ -68,6 +67,8 @@ struct member {
     bool visible;             /* the privacy flag */
     bool pub;                 /* subscribers see this member (published present) */
     struct sender *sender;    /* NULL until it publishes ephemeral data */
+    char user[];              /* NUL-terminated; the member and its strings are pool.h
+                                 objects: they live as long as the membership */
 };
 
 struct room {

@@ -24,6 +24,7 @@
 #include "httpd.h"
 #include "log.h"
 #include "metrics.h"
+#include "pool.h"
 #include "utf8.h"
 #include "util.h"
 #include "ws.h"
@@ -283,7 +284,7 @@ struct wsconn *ws_upgrade(struct conn *c, const struct http_request *req, const 
         reject(c, status, why);
         return NULL;
     }
-    ws = xcalloc(1, sizeof(*ws));
+    ws = pool_alloc(sizeof(*ws));
     ws->conn = c;
     ws->opts = o;
     ws->app = app;
@@ -578,7 +579,7 @@ static void ws_on_close(struct conn *c)
     if (ws->app->on_close)
         ws->app->on_close(ws, code);
     free(ws->msg);
-    free(ws);
+    pool_free(ws);
 }
 
 static const struct conn_ops ws_conn_ops = {
