@@ -254,7 +254,8 @@ static void begin_drain(struct worker *w)
     }
 }
 
-/* Before-sleep hook, last: publishes this iteration's cross-worker messages. */
+/* Before-sleep hook, before and after the flush: publishes this
+ * iteration's cross-worker messages (one CAS per destination with any). */
 static void bus_hook(struct loop *l, void *data)
 {
     struct worker *w = data;
@@ -368,9 +369,12 @@ static int worker_init(struct server *srv, struct worker *w, unsigned id)
         fatal("worker", "epoll_ctl");
     w->engine = engine_new(w);
     /* Order matters: worker_hook may queue output (close frames of a
-     * drain) that conn_pool_flush writes; freeing closed connections there
-     * may send bus messages that bus_hook publishes, all in one iteration. */
+     * drain) that conn_pool_flush writes. The bus is published before the
+     * flush, so that other workers start their share of a fan-out (a room
+     * event's OP_REVENT) while this one writes its own sockets, not after;
+     * and again after it, for what freeing closed connections sent. */
     loop_add_hook(w->loop, worker_hook, w);
+    loop_add_hook(w->loop, bus_hook, w);
     loop_add_hook(w->loop, conn_pool_flush, &w->pool);
     loop_add_hook(w->loop, bus_hook, w);
     return 0;
