@@ -24,6 +24,15 @@
  * half its soft limit: cursors are the first thing to give way, lifecycle
  * deltas never are.
  *
+ * Ticks (R side): a room that carried EPH_HOT_ENTER or more ephemeral
+ * messages in the last full second (50 cursors at 30 Hz, say) is "hot":
+ * its ephemerals are held and sent together every EPH_TICK_MS (33 ms), so
+ * each subscriber's worker queues a tick's messages in one iteration and
+ * each socket gets one writev per tick instead of one per message. A room
+ * stays hot until a second with fewer than EPH_HOT_LEAVE. Cold rooms (the
+ * usual case: a few cursors) send each message at once. Held messages go
+ * out before any delta of the room, so a delta never overtakes them.
+ *
  * Blocks (the rare path): a WebSocket client reads the users that block
  * its user (store_list_blockers()) before its first join leaves its
  * worker. Only for a client with blockers, the client worker re-encodes
@@ -95,11 +104,28 @@ struct lroom {             /* client side: local subscribers of a room */
     uint64_t gen; /* subscription generation (see r_unsub) */
 };
 
+/* Ephemeral ticks (see the top of the file). */
+#define EPH_TICK_MS   33  /* a hot room's ephemerals go out at most this often */
+#define EPH_HOT_ENTER 120 /* ephemerals in one second that make a room hot */
+#define EPH_HOT_LEAVE 60  /* fewer in one second make it cold again */
+
+struct held {                /* an ephemeral message waiting for its room's tick */
+    struct payload *payload; /* referenced */
+    uint64_t epoch;
+};
+
 struct rsub {              /* R side: workers subscribed to a room */
     struct hmap_node node; /* e->rsubs */
     char room[PRESENCE_ID_MAX + 1];
     uint64_t workers;
-    uint64_t gen[]; /* per worker (nworkers): newest subscription generation seen */
+    struct engine *e;        /* for the tick timer */
+    struct wheel_timer tick; /* armed while messages are held */
+    struct held *held;       /* pool memory; nheld in use */
+    size_t nheld, capheld;
+    uint64_t eph_window; /* loop ms when the current one-second count began */
+    uint32_t eph_count;  /* ephemerals in that second */
+    bool hot;            /* ephemerals are held for the tick */
+    uint64_t gen[];      /* per worker (nworkers): newest subscription generation seen */
 };
 
 struct sroom {             /* U side: the rooms of one session */
@@ -145,25 +171,92 @@ static void room_error(struct engine *e, uint64_t conn_id, int err, const char *
 
 /* ---- R side ---- */
 
-static void fan_out(struct engine *e, const struct room_event *ev)
+/* Sends one room message to every worker with subscribers to the room. */
+static void send_event(struct engine *e, const struct rsub *s, bool droppable, uint64_t epoch,
+                       uint64_t seq, struct payload *payload)
 {
-    struct rsub *s = find_rsub(e, ev->room);
-
-    if (!s)
-        return;
     for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
         struct emsg *em;
 
         if (!(s->workers & (1ull << i)))
             continue;
         em = emsg_new(OP_REVENT, 0);
-        emsg_set_id(&em->room, ev->room);
-        em->arg = ev->droppable;
-        em->epoch = ev->epoch;
-        em->since = ev->seq;
-        em->frame = payload_ref(ev->msg.payload);
+        emsg_set_id(&em->room, s->room);
+        em->arg = droppable;
+        em->epoch = epoch;
+        em->since = seq;
+        em->frame = payload_ref(payload);
         send_to(e, i, em);
     }
+}
+
+/* Sends the held ephemerals, in order, and forgets them. */
+static void release_held(struct engine *e, struct rsub *s)
+{
+    wheel_del(&s->tick);
+    for (size_t i = 0; i < s->nheld; i++) {
+        send_event(e, s, true, s->held[i].epoch, 0, s->held[i].payload);
+        payload_unref(s->held[i].payload);
+    }
+    s->nheld = 0;
+}
+
+static void on_tick(struct wheel_timer *t, uint64_t now)
+{
+    struct rsub *s = container_of(t, struct rsub, tick);
+
+    (void)now;
+    release_held(s->e, s);
+}
+
+/* Counts an ephemeral message against its room's second and holds it for
+ * the tick if the room is hot. Returns whether it was held. */
+static bool hold_ephemeral(struct engine *e, struct rsub *s, const struct room_event *ev)
+{
+    uint64_t now = loop_now(e->w->loop);
+
+    if (now - s->eph_window >= 1000) {
+        bool last_second = now - s->eph_window < 2000; /* else the count is stale */
+        uint32_t need = s->hot ? EPH_HOT_LEAVE : EPH_HOT_ENTER;
+
+        s->hot = last_second && s->eph_count >= need;
+        s->eph_window = now;
+        s->eph_count = 0;
+    }
+    s->eph_count++;
+    if (!s->hot)
+        return false;
+    if (s->nheld == s->capheld) {
+        s->capheld = s->capheld ? s->capheld * 2 : 16;
+        s->held = pool_realloc(s->held, s->capheld * sizeof(*s->held));
+    }
+    s->held[s->nheld++] = (struct held){payload_ref(ev->msg.payload), ev->epoch};
+    if (!wheel_is_linked(&s->tick))
+        loop_timer_start(e->w->loop, &s->tick, EPH_TICK_MS);
+    return true;
+}
+
+static void rsub_release(void *owner)
+{
+    struct rsub *s = owner;
+
+    wheel_del(&s->tick);
+    for (size_t i = 0; i < s->nheld; i++)
+        payload_unref(s->held[i].payload);
+    pool_free(s->held);
+}
+
+static void fan_out(struct engine *e, const struct room_event *ev)
+{
+    struct rsub *s = find_rsub(e, ev->room);
+
+    if (!s)
+        return;
+    if (ev->droppable && hold_ephemeral(e, s, ev))
+        return;
+    if (s->nheld > 0)
+        release_held(e, s); /* nothing overtakes held ephemerals */
+    send_event(e, s, ev->droppable, ev->epoch, ev->seq, ev->msg.payload);
 }
 
 static void on_room_event(void *ctx, const struct room_event *ev)
@@ -227,6 +320,9 @@ static void subscribe(struct engine *e, const char *room, unsigned from, uint64_
     if (!s) {
         s = pool_alloc(sizeof(*s) + e->w->srv->nworkers * sizeof(s->gen[0]));
         copy_id(s->room, room);
+        s->e = e;
+        wheel_timer_init(&s->tick, on_tick);
+        s->eph_window = loop_now(e->w->loop);
         hmap_insert(&e->rsubs, &s->node, str_hash(s->room));
     }
     s->workers |= 1ull << from;
@@ -329,6 +425,7 @@ static void r_unsub(struct engine *e, struct emsg *em)
         return;
     if ((s->workers &= ~(1ull << from)) == 0) {
         hmap_remove(&e->rsubs, &s->node);
+        rsub_release(s);
         pool_free(s);
     }
 }
@@ -1232,7 +1329,7 @@ struct room_engine *engine__rooms_new(struct engine *e)
 void engine__rooms_free(struct engine *e)
 {
     room_engine_free(e->rooms);
-    engine__free_map(&e->rsubs, offsetof(struct rsub, node), NULL);
+    engine__free_map(&e->rsubs, offsetof(struct rsub, node), rsub_release);
     engine__free_map(&e->srooms, offsetof(struct sroom, node), sroom_release);
     engine__free_map(&e->lrooms, offsetof(struct lroom, node), NULL);
 }

@@ -1,0 +1,100 @@
+// Ephemeral ticks: a room carrying 120 or more ephemeral messages a second
+// is "hot", and its ephemerals go out together every 33 ms, so a socket
+// gets one writev per tick instead of one per message; a quiet room sends
+// each message at once. Nothing is lost or reordered either way. Runs with
+// 1 and 2 workers (the room's owner and the subscribers' workers differ).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, stopClean, sleep } from './lib/server.mjs';
+import { Client } from './lib/client.mjs';
+
+let n = 0;
+const id = (p) => `${p}-${process.pid}-${++n}`;
+
+async function metric(srv, name) {
+  const text = await (await fetch(`${srv.url}/metrics`)).text();
+  return [...text.matchAll(new RegExp(`^${name}\\{worker="\\d+"\\} (\\d+)$`, 'gm'))]
+    .reduce((a, m) => a + Number(m[1]), 0);
+}
+
+async function join(c, room) {
+  c.send({ type: 'join', room, meta: {}, ref: `j-${room}` });
+  await c.next((m) => m.type === 'room_joined' && m.ref === `j-${room}`);
+}
+
+// Sends `count` cursors round robin from `senders` at about `rate` per
+// second in all (x = base, base + 1, ...). Each sender stays far below its own
+// --ephemeral-rate, so none of its values is coalesced away.
+async function sendCursors(senders, room, count, rate, base) {
+  const t0 = Date.now();
+  for (let i = 0; i < count; i++) {
+    const due = t0 + (i * 1000) / rate;
+    if (due > Date.now()) await sleep(due - Date.now());
+    senders[i % senders.length].send({ type: 'ephemeral', room, kind: 'cursor', data: { x: base + i } });
+  }
+}
+
+const cursorsOf = (c, room) => c.seen.filter((m) => m.type === 'ephemeral' && m.room === room);
+
+// Writes per frame sent while `fn` runs, over the whole server.
+async function writesPerFrame(srv, fn) {
+  const f0 = await metric(srv, 'presenced_frames_out_total');
+  const w0 = await metric(srv, 'presenced_writev_calls_total');
+  await fn();
+  const frames = (await metric(srv, 'presenced_frames_out_total')) - f0;
+  const writes = (await metric(srv, 'presenced_writev_calls_total')) - w0;
+  return { frames, writes };
+}
+
+for (const workers of ['1', '2']) {
+  test(`a hot room's ephemerals go out per tick, a quiet room's at once (workers=${workers})`, async () => {
+    const srv = await startServer(['--workers', workers, '--ephemeral-rate', '1000']);
+    try {
+      const room = id('hot');
+      const senders = [];
+      const senderIds = [];
+      for (let i = 0; i < 4; i++) {
+        senderIds.push(id('s'));
+        senders.push(await Client.open(srv, { user: senderIds[i] }));
+      }
+      const readers = [];
+      for (let i = 0; i < 4; i++) readers.push(await Client.open(srv, { user: id('r') }));
+      for (const c of [...senders, ...readers]) await join(c, room);
+      await sleep(200);
+
+      // Quiet: 20 a second; each reaches the readers at once, one write each.
+      const quiet = await writesPerFrame(srv, async () => {
+        await sendCursors(senders, room, 20, 20, 0);
+        await sleep(300);
+      });
+      for (const r of readers) assert.equal(cursorsOf(r, room).length, 20);
+      assert.ok(quiet.writes >= 0.8 * quiet.frames,
+        `quiet room: ${quiet.writes} writes for ${quiet.frames} frames (not ticked)`);
+
+      // Hot: 300 a second. After its first full second over the threshold the
+      // room ticks: several messages per write.
+      await sendCursors(senders, room, 400, 300, 1000);
+      const hot = await writesPerFrame(srv, async () => {
+        await sendCursors(senders, room, 300, 300, 2000);
+        await sleep(300);
+      });
+      assert.ok(hot.frames >= 5 * 300, `${hot.frames} frames`);
+      assert.ok(hot.writes * 3 <= hot.frames,
+        `hot room: ${hot.writes} writes for ${hot.frames} frames (ticks should batch them)`);
+
+      // Nothing lost, nothing reordered (per sender), for every reader.
+      for (const r of readers) {
+        const got = cursorsOf(r, room);
+        assert.equal(got.length, 20 + 400 + 300, 'every cursor delivered');
+        for (const u of senderIds) {
+          const xs = got.filter((m) => m.user === u).map((m) => m.data.x);
+          assert.equal(xs.length, (20 + 400 + 300) / 4);
+          assert.deepEqual(xs, [...xs].sort((a, b) => a - b), 'in order per sender');
+        }
+      }
+      for (const c of [...senders, ...readers]) await c.close();
+    } finally {
+      await stopClean(srv, assert);
+    }
+  });
+}
