@@ -184,6 +184,9 @@ const struct config_def config_defs[] = {
     ROW_INT("ephemeral-rate", ephemeral_rate, 1, 1000, 15,
             "Ephemeral messages (cursors, typing) per second per sender; lower it to save "
             "bandwidth in busy rooms."),
+    ROW_INT("ephemeral-tick-deliveries", ephemeral_tick_deliveries, 0, 100000000, 50000,
+            "Ephemeral deliveries per second (messages times members) from which a room sends "
+            "its ephemerals in 33 ms ticks, one write per socket per tick (0: never)."),
     /* privacy */
     ROW_STRING("store", store, "presenced.db",
                "Settings store: a SQLite file path, or a postgresql:// URI for multi-node "

@@ -63,11 +63,12 @@ struct config {
     int max_watch;                 /* users one connection may watch */
     char *status_policy;           /* most-available|dnd-wins|most-recent */
     /* rooms */
-    int room_max_members;      /* members per room */
-    int64_t room_batch_ms;     /* delta batching window */
-    int room_interval_members; /* interval mode from this many members */
-    int64_t room_interval_ms;  /* delta period in interval mode */
-    int ephemeral_rate;        /* ephemeral messages per second per sender */
+    int room_max_members;          /* members per room */
+    int64_t room_batch_ms;         /* delta batching window */
+    int room_interval_members;     /* interval mode from this many members */
+    int64_t room_interval_ms;      /* delta period in interval mode */
+    int ephemeral_rate;            /* ephemeral messages per second per sender */
+    int ephemeral_tick_deliveries; /* a room ticks from this many ephemeral deliveries/s */
     /* privacy */
     char *store;              /* SQLite path or postgresql:// URI */
     char *admin_api_key;      /* "" = admin API off */

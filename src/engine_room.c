@@ -24,14 +24,15 @@
  * half its soft limit: cursors are the first thing to give way, lifecycle
  * deltas never are.
  *
- * Ticks (R side): a room that carried EPH_HOT_ENTER or more ephemeral
- * messages in the last full second (50 cursors at 30 Hz, say) is "hot":
+ * Ticks (R side): a room whose ephemerals made ephemeral-tick-deliveries
+ * (50,000) or more deliveries in the last full second (messages times
+ * members: 50 cursors at 30 Hz in a room of 500 make 750,000) is "hot":
  * its ephemerals are held and sent together every EPH_TICK_MS (33 ms), so
  * each subscriber's worker queues a tick's messages in one iteration and
  * each socket gets one writev per tick instead of one per message. A room
- * stays hot until a second with fewer than EPH_HOT_LEAVE. Cold rooms (the
- * usual case: a few cursors) send each message at once. Held messages go
- * out before any delta of the room, so a delta never overtakes them.
+ * stays hot until a second under half that. Other rooms (the usual case: a
+ * few cursors, or a small room) send each message at once. Held messages
+ * go out before any delta of the room, so a delta never overtakes them.
  *
  * Blocks (the rare path): a WebSocket client reads the users that block
  * its user (store_list_blockers()) before its first join leaves its
@@ -105,9 +106,7 @@ struct lroom {             /* client side: local subscribers of a room */
 };
 
 /* Ephemeral ticks (see the top of the file). */
-#define EPH_TICK_MS   33  /* a hot room's ephemerals go out at most this often */
-#define EPH_HOT_ENTER 120 /* ephemerals in one second that make a room hot */
-#define EPH_HOT_LEAVE 60  /* fewer in one second make it cold again */
+#define EPH_TICK_MS 33 /* a hot room's ephemerals go out at most this often */
 
 struct held {                /* an ephemeral message waiting for its room's tick */
     struct payload *payload; /* referenced */
@@ -216,10 +215,14 @@ static bool hold_ephemeral(struct engine *e, struct rsub *s, const struct room_e
     uint64_t now = loop_now(e->w->loop);
 
     if (now - s->eph_window >= 1000) {
-        bool last_second = now - s->eph_window < 2000; /* else the count is stale */
-        uint32_t need = s->hot ? EPH_HOT_LEAVE : EPH_HOT_ENTER;
+        uint64_t enter = (uint64_t)e->w->srv->cfg.ephemeral_tick_deliveries;
+        struct room_info info = {0};
+        uint64_t deliveries = 0;
 
-        s->hot = last_second && s->eph_count >= need;
+        /* A count older than the last second is stale: the room was quiet. */
+        if (now - s->eph_window < 2000 && room_get_info(e->rooms, s->room, &info) == 0)
+            deliveries = (uint64_t)s->eph_count * info.count;
+        s->hot = enter > 0 && deliveries >= (s->hot ? enter / 2 : enter);
         s->eph_window = now;
         s->eph_count = 0;
     }

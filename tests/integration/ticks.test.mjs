@@ -1,7 +1,8 @@
-// Ephemeral ticks: a room carrying 120 or more ephemeral messages a second
-// is "hot", and its ephemerals go out together every 33 ms, so a socket
-// gets one writev per tick instead of one per message; a quiet room sends
-// each message at once. Nothing is lost or reordered either way. Runs with
+// Ephemeral ticks: a room whose ephemerals make ephemeral-tick-deliveries
+// (messages times members) a second or more is "hot", and its ephemerals
+// go out together every 33 ms, so a socket gets one writev per tick instead
+// of one per message; a quieter room sends each message at once. Here the
+// threshold is 1,000: 8 members at 300 a second tick, at 20 a second not. Nothing is lost or reordered either way. Runs with
 // 1 and 2 workers (the room's owner and the subscribers' workers differ).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -48,7 +49,8 @@ async function writesPerFrame(srv, fn) {
 
 for (const workers of ['1', '2']) {
   test(`a hot room's ephemerals go out per tick, a quiet room's at once (workers=${workers})`, async () => {
-    const srv = await startServer(['--workers', workers, '--ephemeral-rate', '1000']);
+    const srv = await startServer(['--workers', workers, '--ephemeral-rate', '1000',
+      '--ephemeral-tick-deliveries', '1000']);
     try {
       const room = id('hot');
       const senders = [];
@@ -62,7 +64,7 @@ for (const workers of ['1', '2']) {
       for (const c of [...senders, ...readers]) await join(c, room);
       await sleep(200);
 
-      // Quiet: 20 a second; each reaches the readers at once, one write each.
+      // Quiet: 20 a second (160 deliveries): each reaches the readers at once.
       const quiet = await writesPerFrame(srv, async () => {
         await sendCursors(senders, room, 20, 20, 0);
         await sleep(300);
@@ -71,8 +73,8 @@ for (const workers of ['1', '2']) {
       assert.ok(quiet.writes >= 0.8 * quiet.frames,
         `quiet room: ${quiet.writes} writes for ${quiet.frames} frames (not ticked)`);
 
-      // Hot: 300 a second. After its first full second over the threshold the
-      // room ticks: several messages per write.
+      // Hot: 300 a second (2,400 deliveries). After its first full second over
+      // the threshold the room ticks: several messages per write.
       await sendCursors(senders, room, 400, 300, 1000);
       const hot = await writesPerFrame(srv, async () => {
         await sendCursors(senders, room, 300, 300, 2000);
