@@ -30,8 +30,10 @@
  * each room message for that socket alone: blockers removed from snapshots
  * and deltas, count lowered by the blockers it hides, their ephemerals
  * dropped (see "blocks inside rooms" below). Everyone else gets the shared
- * frame. A block or unblock is broadcast (OP_RBLOCK); each socket of the
- * target in a room where the blocker is shown gets a fresh snapshot.
+ * frame. A client whose user nobody blocks (nearly all of them) points at
+ * the shared, never-written rb_none instead of a record of its own. A block or unblock is broadcast
+ * (OP_RBLOCK); each socket of the target in a room where the blocker is shown gets a fresh
+ * snapshot.
  */
 #include "engine_internal.h"
 
@@ -75,6 +77,11 @@ struct rblock {
     struct emsg **pending; /* joins held until the blockers are known */
     size_t npending, cappending;
 };
+
+/* The blockers record of every client whose user is blocked by nobody:
+ * ready and empty. Shared by all workers, so never written: on_block()
+ * gives the client a record of its own before adding to it. */
+static struct rblock rb_none = {.state = RB_READY};
 
 struct rb_load { /* a store read's context: the client may be gone */
     struct engine *e;
@@ -881,6 +888,10 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
     free(rb->pending); /* joins are held only while loading */
     rb->pending = NULL;
     rb->cappending = 0;
+    if (rb->n == 0) { /* blocked by nobody: share rb_none */
+        c->rblock = &rb_none;
+        rb_free(rb);
+    }
 }
 
 /* Sends a join of c, held until c's blockers are known. */
@@ -922,7 +933,7 @@ static void rb_cancel(struct client *c, const char *room)
 
 static void rb_free(struct rblock *rb)
 {
-    if (!rb)
+    if (!rb || rb == &rb_none)
         return;
     for (size_t i = 0; i < rb->npending; i++)
         emsg_free(&rb->pending[i]->msg);
@@ -949,6 +960,10 @@ static void on_block(struct engine *e, const struct emsg *em)
         if (rb->state == RB_LOADING) {
             rb->dirty = true;
             continue;
+        }
+        if (em->arg && rb == &rb_none) {
+            rb = c->rblock = pool_alloc(sizeof(*rb));
+            rb->state = RB_READY;
         }
         if (em->arg)
             set_add(&rb->ids, &rb->n, &rb->cap, em->uid);
