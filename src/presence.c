@@ -59,10 +59,12 @@
 #include "list.h"
 #include "pool.h"
 
-/* The content of a view that events compare (what users see change). */
+/* The content of a view that events compare (what users see change).
+ * Statuses are enum presence_status values kept in a byte each: every
+ * user holds one of these. */
 struct agg {
-    enum presence_status status;
-    enum presence_status devices[PRESENCE_DEVICE_COUNT];
+    uint8_t status;
+    uint8_t devices[PRESENCE_DEVICE_COUNT];
     char *text;              /* NULL = none; owned in user.pub, borrowed otherwise */
     char *emoji;             /* ditto */
     uint64_t custom_expires; /* 0 = none */
@@ -321,8 +323,9 @@ static void view_fill(const struct user *u, const struct agg *a, uint64_t versio
 {
     memset(v, 0, sizeof(*v));
     v->user = u->uid;
-    v->status = a->status;
-    memcpy(v->devices, a->devices, sizeof(v->devices));
+    v->status = (enum presence_status)a->status;
+    for (unsigned d = 0; d < PRESENCE_DEVICE_COUNT; d++)
+        v->devices[d] = (enum presence_status)a->devices[d];
     v->custom.text = a->text ? a->text : "";
     v->custom.emoji = a->emoji ? a->emoji : "";
     v->custom.expires_at = a->custom_expires;
