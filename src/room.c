@@ -1204,7 +1204,7 @@ int room_admin_members(const struct room_engine *e, const char *room, struct buf
             continue;
         buf_printf(out, "%s{\"user\":", sep);
         json_append_cstr(out, m->user);
-        buf_printf(out, ",\"sessions\":%zu,\"visible\":%s}", m->nsessions,
+        buf_printf(out, ",\"sessions\":%u,\"visible\":%s}", (unsigned)m->nsessions,
                    m->visible ? "true" : "false");
         sep = ",";
     }
