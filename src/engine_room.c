@@ -196,7 +196,11 @@ static void send_state(struct engine *e, const struct emsg *req, struct payload 
     send_to(e, worker_of_conn(req->conn_id), em);
 }
 
-/* The join's answer: snapshot or missed deltas, then room_joined. */
+/* The join's answer: snapshot or missed deltas, then room_joined. In
+ * normal mode each join is published before it is answered (r_join), so
+ * the next joiner's snapshot is at another seq: the snapshot is not cached
+ * there (every idle room would keep its last joiner's). In interval mode
+ * the joins of one interval share a cached snapshot. */
 static void answer_join(struct engine *e, const struct emsg *req)
 {
     struct room_resume rr = {0};
@@ -204,13 +208,17 @@ static void answer_join(struct engine *e, const struct emsg *req)
     struct buf b = {0};
     bool resumed = false;
 
+    room_get_info(e->rooms, req->room, &info);
     if (req->has_since) {
         room_resume(e->rooms, req->room, req->epoch, req->since, &rr);
         resumed = rr.kind == ROOM_RESUME_DELTAS;
     } else {
         rr.kind = ROOM_RESUME_SNAPSHOT;
         rr.msgs = xcalloc(1, sizeof(*rr.msgs));
-        rr.n = room_snapshot(e->rooms, req->room, &rr.msgs[0]) == 0;
+        if (info.mode == ROOM_MODE_NORMAL)
+            rr.n = room_snapshot_uncached(e->rooms, req->room, &rr.msgs[0]) == 0;
+        else
+            rr.n = room_snapshot(e->rooms, req->room, &rr.msgs[0]) == 0;
     }
     room_get_info(e->rooms, req->room, &info);
     for (size_t i = 0; i < rr.n; i++)
