@@ -48,6 +48,13 @@ static void conn_on_io(struct loop_io *io, uint32_t events);
 static void conn_on_timer(struct wheel_timer *t, uint64_t now);
 static void conn_on_soft(struct wheel_timer *t, uint64_t now);
 
+/* The soft-window timer, out of line: only a connection over the soft
+ * limit (a slow reader) has one. */
+struct conn_soft {
+    struct wheel_timer timer;
+    struct conn *c;
+};
+
 void conn_pool_init(struct conn_pool *pool, struct loop *l, struct metrics *m, unsigned worker_id)
 {
     pool->loop = l;
@@ -113,9 +120,7 @@ struct conn *conn_new(struct conn_pool *pool, int fd, const struct conn_ops *ops
     c->pool = pool;
     c->ops = ops;
     c->proto = proto;
-    c->created_ms = loop_now(pool->loop);
     wheel_timer_init(&c->timer, conn_on_timer);
-    wheel_timer_init(&c->soft, conn_on_soft);
     list_init(&c->link_all);
     list_init(&c->link_pending);
     list_insert_tail(&pool->all, &c->link_all);
@@ -183,6 +188,26 @@ static void overflow(struct conn *c)
     conn_close_after_flush(c);
 }
 
+/* Arms c's soft-window timer delay_ms from now, allocating it if needed. */
+static void soft_start(struct conn *c, uint64_t delay_ms)
+{
+    if (!c->soft) {
+        c->soft = xmalloc(sizeof(*c->soft));
+        wheel_timer_init(&c->soft->timer, conn_on_soft);
+        c->soft->c = c;
+    }
+    loop_timer_start(c->pool->loop, &c->soft->timer, delay_ms);
+}
+
+static void soft_stop(struct conn *c)
+{
+    if (!c->soft)
+        return;
+    wheel_del(&c->soft->timer);
+    free(c->soft);
+    c->soft = NULL;
+}
+
 static void check_limits(struct conn *c)
 {
     struct conn_pool *pool = c->pool;
@@ -196,14 +221,14 @@ static void check_limits(struct conn *c)
     }
     if (!pool->out_soft_limit || c->out_bytes <= pool->out_soft_limit) {
         c->soft_since = 0;
-        wheel_del(&c->soft);
+        soft_stop(c);
         return;
     }
     now = loop_now(pool->loop);
     if (c->soft_since == 0) {
         c->soft_since = now ? now : 1;
         /* A reader that stalls gets no more writes to trigger a check. */
-        loop_timer_start(pool->loop, &c->soft, pool->out_soft_ms + 1);
+        soft_start(c, pool->out_soft_ms + 1);
     } else if (now - c->soft_since >= pool->out_soft_ms) {
         overflow(c);
     }
@@ -309,7 +334,7 @@ void conn_close(struct conn *c)
     close(c->fd);
     c->fd = -1;
     wheel_del(&c->timer);
-    wheel_del(&c->soft);
+    soft_stop(c);
     unmark(c);
     list_del(&c->link_all);
     out_drop_all(c);
@@ -395,7 +420,8 @@ static void conn_on_timer(struct wheel_timer *t, uint64_t now)
 static void conn_on_soft(struct wheel_timer *t, uint64_t now)
 {
     (void)now;
-    check_limits(container_of(t, struct conn, soft));
+    /* May free the timer (soft_stop): nothing touches t afterwards. */
+    check_limits(container_of(t, struct conn_soft, timer)->c);
 }
 
 /* ---- read path ---- */
@@ -603,6 +629,7 @@ static void flush_one(struct conn *c)
     c->out = NULL;
     c->out_cap = c->out_head = 0;
     c->soft_since = 0;
+    soft_stop(c);
     set_want_write(c, false);
     if (c->flags & CONN_CLOSE_AFTER)
         finish_close(c);

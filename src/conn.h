@@ -30,8 +30,9 @@
  * Lifetime: conn_close() never frees. It closes the socket, stops timers
  * and queues the connection; the before-sleep hook calls ops->on_close and
  * frees it. During a graceful close c->timer is the linger deadline (the
- * protocol timer has no use then and cannot be armed), so an idle
- * connection carries two timers, not three.
+ * protocol timer has no use then and cannot be armed); the soft-limit
+ * timer is allocated only while the queue is over the soft limit, so an
+ * idle connection carries one timer.
  * Peer: the address is kept in binary (struct conn_addr, 20 bytes) and
  * formatted only when a log line or a rate-limit key needs it.
  * Code that iterates connections may close any of them.
@@ -53,6 +54,7 @@
 
 struct conn;
 struct conn_pool;
+struct conn_soft;
 struct metrics;
 
 struct conn_ops {
@@ -137,10 +139,10 @@ struct conn {
     uint64_t soft_since;        /* loop ms when soft limit was first exceeded; 0 if below */
     struct wheel_timer timer;   /* protocol timer (header timeout, ping, ...);
                                  * the linger deadline once CONN_CLOSE_AFTER */
-    struct wheel_timer soft;    /* re-checks the soft output limit when its window ends */
+    struct conn_soft *soft;     /* while over the soft limit: the timer that re-checks
+                                 * it when its window ends (conn.c); else NULL */
     struct list link_all;       /* pool->all */
     struct list link_pending;   /* pool->pending, pool->bulk or pool->closed */
-    uint64_t created_ms;        /* loop time at accept */
     struct conn_addr peer;      /* for logs and rate-limit keys (conn_peer) */
 };
 
