@@ -163,10 +163,10 @@ struct client {
     unsigned owner;            /* worker that owns uid */
     unsigned bad_in_a_row;     /* consecutive rejected messages */
     uint64_t last_beat;        /* loop ms of the last forwarded heartbeat */
-    struct watch_link **links; /* the users watched */
-    size_t nlinks, caplinks;
+    struct watch_link **links; /* the users watched (at most max_watch) */
+    uint32_t nlinks, caplinks;
     struct room_link **rlinks; /* the rooms this socket is subscribed to */
-    size_t nrlinks, caprlinks;
+    uint32_t nrlinks, caprlinks;
     int64_t token_exp;             /* auth=jwt: exp of the current token (s) */
     char *room_claims;             /* the token's "rooms" claim packed (jwt_rooms_pack()) */
     struct wheel_timer auth_timer; /* auth deadline, then the token's expiry */

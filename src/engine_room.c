@@ -382,7 +382,7 @@ static void sroom_add(struct engine *e, const struct emsg *req)
         if (strcmp(s->rooms[i], req->room) == 0)
             return;
     if (s->n == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 4;
+        s->cap = s->cap ? s->cap * 2 : 2; /* most sessions join one or two */
         s->rooms = pool_realloc(s->rooms, s->cap * sizeof(*s->rooms));
     }
     s->rooms[s->n++] = pool_strdup(req->room);
@@ -518,7 +518,7 @@ static struct room_link *rlink_add(struct client *c, const char *room)
     l->awaiting = true;
     list_insert_tail(&lr->links, &l->link);
     if (c->nrlinks == c->caprlinks) {
-        c->caprlinks = c->caprlinks ? c->caprlinks * 2 : 4;
+        c->caprlinks = c->caprlinks ? c->caprlinks * 2 : 2; /* most sockets join one or two */
         c->rlinks = pool_realloc(c->rlinks, c->caprlinks * sizeof(*c->rlinks));
     }
     c->rlinks[c->nrlinks++] = l;
