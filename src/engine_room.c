@@ -111,9 +111,10 @@ struct rsub {              /* R side: workers subscribed to a room */
 
 struct sroom {             /* U side: the rooms of one session */
     struct hmap_node node; /* e->srooms, by sid */
-    char **rooms;          /* n room ids (heap copies) */
-    size_t n, cap;
-    char sid[]; /* the session */
+    const char *sid;       /* the presence session's own id, borrowed: the
+                            * sroom goes when the session ends (on_end) */
+    char **rooms;          /* n room ids (pool copies) */
+    uint32_t n, cap;
 };
 
 static struct lroom *find_lroom(struct engine *e, const char *room)
@@ -128,7 +129,14 @@ static struct rsub *find_rsub(struct engine *e, const char *room)
 
 static struct sroom *find_sroom(struct engine *e, const char *sid)
 {
-    return ENGINE_FIND(struct sroom, &e->srooms, sid, sid);
+    uint64_t h = str_hash(sid);
+
+    for (struct hmap_node *n = hmap_find(&e->srooms, h); n; n = hmap_find_next(n, h)) {
+        struct sroom *s = container_of(n, struct sroom, node);
+        if (strcmp(s->sid, sid) == 0)
+            return s;
+    }
+    return NULL;
 }
 
 static unsigned room_owner(struct engine *e, const char *room)
@@ -368,14 +376,15 @@ static void r_patch_or_ephemeral(struct engine *e, struct emsg *req)
 
 /* ---- U side ---- */
 
-static void sroom_add(struct engine *e, const struct emsg *req)
+/* Records req's room for the live session whose own id (from
+ * presence_get_session()) is sid. */
+static void sroom_add(struct engine *e, const struct emsg *req, const char *sid)
 {
-    struct sroom *s = find_sroom(e, req->sid);
+    struct sroom *s = find_sroom(e, sid);
 
     if (!s) {
-        size_t n = strlen(req->sid);
-        s = pool_alloc(sizeof(*s) + n + 1);
-        memcpy(s->sid, req->sid, n + 1);
+        s = pool_alloc(sizeof(*s));
+        s->sid = sid;
         hmap_insert(&e->srooms, &s->node, str_hash(s->sid));
     }
     for (size_t i = 0; i < s->n; i++)
@@ -433,7 +442,7 @@ static void u_join(struct engine *e, struct emsg *req)
     }
     if (!engine__privacy_ready(e, req, req->uid, req->uid))
         return; /* runs again once the user's settings are known */
-    sroom_add(e, req);
+    sroom_add(e, req, si.sid);
     forward(e, req, OP_RJOIN_R)->arg = engine__room_visible(e, req->uid);
 }
 
