@@ -100,12 +100,12 @@ struct session {
     uint64_t custom_expires; /* custom status clear time, 0 = none */
     char *text;              /* custom text, NULL = none */
     char *emoji;             /* custom emoji, NULL = none */
-    enum presence_device device;
-    enum presence_status manual; /* BUSY or DND when set, else OFFLINE */
-    bool active;                 /* not idle: ONLINE unless manual is set */
-    bool attached;               /* false while in the reconnect grace */
-    uint32_t sid_len;            /* ids are at most PRESENCE_ID_MAX bytes */
-    char sid[];                  /* NUL-terminated */
+    uint8_t device;          /* enum presence_device */
+    uint8_t manual;          /* enum presence_status: BUSY or DND when set, else OFFLINE */
+    bool active;             /* not idle: ONLINE unless manual is set */
+    bool attached;           /* false while in the reconnect grace */
+    char sid[];              /* NUL-terminated; allocated from offsetof(), not sizeof(),
+                              * so that a 32-character id fits pool class 192 */
 };
 
 struct presence {
@@ -187,7 +187,7 @@ static struct session *session_find(const struct presence *p, const char *sid)
     for (struct hmap_node *x = hmap_find(&p->sessions, h); x; x = hmap_find_next(x, h)) {
         struct session *s = container_of(x, struct session, node);
 
-        if (s->sid_len == n && memcmp(s->sid, sid, n) == 0)
+        if (strncmp(s->sid, sid, n) == 0 && s->sid[n] == '\0')
             return s;
     }
     return NULL;
@@ -198,7 +198,7 @@ static struct session *session_find(const struct presence *p, const char *sid)
 static enum presence_status session_status(const struct session *s)
 {
     if (s->manual != PRESENCE_OFFLINE)
-        return s->manual;
+        return (enum presence_status)s->manual;
     return s->active ? PRESENCE_ONLINE : PRESENCE_AWAY;
 }
 
@@ -454,7 +454,7 @@ static void session_info(const struct session *s, struct presence_session_info *
     memset(out, 0, sizeof(*out));
     out->sid = s->sid;
     out->user = s->user->uid;
-    out->device = s->device;
+    out->device = (enum presence_device)s->device;
     out->status = session_status(s);
     out->idle = !s->active;
     out->attached = s->attached;
@@ -496,7 +496,7 @@ static struct session *session_new(struct presence *p, struct user *u, const cha
                                    enum presence_device device, void *conn_ref, uint64_t now)
 {
     size_t n = strlen(sid);
-    struct session *s = palloc(p, sizeof(*s) + n + 1);
+    struct session *s = palloc(p, offsetof(struct session, sid) + n + 1);
 
     s->user = u;
     s->device = device;
@@ -505,7 +505,6 @@ static struct session *session_new(struct presence *p, struct user *u, const cha
     s->connected_at = s->last_beat = s->last_activity = now;
     s->manual = PRESENCE_OFFLINE;
     s->active = s->attached = true;
-    s->sid_len = (uint32_t)n;
     memcpy(s->sid, sid, n + 1);
     wheel_timer_init(&s->timer, session_fired);
     hmap_insert(&p->sessions, &s->node, hash_bytes(sid, n));
