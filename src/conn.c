@@ -24,7 +24,10 @@
  */
 #include "conn.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -43,8 +46,14 @@
 
 static void conn_on_io(struct loop_io *io, uint32_t events);
 static void conn_on_timer(struct wheel_timer *t, uint64_t now);
-static void conn_on_linger(struct wheel_timer *t, uint64_t now);
 static void conn_on_soft(struct wheel_timer *t, uint64_t now);
+
+/* The soft-window timer, out of line: only a connection over the soft
+ * limit (a slow reader) has one. */
+struct conn_soft {
+    struct wheel_timer timer;
+    struct conn *c;
+};
 
 void conn_pool_init(struct conn_pool *pool, struct loop *l, struct metrics *m, unsigned worker_id)
 {
@@ -111,10 +120,7 @@ struct conn *conn_new(struct conn_pool *pool, int fd, const struct conn_ops *ops
     c->pool = pool;
     c->ops = ops;
     c->proto = proto;
-    c->created_ms = loop_now(pool->loop);
     wheel_timer_init(&c->timer, conn_on_timer);
-    wheel_timer_init(&c->linger, conn_on_linger);
-    wheel_timer_init(&c->soft, conn_on_soft);
     list_init(&c->link_all);
     list_init(&c->link_pending);
     list_insert_tail(&pool->all, &c->link_all);
@@ -168,16 +174,38 @@ static void out_drop_unstarted(struct conn *c)
 
 static void overflow(struct conn *c)
 {
+    char peer[CONN_PEER_MAX];
+
     if (c->flags & CONN_OVERFLOWED)
         return;
     c->flags |= CONN_OVERFLOWED;
     METRIC_ADD(c->pool->metrics, output_limit_closes, 1);
     log_info("conn", "output limit exceeded, closing conn=%llu queued=%zu peer=%s",
-             (unsigned long long)c->id, c->out_bytes, c->peer);
+             (unsigned long long)c->id, c->out_bytes, conn_peer(c, peer));
     out_drop_unstarted(c);
     if (c->ops->on_overflow)
         c->ops->on_overflow(c);
     conn_close_after_flush(c);
+}
+
+/* Arms c's soft-window timer delay_ms from now, allocating it if needed. */
+static void soft_start(struct conn *c, uint64_t delay_ms)
+{
+    if (!c->soft) {
+        c->soft = xmalloc(sizeof(*c->soft));
+        wheel_timer_init(&c->soft->timer, conn_on_soft);
+        c->soft->c = c;
+    }
+    loop_timer_start(c->pool->loop, &c->soft->timer, delay_ms);
+}
+
+static void soft_stop(struct conn *c)
+{
+    if (!c->soft)
+        return;
+    wheel_del(&c->soft->timer);
+    free(c->soft);
+    c->soft = NULL;
 }
 
 static void check_limits(struct conn *c)
@@ -193,14 +221,14 @@ static void check_limits(struct conn *c)
     }
     if (!pool->out_soft_limit || c->out_bytes <= pool->out_soft_limit) {
         c->soft_since = 0;
-        wheel_del(&c->soft);
+        soft_stop(c);
         return;
     }
     now = loop_now(pool->loop);
     if (c->soft_since == 0) {
         c->soft_since = now ? now : 1;
         /* A reader that stalls gets no more writes to trigger a check. */
-        loop_timer_start(pool->loop, &c->soft, pool->out_soft_ms + 1);
+        soft_start(c, pool->out_soft_ms + 1);
     } else if (now - c->soft_since >= pool->out_soft_ms) {
         overflow(c);
     }
@@ -306,8 +334,7 @@ void conn_close(struct conn *c)
     close(c->fd);
     c->fd = -1;
     wheel_del(&c->timer);
-    wheel_del(&c->linger);
-    wheel_del(&c->soft);
+    soft_stop(c);
     unmark(c);
     list_del(&c->link_all);
     out_drop_all(c);
@@ -321,8 +348,8 @@ void conn_close_after_flush(struct conn *c)
     if (c->flags & (CONN_CLOSING | CONN_CLOSE_AFTER))
         return;
     c->flags |= CONN_CLOSE_AFTER | CONN_READ_PAUSED;
-    wheel_del(&c->timer);
-    loop_timer_start(c->pool->loop, &c->linger, c->pool->linger_ms);
+    /* c->timer is the linger deadline from now on (conn_on_timer). */
+    loop_timer_start(c->pool->loop, &c->timer, c->pool->linger_ms);
     mark_bulk(c); /* the flush hook shuts down once output is empty */
 }
 
@@ -340,7 +367,35 @@ void conn_timer_start(struct conn *c, uint64_t delay_ms)
 
 void conn_timer_stop(struct conn *c)
 {
+    if (c->flags & (CONN_CLOSING | CONN_CLOSE_AFTER))
+        return;
     wheel_del(&c->timer);
+}
+
+void conn_set_peer(struct conn *c, const struct sockaddr *sa)
+{
+    memset(&c->peer, 0, sizeof(c->peer));
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)sa;
+        c->peer.family = AF_INET;
+        c->peer.port = ntohs(in4->sin_port);
+        memcpy(c->peer.ip, &in4->sin_addr, 4);
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
+        c->peer.family = AF_INET6;
+        c->peer.port = ntohs(in6->sin6_port);
+        memcpy(c->peer.ip, &in6->sin6_addr, 16);
+    }
+}
+
+char *conn_peer(const struct conn *c, char out[CONN_PEER_MAX])
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+
+    if (c->peer.family == AF_INET || c->peer.family == AF_INET6)
+        inet_ntop(c->peer.family, c->peer.ip, ip, sizeof(ip));
+    snprintf(out, CONN_PEER_MAX, "%s:%d", ip, c->peer.family ? c->peer.port : 0);
+    return out;
 }
 
 void conn_set_ops(struct conn *c, const struct conn_ops *ops, void *proto)
@@ -354,6 +409,10 @@ static void conn_on_timer(struct wheel_timer *t, uint64_t now)
     struct conn *c = container_of(t, struct conn, timer);
 
     (void)now;
+    if (c->flags & CONN_CLOSE_AFTER) {
+        conn_close(c); /* the linger deadline */
+        return;
+    }
     if (c->ops->on_timer)
         c->ops->on_timer(c);
 }
@@ -361,13 +420,8 @@ static void conn_on_timer(struct wheel_timer *t, uint64_t now)
 static void conn_on_soft(struct wheel_timer *t, uint64_t now)
 {
     (void)now;
-    check_limits(container_of(t, struct conn, soft));
-}
-
-static void conn_on_linger(struct wheel_timer *t, uint64_t now)
-{
-    (void)now;
-    conn_close(container_of(t, struct conn, linger));
+    /* May free the timer (soft_stop): nothing touches t afterwards. */
+    check_limits(container_of(t, struct conn_soft, timer)->c);
 }
 
 /* ---- read path ---- */
@@ -575,6 +629,7 @@ static void flush_one(struct conn *c)
     c->out = NULL;
     c->out_cap = c->out_head = 0;
     c->soft_since = 0;
+    soft_stop(c);
     set_want_write(c, false);
     if (c->flags & CONN_CLOSE_AFTER)
         finish_close(c);

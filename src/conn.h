@@ -29,7 +29,12 @@
  * closing connection are dropped, so memory stays bounded.
  * Lifetime: conn_close() never frees. It closes the socket, stops timers
  * and queues the connection; the before-sleep hook calls ops->on_close and
- * frees it.
+ * frees it. During a graceful close c->timer is the linger deadline (the
+ * protocol timer has no use then and cannot be armed); the soft-limit
+ * timer is allocated only while the queue is over the soft limit, so an
+ * idle connection carries one timer.
+ * Peer: the address is kept in binary (struct conn_addr, 20 bytes) and
+ * formatted only when a log line or a rate-limit key needs it.
  * Code that iterates connections may close any of them.
  */
 #ifndef CONN_H
@@ -40,6 +45,7 @@
 #include <stdint.h>
 
 #include <stdatomic.h>
+#include <sys/socket.h>
 
 #include "buf.h"
 #include "list.h"
@@ -48,6 +54,7 @@
 
 struct conn;
 struct conn_pool;
+struct conn_soft;
 struct metrics;
 
 struct conn_ops {
@@ -100,6 +107,16 @@ struct conn_pool {
 #define CONN_SHUT_WR     0x20u /* our side shut down; waiting for the peer's EOF */
 #define CONN_BULK        0x40u /* link_pending is on pool->bulk, not pool->pending */
 
+/* The peer's address, binary: family 0 (unknown), AF_INET or AF_INET6. */
+struct conn_addr {
+    uint8_t family;
+    uint16_t port;  /* host order */
+    uint8_t ip[16]; /* IPv4 in the first 4 bytes */
+};
+
+/* "ip:port" (IPv6 unbracketed, "?:0" when unknown) fits in this with its NUL. */
+#define CONN_PEER_MAX 64
+
 struct conn_chunk {
     struct payload *p; /* referenced */
     size_t off;        /* bytes of p already written */
@@ -120,13 +137,13 @@ struct conn {
     uint32_t out_cap;           /* ring size (power of two) */
     size_t out_bytes;           /* unwritten bytes queued */
     uint64_t soft_since;        /* loop ms when soft limit was first exceeded; 0 if below */
-    struct wheel_timer timer;   /* protocol timer (header timeout, ping, ...) */
-    struct wheel_timer linger;  /* close-after-flush deadline */
-    struct wheel_timer soft;    /* re-checks the soft output limit when its window ends */
+    struct wheel_timer timer;   /* protocol timer (header timeout, ping, ...);
+                                 * the linger deadline once CONN_CLOSE_AFTER */
+    struct conn_soft *soft;     /* while over the soft limit: the timer that re-checks
+                                 * it when its window ends (conn.c); else NULL */
     struct list link_all;       /* pool->all */
     struct list link_pending;   /* pool->pending, pool->bulk or pool->closed */
-    uint64_t created_ms;        /* loop time at accept */
-    char peer[64];              /* "ip:port" for logs */
+    struct conn_addr peer;      /* for logs and rate-limit keys (conn_peer) */
 };
 
 /* Initialises pool storage; aborts on OOM. */
@@ -149,7 +166,8 @@ void conn_close(struct conn *c);
 /* Stops reading; closes once queued output is written or after linger_ms. */
 void conn_close_after_flush(struct conn *c);
 bool conn_is_closing(const struct conn *c); /* closing or close-after-flush */
-/* Arms c->timer (ops->on_timer) delay_ms from now; re-arms if armed. */
+/* Arms c->timer (ops->on_timer) delay_ms from now; re-arms if armed.
+ * Both are no-ops once closing (c->timer is then the linger deadline). */
 void conn_timer_start(struct conn *c, uint64_t delay_ms);
 void conn_timer_stop(struct conn *c);
 /* Stops (true) or resumes (false) reading from the socket without
@@ -159,6 +177,11 @@ void conn_pause_input(struct conn *c, bool pause);
 /* Presents the buffered leftover input to the protocol again (after it
  * paused, e.g. an HTTP request answered later). Not from inside on_data. */
 void conn_replay_input(struct conn *c);
+/* Records the peer's address (from accept) in c->peer: an AF_INET or
+ * AF_INET6 sockaddr, anything else as unknown. */
+void conn_set_peer(struct conn *c, const struct sockaddr *sa);
+/* Formats c->peer as "ip:port" into out and returns out. */
+char *conn_peer(const struct conn *c, char out[CONN_PEER_MAX]);
 /* Switches protocol (e.g. HTTP -> WebSocket). Old proto state must already be released. */
 void conn_set_ops(struct conn *c, const struct conn_ops *ops, void *proto);
 

@@ -1527,7 +1527,9 @@ bool engine__rate_take(struct engine *e, double *tokens, uint64_t *last, const c
         return false;
     }
     if (observers && n > 0) {
-        ratelimit_observer_key(key, uid, conn->peer, auth_jwt(e));
+        char peer[CONN_PEER_MAX];
+
+        ratelimit_observer_key(key, uid, conn_peer(conn, peer), auth_jwt(e));
         if (!ratelimit_take(observers, key, (uint32_t)MIN(n, (size_t)UINT32_MAX), now)) {
             *why = "too many user ids queried by this observer over all its connections; "
                    "slow down (observer-query-rate)";

@@ -158,22 +158,23 @@ struct client {
     enum presence_device device;
     bool resume;               /* sid names a session to resume */
     bool started;              /* the owner confirmed the session */
+    bool authed;               /* auth=jwt: a valid token was presented */
+    bool device_claim;         /* the device came from the token */
     unsigned owner;            /* worker that owns uid */
-    uint64_t last_beat;        /* loop ms of the last forwarded heartbeat */
     unsigned bad_in_a_row;     /* consecutive rejected messages */
-    struct watch_link **links; /* the users watched */
-    size_t nlinks, caplinks;
+    uint64_t last_beat;        /* loop ms of the last forwarded heartbeat */
+    struct watch_link **links; /* the users watched (at most max_watch) */
+    uint32_t nlinks, caplinks;
     struct room_link **rlinks; /* the rooms this socket is subscribed to */
-    size_t nrlinks, caprlinks;
-    bool authed;                   /* auth=jwt: a valid token was presented */
-    bool device_claim;             /* the device came from the token */
+    uint32_t nrlinks, caprlinks;
     int64_t token_exp;             /* auth=jwt: exp of the current token (s) */
     char *room_claims;             /* the token's "rooms" claim packed (jwt_rooms_pack()) */
     struct wheel_timer auth_timer; /* auth deadline, then the token's expiry */
     uint64_t ephemeral_hold_until; /* loop ms: drop its ephemerals until then */
     double qtokens;                /* query-rate bucket: ids that may be queried now */
     uint64_t qlast;                /* loop ms of the last refill */
-    struct rblock *rblock;         /* engine_room.c: who blocks uid, for rooms; NULL = not read */
+    struct rblock *rblock;         /* engine_room.c: who blocks uid, for rooms; NULL = not
+                                    * read; the shared rb_none when nobody does */
 };
 
 struct watch {

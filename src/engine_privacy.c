@@ -64,8 +64,7 @@ struct puser {
     uint64_t failed_at;     /* loop ms of the failed read behind stale */
     unsigned loads, writes; /* store requests in flight */
     struct privacy_public pub;
-    struct hmap rels; /* struct prel */
-    size_t nrels;
+    struct hmap rels;   /* struct prel; rels.count of them */
     struct list parked; /* struct emsg.park */
     char uid[];         /* the user */
 };
@@ -105,7 +104,6 @@ static void rels_clear(struct puser *pu, bool keep_pending)
             continue;
         hmap_remove(&pu->rels, n);
         free(r);
-        pu->nrels--;
     }
 }
 
@@ -446,10 +444,9 @@ static struct prel *prel_new(struct puser *pu, const char *viewer)
 
     memcpy(r->viewer, viewer, n + 1);
     r->pending = true;
-    if (pu->nrels >= RELS_MAX)
+    if (pu->rels.count >= RELS_MAX)
         rels_clear(pu, true);
     hmap_insert(&pu->rels, &r->node, str_hash(r->viewer));
-    pu->nrels++;
     return r;
 }
 

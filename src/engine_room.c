@@ -40,8 +40,10 @@
  * each room message for that socket alone: blockers removed from snapshots
  * and deltas, count lowered by the blockers it hides, their ephemerals
  * dropped (see "blocks inside rooms" below). Everyone else gets the shared
- * frame. A block or unblock is broadcast (OP_RBLOCK); each socket of the
- * target in a room where the blocker is shown gets a fresh snapshot.
+ * frame. A client whose user nobody blocks (nearly all of them) points at
+ * the shared, never-written rb_none instead of a record of its own. A block or unblock is broadcast
+ * (OP_RBLOCK); each socket of the target in a room where the blocker is shown gets a fresh
+ * snapshot.
  */
 #include "engine_internal.h"
 
@@ -86,6 +88,11 @@ struct rblock {
     size_t npending, cappending;
 };
 
+/* The blockers record of every client whose user is blocked by nobody:
+ * ready and empty. Shared by all workers, so never written: on_block()
+ * gives the client a record of its own before adding to it. */
+static struct rblock rb_none = {.state = RB_READY};
+
 struct rb_load { /* a store read's context: the client may be gone */
     struct engine *e;
     uint64_t conn_id;
@@ -129,9 +136,10 @@ struct rsub {              /* R side: workers subscribed to a room */
 
 struct sroom {             /* U side: the rooms of one session */
     struct hmap_node node; /* e->srooms, by sid */
-    char **rooms;          /* n room ids (heap copies) */
-    size_t n, cap;
-    char sid[]; /* the session */
+    const char *sid;       /* the presence session's own id, borrowed: the
+                            * sroom goes when the session ends (on_end) */
+    char **rooms;          /* n room ids (pool copies) */
+    uint32_t n, cap;
 };
 
 static struct lroom *find_lroom(struct engine *e, const char *room)
@@ -146,7 +154,14 @@ static struct rsub *find_rsub(struct engine *e, const char *room)
 
 static struct sroom *find_sroom(struct engine *e, const char *sid)
 {
-    return ENGINE_FIND(struct sroom, &e->srooms, sid, sid);
+    uint64_t h = str_hash(sid);
+
+    for (struct hmap_node *n = hmap_find(&e->srooms, h); n; n = hmap_find_next(n, h)) {
+        struct sroom *s = container_of(n, struct sroom, node);
+        if (strcmp(s->sid, sid) == 0)
+            return s;
+    }
+    return NULL;
 }
 
 static unsigned room_owner(struct engine *e, const char *room)
@@ -285,7 +300,11 @@ static void send_state(struct engine *e, const struct emsg *req, struct payload 
     send_to(e, worker_of_conn(req->conn_id), em);
 }
 
-/* The join's answer: snapshot or missed deltas, then room_joined. */
+/* The join's answer: snapshot or missed deltas, then room_joined. In
+ * normal mode each join is published before it is answered (r_join), so
+ * the next joiner's snapshot is at another seq: the snapshot is not cached
+ * there (every idle room would keep its last joiner's). In interval mode
+ * the joins of one interval share a cached snapshot. */
 static void answer_join(struct engine *e, const struct emsg *req)
 {
     struct room_resume rr = {0};
@@ -293,13 +312,17 @@ static void answer_join(struct engine *e, const struct emsg *req)
     struct buf b = {0};
     bool resumed = false;
 
+    room_get_info(e->rooms, req->room, &info);
     if (req->has_since) {
         room_resume(e->rooms, req->room, req->epoch, req->since, &rr);
         resumed = rr.kind == ROOM_RESUME_DELTAS;
     } else {
         rr.kind = ROOM_RESUME_SNAPSHOT;
         rr.msgs = xcalloc(1, sizeof(*rr.msgs));
-        rr.n = room_snapshot(e->rooms, req->room, &rr.msgs[0]) == 0;
+        if (info.mode == ROOM_MODE_NORMAL)
+            rr.n = room_snapshot_uncached(e->rooms, req->room, &rr.msgs[0]) == 0;
+        else
+            rr.n = room_snapshot(e->rooms, req->room, &rr.msgs[0]) == 0;
     }
     room_get_info(e->rooms, req->room, &info);
     for (size_t i = 0; i < rr.n; i++)
@@ -453,21 +476,22 @@ static void r_patch_or_ephemeral(struct engine *e, struct emsg *req)
 
 /* ---- U side ---- */
 
-static void sroom_add(struct engine *e, const struct emsg *req)
+/* Records req's room for the live session whose own id (from
+ * presence_get_session()) is sid. */
+static void sroom_add(struct engine *e, const struct emsg *req, const char *sid)
 {
-    struct sroom *s = find_sroom(e, req->sid);
+    struct sroom *s = find_sroom(e, sid);
 
     if (!s) {
-        size_t n = strlen(req->sid);
-        s = pool_alloc(sizeof(*s) + n + 1);
-        memcpy(s->sid, req->sid, n + 1);
+        s = pool_alloc(sizeof(*s));
+        s->sid = sid;
         hmap_insert(&e->srooms, &s->node, str_hash(s->sid));
     }
     for (size_t i = 0; i < s->n; i++)
         if (strcmp(s->rooms[i], req->room) == 0)
             return;
     if (s->n == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 4;
+        s->cap = s->cap ? s->cap * 2 : 2; /* most sessions join one or two */
         s->rooms = pool_realloc(s->rooms, s->cap * sizeof(*s->rooms));
     }
     s->rooms[s->n++] = pool_strdup(req->room);
@@ -518,7 +542,7 @@ static void u_join(struct engine *e, struct emsg *req)
     }
     if (!engine__privacy_ready(e, req, req->uid, req->uid))
         return; /* runs again once the user's settings are known */
-    sroom_add(e, req);
+    sroom_add(e, req, si.sid);
     forward(e, req, OP_RJOIN_R)->arg = engine__room_visible(e, req->uid);
 }
 
@@ -603,7 +627,7 @@ static struct room_link *rlink_add(struct client *c, const char *room)
     l->awaiting = true;
     list_insert_tail(&lr->links, &l->link);
     if (c->nrlinks == c->caprlinks) {
-        c->caprlinks = c->caprlinks ? c->caprlinks * 2 : 4;
+        c->caprlinks = c->caprlinks ? c->caprlinks * 2 : 2; /* most sockets join one or two */
         c->rlinks = pool_realloc(c->rlinks, c->caprlinks * sizeof(*c->rlinks));
     }
     c->rlinks[c->nrlinks++] = l;
@@ -981,6 +1005,10 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
     free(rb->pending); /* joins are held only while loading */
     rb->pending = NULL;
     rb->cappending = 0;
+    if (rb->n == 0) { /* blocked by nobody: share rb_none */
+        c->rblock = &rb_none;
+        rb_free(rb);
+    }
 }
 
 /* Sends a join of c, held until c's blockers are known. */
@@ -1022,7 +1050,7 @@ static void rb_cancel(struct client *c, const char *room)
 
 static void rb_free(struct rblock *rb)
 {
-    if (!rb)
+    if (!rb || rb == &rb_none)
         return;
     for (size_t i = 0; i < rb->npending; i++)
         emsg_free(&rb->pending[i]->msg);
@@ -1049,6 +1077,10 @@ static void on_block(struct engine *e, const struct emsg *em)
         if (rb->state == RB_LOADING) {
             rb->dirty = true;
             continue;
+        }
+        if (em->arg && rb == &rb_none) {
+            rb = c->rblock = pool_alloc(sizeof(*rb));
+            rb->state = RB_READY;
         }
         if (em->arg)
             set_add(&rb->ids, &rb->n, &rb->cap, em->uid);

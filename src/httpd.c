@@ -223,12 +223,13 @@ static void reject(struct conn *c, ssize_t err)
 {
     struct httpd_conn *h = proto(c);
     int status = http_error_status(err);
+    char peer[CONN_PEER_MAX];
 
     h->keep_alive = 0;
     h->head_only = 0;
     h->responded = 0;
     log_debug("http", "bad request status=%d conn=%llu peer=%s", status, (unsigned long long)c->id,
-              c->peer);
+              conn_peer(c, peer));
     httpd_error(c, status, error_code(status), error_message(err));
     conn_close_after_flush(c);
 }
@@ -307,13 +308,14 @@ static size_t httpd_on_data(struct conn *c, const char *p, size_t n)
 static void httpd_on_timer(struct conn *c)
 {
     struct httpd_conn *h = proto(c);
+    char peer[CONN_PEER_MAX];
 
     if (h->state == HTTPD_WAITING) {
         conn_close(c);
         return;
     }
     log_info("http", "request timeout conn=%llu peer=%s received=%zu", (unsigned long long)c->id,
-             c->peer, c->in.len);
+             conn_peer(c, peer), c->in.len);
     if (c->in.len == 0 && h->req_seq == 0) {
         conn_close(c); /* never sent a byte: nothing to answer */
         return;

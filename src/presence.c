@@ -6,8 +6,8 @@
  * Exports sessions, heartbeats, statuses, aggregation, debounced events,
  * last seen and reads. It keeps two intrusive hash tables (users by id,
  * sessions by id) and arms every timer on the caller's wheel: per session
- * an end timer (TTL or reconnect grace), an idle timer and an expiry timer
- * (BUSY/DND and custom status), per user a debounce timer. It never reads
+ * one timer at the earliest of its deadlines (end: TTL or reconnect grace;
+ * idle; BUSY/DND and custom status expiry), per user a debounce timer. It never reads
  * a clock, never blocks and never talks to a socket. The pure parts
  * (validation, names, the age helper, JSON encoding) are in
  * presence_format.c.
@@ -59,10 +59,12 @@
 #include "list.h"
 #include "pool.h"
 
-/* The content of a view that events compare (what users see change). */
+/* The content of a view that events compare (what users see change).
+ * Statuses are enum presence_status values kept in a byte each: every
+ * user holds one of these. */
 struct agg {
-    enum presence_status status;
-    enum presence_status devices[PRESENCE_DEVICE_COUNT];
+    uint8_t status;
+    uint8_t devices[PRESENCE_DEVICE_COUNT];
     char *text;              /* NULL = none; owned in user.pub, borrowed otherwise */
     char *emoji;             /* ditto */
     uint64_t custom_expires; /* 0 = none */
@@ -84,27 +86,26 @@ struct user {
 };
 
 struct session {
-    struct hmap_node node;           /* in presence.sessions */
-    struct list link;                /* in user.sessions */
-    struct user *user;               /* owner; outlives the session */
-    struct wheel_timer end_timer;    /* TTL when attached, grace when not */
-    struct wheel_timer idle_timer;   /* armed while active */
-    struct wheel_timer expire_timer; /* earliest of the two expiries below */
-    void *conn_ref;                  /* the caller's */
-    uint64_t seq;                    /* start order, breaks recency ties */
+    struct hmap_node node;    /* in presence.sessions */
+    struct list link;         /* in user.sessions */
+    struct user *user;        /* owner; outlives the session */
+    struct wheel_timer timer; /* at session_deadline(): see session_fired */
+    void *conn_ref;           /* the caller's */
+    uint64_t seq;             /* start order, breaks recency ties */
     uint64_t connected_at;
-    uint64_t last_beat;      /* last recorded heartbeat */
-    uint64_t last_activity;  /* last recorded activity */
+    uint64_t last_beat;      /* last recorded heartbeat; + TTL = end while attached */
+    uint64_t last_activity;  /* last recorded activity; + idle_ms = idle while active */
+    uint64_t grace_end;      /* end while not attached */
     uint64_t status_expires; /* BUSY/DND revert time, 0 = none */
     uint64_t custom_expires; /* custom status clear time, 0 = none */
     char *text;              /* custom text, NULL = none */
     char *emoji;             /* custom emoji, NULL = none */
-    enum presence_device device;
-    enum presence_status manual; /* BUSY or DND when set, else OFFLINE */
-    bool active;                 /* not idle: ONLINE unless manual is set */
-    bool attached;               /* false while in the reconnect grace */
-    size_t sid_len;
-    char sid[]; /* NUL-terminated */
+    uint8_t device;          /* enum presence_device */
+    uint8_t manual;          /* enum presence_status: BUSY or DND when set, else OFFLINE */
+    bool active;             /* not idle: ONLINE unless manual is set */
+    bool attached;           /* false while in the reconnect grace */
+    char sid[];              /* NUL-terminated; allocated from offsetof(), not sizeof(),
+                              * so that a 32-character id fits pool class 192 */
 };
 
 struct presence {
@@ -186,7 +187,7 @@ static struct session *session_find(const struct presence *p, const char *sid)
     for (struct hmap_node *x = hmap_find(&p->sessions, h); x; x = hmap_find_next(x, h)) {
         struct session *s = container_of(x, struct session, node);
 
-        if (s->sid_len == n && memcmp(s->sid, sid, n) == 0)
+        if (strncmp(s->sid, sid, n) == 0 && s->sid[n] == '\0')
             return s;
     }
     return NULL;
@@ -197,7 +198,7 @@ static struct session *session_find(const struct presence *p, const char *sid)
 static enum presence_status session_status(const struct session *s)
 {
     if (s->manual != PRESENCE_OFFLINE)
-        return s->manual;
+        return (enum presence_status)s->manual;
     return s->active ? PRESENCE_ONLINE : PRESENCE_AWAY;
 }
 
@@ -322,8 +323,9 @@ static void view_fill(const struct user *u, const struct agg *a, uint64_t versio
 {
     memset(v, 0, sizeof(*v));
     v->user = u->uid;
-    v->status = a->status;
-    memcpy(v->devices, a->devices, sizeof(v->devices));
+    v->status = (enum presence_status)a->status;
+    for (unsigned d = 0; d < PRESENCE_DEVICE_COUNT; d++)
+        v->devices[d] = (enum presence_status)a->devices[d];
     v->custom.text = a->text ? a->text : "";
     v->custom.emoji = a->emoji ? a->emoji : "";
     v->custom.expires_at = a->custom_expires;
@@ -440,9 +442,7 @@ static void debounce_fired(struct wheel_timer *t, uint64_t now)
 
 /* ---- sessions: timers and lifetime ---- */
 
-static void end_fired(struct wheel_timer *t, uint64_t now);
-static void idle_fired(struct wheel_timer *t, uint64_t now);
-static void expire_fired(struct wheel_timer *t, uint64_t now);
+static void session_fired(struct wheel_timer *t, uint64_t now);
 
 static struct presence *session_engine(const struct session *s)
 {
@@ -454,7 +454,7 @@ static void session_info(const struct session *s, struct presence_session_info *
     memset(out, 0, sizeof(*out));
     out->sid = s->sid;
     out->user = s->user->uid;
-    out->device = s->device;
+    out->device = (enum presence_device)s->device;
     out->status = session_status(s);
     out->idle = !s->active;
     out->attached = s->attached;
@@ -468,11 +468,35 @@ static void session_info(const struct session *s, struct presence_session_info *
     out->last_activity = s->last_activity;
 }
 
+/*
+ * The earliest of s's deadlines: the end (TTL after the last recorded beat
+ * while attached, grace_end while not), the idle deadline while active, and
+ * the BUSY/DND and custom status expiries when set.
+ */
+static uint64_t session_deadline(const struct presence *p, const struct session *s)
+{
+    uint64_t at = s->attached ? s->last_beat + p->cfg.session_ttl_ms : s->grace_end;
+
+    if (s->active)
+        at = MIN(at, s->last_activity + p->cfg.idle_ms);
+    if (s->status_expires != 0)
+        at = MIN(at, s->status_expires);
+    if (s->custom_expires != 0)
+        at = MIN(at, s->custom_expires);
+    return at;
+}
+
+/* (Re-)arms s's timer at its earliest deadline: after any change to one. */
+static void session_arm(struct presence *p, struct session *s)
+{
+    wheel_add(p->wheel, &s->timer, session_deadline(p, s));
+}
+
 static struct session *session_new(struct presence *p, struct user *u, const char *sid,
                                    enum presence_device device, void *conn_ref, uint64_t now)
 {
     size_t n = strlen(sid);
-    struct session *s = palloc(p, sizeof(*s) + n + 1);
+    struct session *s = palloc(p, offsetof(struct session, sid) + n + 1);
 
     s->user = u;
     s->device = device;
@@ -481,27 +505,21 @@ static struct session *session_new(struct presence *p, struct user *u, const cha
     s->connected_at = s->last_beat = s->last_activity = now;
     s->manual = PRESENCE_OFFLINE;
     s->active = s->attached = true;
-    s->sid_len = n;
     memcpy(s->sid, sid, n + 1);
-    wheel_timer_init(&s->end_timer, end_fired);
-    wheel_timer_init(&s->idle_timer, idle_fired);
-    wheel_timer_init(&s->expire_timer, expire_fired);
+    wheel_timer_init(&s->timer, session_fired);
     hmap_insert(&p->sessions, &s->node, hash_bytes(sid, n));
     list_insert_tail(&u->sessions, &s->link);
     if (u->nsessions++ == 0)
         p->stats.users++;
     p->stats.sessions++;
-    wheel_add(p->wheel, &s->end_timer, now + p->cfg.session_ttl_ms);
-    wheel_add(p->wheel, &s->idle_timer, now + p->cfg.idle_ms);
+    session_arm(p, s);
     return s;
 }
 
 /* Removes s from every table and timer; its user stays. */
 static void session_unlink(struct presence *p, struct session *s)
 {
-    wheel_del(&s->end_timer);
-    wheel_del(&s->idle_timer);
-    wheel_del(&s->expire_timer);
+    wheel_del(&s->timer);
     hmap_remove(&p->sessions, &s->node);
     list_del(&s->link);
     if (--s->user->nsessions == 0)
@@ -544,35 +562,6 @@ static void session_end(struct presence *p, struct session *s, enum presence_end
     user_settle(p, u);
 }
 
-static void end_fired(struct wheel_timer *t, uint64_t now)
-{
-    struct session *s = container_of(t, struct session, end_timer);
-
-    session_end(session_engine(s), s, s->attached ? PRESENCE_END_TTL : PRESENCE_END_GRACE, now);
-}
-
-static void idle_fired(struct wheel_timer *t, uint64_t now)
-{
-    struct session *s = container_of(t, struct session, idle_timer);
-    struct presence *p = session_engine(s);
-
-    s->active = false;
-    p->stats.state_writes++;
-    user_touch(p, s->user, now);
-}
-
-/* Arms the expiry timer for the earlier of the two expiries, if any. */
-static void session_arm_expiry(struct presence *p, struct session *s)
-{
-    uint64_t a = s->status_expires ? s->status_expires : UINT64_MAX;
-    uint64_t b = s->custom_expires ? s->custom_expires : UINT64_MAX;
-
-    if (MIN(a, b) == UINT64_MAX)
-        wheel_del(&s->expire_timer);
-    else
-        wheel_add(p->wheel, &s->expire_timer, MIN(a, b));
-}
-
 static void session_clear_custom(struct session *s)
 {
     pool_free(s->text);
@@ -581,21 +570,44 @@ static void session_clear_custom(struct session *s)
     s->custom_expires = 0;
 }
 
-/* BUSY/DND revert to the activity-driven status; a custom status clears. */
-static void expire_fired(struct wheel_timer *t, uint64_t now)
+static bool session_expiry_due(const struct session *s, uint64_t now)
 {
-    struct session *s = container_of(t, struct session, expire_timer);
-    struct presence *p = session_engine(s);
+    return (s->status_expires != 0 && s->status_expires <= now) ||
+           (s->custom_expires != 0 && s->custom_expires <= now);
+}
 
-    if (s->status_expires != 0 && s->status_expires <= now) {
-        s->manual = PRESENCE_OFFLINE;
-        s->status_expires = 0;
+/*
+ * The session's one timer: idle (while active), BUSY/DND revert and custom
+ * status clear, then the end (TTL or grace), in that order when several are
+ * due in one run (as the three timers of old fired: the end last, since it
+ * frees s); then re-armed at the next deadline.
+ */
+static void session_fired(struct wheel_timer *t, uint64_t now)
+{
+    struct session *s = container_of(t, struct session, timer);
+    struct presence *p = session_engine(s);
+    uint64_t end = s->attached ? s->last_beat + p->cfg.session_ttl_ms : s->grace_end;
+
+    if (s->active && s->last_activity + p->cfg.idle_ms <= now) {
+        s->active = false;
+        p->stats.state_writes++;
+        user_touch(p, s->user, now);
     }
-    if (s->custom_expires != 0 && s->custom_expires <= now)
-        session_clear_custom(s);
-    session_arm_expiry(p, s);
-    p->stats.state_writes++;
-    user_touch(p, s->user, now);
+    if (session_expiry_due(s, now)) {
+        if (s->status_expires != 0 && s->status_expires <= now) {
+            s->manual = PRESENCE_OFFLINE;
+            s->status_expires = 0;
+        }
+        if (s->custom_expires != 0 && s->custom_expires <= now)
+            session_clear_custom(s);
+        p->stats.state_writes++;
+        user_touch(p, s->user, now);
+    }
+    if (end <= now) {
+        session_end(p, s, s->attached ? PRESENCE_END_TTL : PRESENCE_END_GRACE, now);
+        return;
+    }
+    session_arm(p, s);
 }
 
 /*
@@ -608,7 +620,7 @@ static bool session_beat(struct presence *p, struct session *s, uint64_t now)
     if (now < s->last_beat + p->cfg.heartbeat_min_ms)
         return false;
     s->last_beat = now;
-    wheel_add(p->wheel, &s->end_timer, now + p->cfg.session_ttl_ms);
+    session_arm(p, s);
     return true;
 }
 
@@ -626,7 +638,7 @@ static bool session_mark_active(struct presence *p, struct session *s, uint64_t 
         return false;
     s->active = true;
     s->last_activity = now;
-    wheel_add(p->wheel, &s->idle_timer, now + p->cfg.idle_ms);
+    session_arm(p, s);
     if (!was_active || s->user->nsessions > 1 || force)
         user_touch(p, s->user, now);
     return true;
@@ -638,7 +650,7 @@ static bool session_mark_idle(struct presence *p, struct session *s, uint64_t no
     if (!s->active)
         return false;
     s->active = false;
-    wheel_del(&s->idle_timer);
+    session_arm(p, s);
     user_touch(p, s->user, now);
     return true;
 }
@@ -779,7 +791,8 @@ int presence_socket_closed(struct presence *p, const char *sid, const void *conn
     /* A close never extends the session past its TTL. */
     deadline = MIN(now + p->cfg.reconnect_grace_ms, s->last_beat + p->cfg.session_ttl_ms);
     s->attached = false;
-    wheel_add(p->wheel, &s->end_timer, deadline);
+    s->grace_end = deadline;
+    session_arm(p, s);
     p->stats.state_writes++;
     return 0;
 }
@@ -799,7 +812,7 @@ int presence_session_resume(struct presence *p, const char *uid, const char *sid
     s->conn_ref = conn_ref;
     s->attached = true;
     s->last_beat = MAX(s->last_beat, now);
-    wheel_add(p->wheel, &s->end_timer, s->last_beat + p->cfg.session_ttl_ms);
+    session_arm(p, s);
     p->stats.state_writes++;
     return 0;
 }
@@ -890,7 +903,7 @@ int presence_set_status(struct presence *p, const char *sid, enum presence_statu
     } else {
         session_mark_active(p, s, now, true);
     }
-    session_arm_expiry(p, s);
+    session_arm(p, s);
     user_touch(p, s->user, now);
     p->stats.state_writes++;
     return 0;
@@ -919,7 +932,7 @@ int presence_set_custom(struct presence *p, const char *sid, const char *text, c
     s->emoji = e;
     s->custom_expires = expires_at;
     session_mark_active(p, s, now, true);
-    session_arm_expiry(p, s);
+    session_arm(p, s);
     user_touch(p, s->user, now);
     p->stats.state_writes++;
     return 0;

@@ -208,8 +208,9 @@ struct presence_view {
 };
 
 struct presence_session_info {
-    const char *sid;
-    const char *user;
+    const char *sid;  /* the session's own copy: valid until the session is
+                       * freed, after its on_end returned */
+    const char *user; /* the user's own copy: valid at least as long */
     enum presence_device device;
     enum presence_status status; /* the session's own, effective status */
     bool idle;                   /* no recent activity (status AWAY unless BUSY/DND) */

@@ -1028,7 +1028,7 @@ int room_flush(struct room_engine *e, const char *room, uint64_t now)
 
 /* ---- public: snapshots, resume, reads ---- */
 
-int room_snapshot(struct room_engine *e, const char *room, struct room_msg *out)
+static int snapshot(struct room_engine *e, const char *room, bool keep, struct room_msg *out)
 {
     struct room *r;
 
@@ -1041,13 +1041,29 @@ int room_snapshot(struct room_engine *e, const char *room, struct room_msg *out)
         *out = room__make_msg(e, &e->out, 0);
         return 0;
     }
-    if (r->snap.payload == NULL || r->snap.seq != r->seq) {
-        payload_unref(r->snap.payload);
-        r->snap = encode_snapshot(e, r);
+    if (r->snap.payload != NULL && r->snap.seq != r->seq) {
+        payload_unref(r->snap.payload); /* stale */
+        r->snap.payload = NULL;
     }
+    if (r->snap.payload == NULL && !keep) {
+        *out = encode_snapshot(e, r);
+        return 0;
+    }
+    if (r->snap.payload == NULL)
+        r->snap = encode_snapshot(e, r);
     *out = r->snap;
     payload_ref(out->payload);
     return 0;
+}
+
+int room_snapshot(struct room_engine *e, const char *room, struct room_msg *out)
+{
+    return snapshot(e, room, true, out);
+}
+
+int room_snapshot_uncached(struct room_engine *e, const char *room, struct room_msg *out)
+{
+    return snapshot(e, room, false, out);
 }
 
 /* The deltas after since, when the ring has all of them; false if not. */
@@ -1204,7 +1220,7 @@ int room_admin_members(const struct room_engine *e, const char *room, struct buf
             continue;
         buf_printf(out, "%s{\"user\":", sep);
         json_append_cstr(out, m->user);
-        buf_printf(out, ",\"sessions\":%zu,\"visible\":%s}", m->nsessions,
+        buf_printf(out, ",\"sessions\":%u,\"visible\":%s}", (unsigned)m->nsessions,
                    m->visible ? "true" : "false");
         sep = ",";
     }

@@ -366,6 +366,11 @@ int room_ephemeral(struct room_engine *e, const char *room, const char *user, co
  * seq changes. A room that does not exist gives the epoch-0 empty snapshot.
  * 0 or ROOM_E_ROOM_ID. */
 int room_snapshot(struct room_engine *e, const char *room, struct room_msg *out);
+/* room_snapshot(), except that a snapshot it has to encode is not kept
+ * (the cached one is returned when it is current): for a reader after
+ * whom the seq is expected to move anyway, so that an idle room does not
+ * keep a snapshot's worth of bytes that no later reader would share. */
+int room_snapshot_uncached(struct room_engine *e, const char *room, struct room_msg *out);
 /* What a client that has room's state at (epoch, since) missed: returns
  * ROOM_RESUME_DELTAS with the deltas after since (none when up to date), or
  * ROOM_RESUME_SNAPSHOT with a snapshot when the ring does not reach back to

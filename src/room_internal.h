@@ -57,16 +57,16 @@ struct member {
     struct list order;     /* room->order: creation (join) order */
     struct list dirty;     /* room->dirty while changed since the last flush */
     struct room *room;
-    char **sessions; /* nsessions ids (pool.h copies), join order */
-    size_t nsessions;
-    size_t cap_sessions;
+    char **sessions;    /* nsessions ids (pool.h copies), join order */
+    uint32_t nsessions; /* at most cfg.max_sessions */
+    uint32_t cap_sessions;
     struct payload *meta;     /* current metadata, compact JSON; never NULL */
     struct payload *pub_meta; /* as last published; NULL when not published */
     uint64_t joined_at;       /* wall ms, current */
     uint64_t pub_joined_at;   /* wall ms, as last published */
+    struct sender *sender;    /* NULL until it publishes ephemeral data */
     bool visible;             /* the privacy flag */
     bool pub;                 /* subscribers see this member (published present) */
-    struct sender *sender;    /* NULL until it publishes ephemeral data */
     char user[];              /* NUL-terminated; the member and its strings are pool.h
                                  objects: they live as long as the membership */
 };

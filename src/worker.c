@@ -95,23 +95,6 @@ static int bound_port(int fd)
     return ntohs(((struct sockaddr_in *)&ss)->sin_port);
 }
 
-static void format_peer(const struct sockaddr_storage *ss, char *out, size_t outsz)
-{
-    char ip[INET6_ADDRSTRLEN] = "?";
-    int port = 0;
-
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *in4 = (const struct sockaddr_in *)ss;
-        inet_ntop(AF_INET, &in4->sin_addr, ip, sizeof(ip));
-        port = ntohs(in4->sin_port);
-    } else if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
-        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
-        port = ntohs(in6->sin6_port);
-    }
-    snprintf(out, outsz, "%s:%d", ip, port);
-}
-
 /* ---- accept ---- */
 
 static void emfile_trick(struct worker *w)
@@ -131,6 +114,7 @@ static void on_accepted(struct worker *w, int fd, const struct sockaddr_storage 
 {
     struct server *srv = w->srv;
     struct conn *c;
+    char peer[CONN_PEER_MAX];
     int one = 1;
 
     METRIC_ADD(&w->metrics, conns_accepted, 1);
@@ -151,9 +135,9 @@ static void on_accepted(struct worker *w, int fd, const struct sockaddr_storage 
     }
 #endif
     c = conn_new(&w->pool, fd, &httpd_ops, httpd_conn_new(w));
-    format_peer(ss, c->peer, sizeof(c->peer));
+    conn_set_peer(c, (const struct sockaddr *)ss);
     METRIC_ADD(&w->metrics, conns_http, 1);
-    log_debug("conn", "accepted conn=%llu peer=%s", (unsigned long long)c->id, c->peer);
+    log_debug("conn", "accepted conn=%llu peer=%s", (unsigned long long)c->id, conn_peer(c, peer));
     if (c->ops->on_timer)
         conn_timer_start(c, (uint64_t)srv->cfg.http_header_timeout_ms);
 }

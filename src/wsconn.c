@@ -546,13 +546,15 @@ static void ws_on_timer(struct conn *c)
 {
     struct wsconn *ws = c->proto;
     uint64_t idle, interval = ws->opts->ping_interval_ms;
+    char peer[CONN_PEER_MAX];
 
     if (ws->close_sent) {
         conn_close(c); /* the peer never answered our close */
         return;
     }
     if (ws->ping_out) {
-        log_info("ws", "ping timeout conn=%llu peer=%s", (unsigned long long)c->id, c->peer);
+        log_info("ws", "ping timeout conn=%llu peer=%s", (unsigned long long)c->id,
+                 conn_peer(c, peer));
         send_close(ws, WS_CLOSE_INTERNAL, "ping timeout");
         conn_close_after_flush(c);
         return;

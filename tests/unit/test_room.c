@@ -774,6 +774,35 @@ static void test_snapshot_is_published_state(void **state)
     fx_free(f);
 }
 
+static void test_snapshot_uncached(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    struct room_msg a, b, c;
+    cJSON *s;
+
+    (void)state;
+    assert_int_equal(join(f, "r", "u1", "s", NULL), 0);
+    assert_int_equal(room_flush(f->e, "r", f->now), 0);
+    /* Encoded and not kept: the next reader gets a fresh encoding. */
+    assert_int_equal(room_snapshot_uncached(f->e, "r", &a), 0);
+    assert_int_equal(room_snapshot(f->e, "r", &b), 0);
+    assert_ptr_not_equal(a.payload, b.payload);
+    assert_int_equal(a.payload->len, b.payload->len);
+    assert_memory_equal(a.payload->data, b.payload->data, a.payload->len);
+    s = parse_msg(a.json, a.json_len);
+    assert_string_equal(jstr(s, "type"), "room_snapshot");
+    assert_int_equal(jnum(s, "seq"), 1);
+    cJSON_Delete(s);
+    /* A current cached snapshot is shared. */
+    assert_int_equal(room_snapshot_uncached(f->e, "r", &c), 0);
+    assert_ptr_equal(b.payload, c.payload);
+    payload_unref(a.payload);
+    payload_unref(b.payload);
+    payload_unref(c.payload);
+    assert_int_equal(room_snapshot_uncached(f->e, "bad id", &a), ROOM_E_ROOM_ID);
+    fx_free(f);
+}
+
 /* A fixture with ring_len 6 whose room "r" has emitted seqs 1..10. */
 static struct fx *ten_deltas(void)
 {
@@ -1901,6 +1930,7 @@ int main(void)
         cmocka_unit_test(test_kick),
         cmocka_unit_test(test_seq_by_one),
         cmocka_unit_test(test_snapshot_is_published_state),
+        cmocka_unit_test(test_snapshot_uncached),
         cmocka_unit_test(test_resume_missed_deltas),
         cmocka_unit_test(test_resume_gets_snapshot),
         cmocka_unit_test(test_ring_byte_bound),
