@@ -31,7 +31,7 @@ static void usage(void)
         "         [--rates R1,R2,...] [--rate R] [--step-s S] [--hold-s S] [--hb-ms MS]\n"
         "         [--ttl-ms MS] [--victims N] [--churners N] [--jitter-ms MS]\n"
         "         [--inflight N] [--pad BYTES] [--secret S] [--label TEXT] [--timeout-s S]\n"
-        "         [--ports P1,P2 (child k uses port k %% n)] [--senders N (w5)]\n"
+        "         [--ports P1,P2 (child k uses port k %% n)] [--senders N --warmup-s S (w5)]\n"
         "         [--probes N --probe-rate R (w6)] [--src-gen G (source 127.0.0.(2+k+8G))]\n"
         "       presence-bench sink --port N --seconds S   (a null server)\n");
     exit(2);
@@ -80,6 +80,7 @@ static void parse_args(struct params *p, int argc, char **argv)
         NUM("victims", victims) NUM("churners", churners) NUM("jitter-ms", jitter_ms);
         NUM("inflight", inflight) NUM("timeout-s", timeout_s);
         NUM("senders", senders) NUM("probes", probes) NUM("probe-rate", probe_rate);
+        NUM("warmup-s", warmup_s);
         NUM("src-gen", src_gen);
 #undef NUM
         if (!strcmp(k, "target")) {
@@ -136,6 +137,14 @@ static void child_main(struct params *p, const struct workload *w, struct shm *m
     _exit(0);
 }
 
+/* presenced's writev count (its /metrics), or -1 for other targets. */
+static int64_t server_writev(const struct params *p)
+{
+    if (p->target != T_NATIVE || p->nports > 1)
+        return -1;
+    return scrape_metric(p->port, "presenced_writev_calls_total");
+}
+
 /* Waits for every child to arrive at each phase, sampling the servers;
  * returns 0 on success, -1 if a child died or the run timed out. */
 static int parent_loop(struct params *p, const struct workload *w, struct shm *m, pid_t *kids)
@@ -144,6 +153,7 @@ static int parent_loop(struct params *p, const struct workload *w, struct shm *m
     sysmon_init(&mon, p->server_pids);
     uint64_t deadline = now_us() + (uint64_t)(p->timeout_s * 1e6);
     sysmon_read(&mon, &m->at[0]);
+    m->at[0].writev = server_writev(p);
     int alive = p->procs;
     int phases = w->phases + w->per_rate * p->nrates;
     for (int k = 1; k <= phases; k++) {
@@ -170,6 +180,7 @@ static int parent_loop(struct params *p, const struct workload *w, struct shm *m
             usleep(20000);
         }
         sysmon_read(&mon, &m->at[k]);
+        m->at[k].writev = server_writev(p);
         m->peak_rss_kb[k] = peak > m->at[k].rss_kb ? peak : m->at[k].rss_kb;
         m->peak_tcp_kb[k] = tpeak > m->at[k].tcp_kb ? tpeak : m->at[k].tcp_kb;
         __atomic_store_n(&m->release, k, __ATOMIC_RELEASE);

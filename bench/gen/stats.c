@@ -9,11 +9,15 @@
 #include "stats.h"
 #include "util.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 static unsigned bucket_of(uint64_t v)
@@ -196,4 +200,43 @@ double self_cpu_s(int children)
     getrusage(children ? RUSAGE_CHILDREN : RUSAGE_SELF, &ru);
     return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+int64_t scrape_metric(int port, const char *name)
+{
+    static char body[1 << 20];
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct timeval tv = {.tv_sec = 2};
+    const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+    size_t len = 0, nlen = strlen(name);
+    int64_t sum = 0;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    if (fd < 0)
+        return -1;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+        write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
+        close(fd);
+        return -1;
+    }
+    for (ssize_t r; len < sizeof body - 1 && (r = read(fd, body + len, sizeof body - 1 - len)) > 0;)
+        len += (size_t)r;
+    close(fd);
+    body[len] = '\0';
+    if (strncmp(body, "HTTP/1.", 7) != 0 || strncmp(body + 9, "200", 3) != 0)
+        return -1;
+    /* Sample lines: name{labels} value, or name value. */
+    for (const char *l = body; (l = strstr(l, name)) != NULL; l += nlen) {
+        const char *v = l + nlen;
+        if (l != body && l[-1] != '\n')
+            continue;
+        if (*v == '{')
+            v = strchr(v, '}');
+        if (!v || (v[*v == '}'] != ' '))
+            continue;
+        sum += strtoll(v + 1 + (*v == '}'), NULL, 10);
+    }
+    return sum;
 }

@@ -46,6 +46,7 @@ struct sample {
     uint64_t rss_kb;  /* sum of VmRSS */
     uint64_t slab_kb; /* /proc/meminfo Slab (the whole machine) */
     uint64_t tcp_kb;  /* /proc/net/sockstat TCP mem: socket buffers (the whole machine) */
+    int64_t writev;   /* presenced_writev_calls_total from /metrics; -1 = not read */
     int nthr;         /* threads of the servers seen (at most MAX_THREADS) */
     int tid[MAX_THREADS];
     double tcpu[MAX_THREADS]; /* CPU seconds per thread (schedstat) */
@@ -54,6 +55,11 @@ struct sample {
 /* The largest CPU time one server thread used between samples a and b:
  * what limits a server whose work is split over threads. */
 double busiest_thread_cpu_s(const struct sample *a, const struct sample *b);
+
+/* The sum over its labels of counter `name` in presenced's /metrics on
+ * 127.0.0.1:port (HTTP/1.0, blocking, 2 s at most); -1 when it cannot be
+ * read. Only the parent calls it, and only at phase boundaries. */
+int64_t scrape_metric(int port, const char *name);
 
 /* Parses a comma-separated pid list; dies on a bad one. */
 void sysmon_init(struct sysmon *m, const char *pids);
