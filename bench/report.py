@@ -198,10 +198,12 @@ for t, g in configs("w5"):
     body.append([name(t, g), f"{rs[0]['rate']:,.0f}", rs[0].get("senders") or f"all {rs[0]['room_size']} in turn",
                  med(rs, "lat_p50_ms", F2)[0], med(rs, "lat_p99_ms", F2)[0], med(rs, "lat_max_ms", F1)[0],
                  med(rs, "last_p50_ms", F2)[0], med(rs, "last_p99_ms", F2)[0], med(rs, "server_cpu_pct", F1)[0],
-                 med(rs, "gen_cpu_s", F2)[0], med(rs, "delivered_pct", "{:.2f}")[0], sum(r["lost"] for r in rs), len(rs)])
+                 med(rs, "gen_cpu_s", F2)[0], med(rs, "delivered_pct", "{:.2f}")[0], sum(r["lost"] for r in rs),
+                 med(rs, "server_writes_per_member_s", F1)[0], len(rs)])
 table("W5 cursor room (and its stress variant)", ["server", "cursors/s", "senders", "p50 ms", "p99 ms", "max ms",
                          "last recipient p50 ms", "last recipient p99 ms", "server CPU % of a core",
-                         "generator CPU s", "delivered %", "not delivered (all runs)", "runs"], body)
+                         "generator CPU s", "delivered %", "not delivered (all runs)",
+                         "server writes per member per s", "runs"], body)
 
 # W6
 body = []
