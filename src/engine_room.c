@@ -324,7 +324,6 @@ static void answer_join(struct engine *e, const struct emsg *req)
         else
             rr.n = room_snapshot(e->rooms, req->room, &rr.msgs[0]) == 0;
     }
-    room_get_info(e->rooms, req->room, &info);
     for (size_t i = 0; i < rr.n; i++)
         send_state(e, req, payload_ref(rr.msgs[i].payload), false, info.epoch, rr.msgs[i].seq);
     room_resume_release(&rr);

@@ -473,9 +473,16 @@ static void session_info(const struct session *s, struct presence_session_info *
  * while attached, grace_end while not), the idle deadline while active, and
  * the BUSY/DND and custom status expiries when set.
  */
+/* When s ends: TTL after its last recorded beat while attached, else at
+ * the end of its reconnect grace. */
+static uint64_t session_end_at(const struct presence *p, const struct session *s)
+{
+    return s->attached ? s->last_beat + p->cfg.session_ttl_ms : s->grace_end;
+}
+
 static uint64_t session_deadline(const struct presence *p, const struct session *s)
 {
-    uint64_t at = s->attached ? s->last_beat + p->cfg.session_ttl_ms : s->grace_end;
+    uint64_t at = session_end_at(p, s);
 
     if (s->active)
         at = MIN(at, s->last_activity + p->cfg.idle_ms);
@@ -570,12 +577,6 @@ static void session_clear_custom(struct session *s)
     s->custom_expires = 0;
 }
 
-static bool session_expiry_due(const struct session *s, uint64_t now)
-{
-    return (s->status_expires != 0 && s->status_expires <= now) ||
-           (s->custom_expires != 0 && s->custom_expires <= now);
-}
-
 /*
  * The session's one timer: idle (while active), BUSY/DND revert and custom
  * status clear, then the end (TTL or grace), in that order when several are
@@ -586,20 +587,24 @@ static void session_fired(struct wheel_timer *t, uint64_t now)
 {
     struct session *s = container_of(t, struct session, timer);
     struct presence *p = session_engine(s);
-    uint64_t end = s->attached ? s->last_beat + p->cfg.session_ttl_ms : s->grace_end;
+    uint64_t end = session_end_at(p, s);
+    bool expired = false;
 
     if (s->active && s->last_activity + p->cfg.idle_ms <= now) {
         s->active = false;
         p->stats.state_writes++;
         user_touch(p, s->user, now);
     }
-    if (session_expiry_due(s, now)) {
-        if (s->status_expires != 0 && s->status_expires <= now) {
-            s->manual = PRESENCE_OFFLINE;
-            s->status_expires = 0;
-        }
-        if (s->custom_expires != 0 && s->custom_expires <= now)
-            session_clear_custom(s);
+    if (s->status_expires != 0 && s->status_expires <= now) {
+        s->manual = PRESENCE_OFFLINE;
+        s->status_expires = 0;
+        expired = true;
+    }
+    if (s->custom_expires != 0 && s->custom_expires <= now) {
+        session_clear_custom(s);
+        expired = true;
+    }
+    if (expired) {
         p->stats.state_writes++;
         user_touch(p, s->user, now);
     }
