@@ -4,7 +4,10 @@
  * bits of the hash. Growth rehashes by relinking nodes (no allocation per
  * node), so a refresh or a lookup never allocates. Bucket arrays live as
  * long as their tables, so small ones (a room's members) come from pool.h;
- * large ones fall through it to malloc.
+ * large ones fall through it to malloc. Chains average up to HMAP_LOAD
+ * nodes: every connection is in several tables (clients, sessions, users,
+ * ...), so a bucket per node would cost 8-16 B per table and connection,
+ * while a lookup compares the stored hash before touching a node's key.
  */
 #include "hmap.h"
 
@@ -13,6 +16,8 @@
 
 #include "pool.h"
 #include "util.h"
+
+#define HMAP_LOAD 2 /* nodes per bucket before the array doubles */
 
 void hmap_release(struct hmap *m)
 {
@@ -45,7 +50,7 @@ void hmap_insert(struct hmap *m, struct hmap_node *n, uint64_t hash)
 {
     size_t k;
 
-    if (m->count >= m->nbuckets)
+    if (m->count >= HMAP_LOAD * m->nbuckets)
         grow(m);
     k = hash & (m->nbuckets - 1);
     n->hash = hash;
