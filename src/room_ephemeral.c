@@ -25,19 +25,43 @@
 #include "json.h"
 #include "util.h"
 
-/* ---- senders ---- */
+/* ---- senders ----
+ *
+ * Few members ever publish, so a member does not point to its sender: the
+ * engine's senders table finds it by the member's address, and the
+ * member's sender bit says whether to look.
+ */
+
+/* m's sender, or NULL. */
+static struct sender *sender_find(const struct member *m)
+{
+    const struct hmap *t = &m->room->e->senders;
+    uint64_t h = room__member_hash(m);
+    struct hmap_node *n;
+
+    if (!m->sender)
+        return NULL;
+    for (n = hmap_find(t, h); n; n = hmap_find_next(n, h)) {
+        struct sender *s = container_of(n, struct sender, node);
+        if (s->m == m)
+            return s;
+    }
+    assert(false); /* the sender bit is set only while the table has it */
+    return NULL;
+}
 
 void room__sender_free(struct member *m)
 {
-    struct sender *s = m->sender;
+    struct sender *s = sender_find(m);
 
     if (s == NULL)
         return;
+    hmap_remove(&m->room->e->senders, &s->node);
     wheel_del(&s->timer);
     for (size_t i = 0; i < s->nslots; i++)
         buf_release(&s->slots[i].data);
     free(s);
-    m->sender = NULL;
+    m->sender = false;
 }
 
 static struct slot *slot_find(struct sender *s, const char *kind)
@@ -115,14 +139,15 @@ static void on_sender_timer(struct wheel_timer *t, uint64_t now)
 
 static struct sender *sender_get(struct room_engine *e, struct member *m)
 {
-    struct sender *s = m->sender;
+    struct sender *s = sender_find(m);
 
     if (s)
         return s;
     s = xcalloc(1, sizeof(*s) + e->cfg.max_ephemeral_kinds * sizeof(s->slots[0]));
     s->m = m;
     wheel_timer_init(&s->timer, on_sender_timer);
-    m->sender = s;
+    hmap_insert(&e->senders, &s->node, room__member_hash(m));
+    m->sender = true;
     return s;
 }
 
@@ -158,8 +183,9 @@ static void sender_publish(struct room_engine *e, struct member *m, const char *
 /* ROOM_E_KINDS when m cannot take a value of a new kind, else 0. */
 static int kinds_check(const struct room_engine *e, const struct member *m, const char *kind)
 {
-    if (m->sender && m->sender->nslots >= e->cfg.max_ephemeral_kinds &&
-        slot_find(m->sender, kind) == NULL)
+    struct sender *s = sender_find(m);
+
+    if (s && s->nslots >= e->cfg.max_ephemeral_kinds && slot_find(s, kind) == NULL)
         return ROOM_E_KINDS;
     return 0;
 }
