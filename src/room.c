@@ -226,7 +226,7 @@ static long session_index(const struct member *m, const char *session)
 /* Common lookup of the mutating calls: validates the ids and finds the
  * member, which must hold a session. */
 int room__find_member(const struct room_engine *e, const char *room, const char *user,
-                      struct member **out)
+                      struct room **rp, struct member **out)
 {
     struct room *r;
     struct member *m;
@@ -241,6 +241,7 @@ int room__find_member(const struct room_engine *e, const char *room, const char 
     m = member_find(r, user);
     if (m == NULL || m->nsessions == 0)
         return ROOM_E_NOT_MEMBER;
+    *rp = r;
     *out = m;
     return 0;
 }
@@ -391,20 +392,32 @@ static void delta_add(struct room_engine *e, struct delta_lists *d, int which,
         append_member(b, m);
 }
 
+/* ,"joins":[...],"leaves":[...],"patches":[...] from the three list
+ * bodies (the ring rebuilds normal-mode deltas with it too). */
+static void append_lists(struct buf *b, const char *const body[3], const size_t len[3])
+{
+    static const char *const names[3] = {"joins", "leaves", "patches"};
+
+    for (int i = 0; i < 3; i++) {
+        buf_printf(b, ",\"%s\":[", names[i]);
+        buf_append(b, body[i], len[i]);
+        buf_append_str(b, "]");
+    }
+}
+
+/* The delta of r from e->lists (kept until the next flush: the ring
+ * stores them). */
 static struct room_msg encode_delta(struct room_engine *e, const struct room *r,
                                     const struct delta_lists *d)
 {
-    static const char *const names[3] = {"joins", "leaves", "patches"};
     static const char *const counts[3] = {"joinCount", "leaveCount", "patchCount"};
+    const char *body[3] = {e->lists[0].data, e->lists[1].data, e->lists[2].data};
+    const size_t len[3] = {e->lists[0].len, e->lists[1].len, e->lists[2].len};
     struct buf *b = &e->out;
 
     b->len = 0;
     append_typed_head(b, "room_delta", r->id, r->epoch, r->seq, r->mode, r->published);
-    for (int i = 0; i < 3; i++) {
-        buf_printf(b, ",\"%s\":[", names[i]);
-        buf_append(b, e->lists[i].data, e->lists[i].len);
-        buf_append_str(b, "]");
-    }
+    append_lists(b, body, len);
     for (int i = 0; r->mode == ROOM_MODE_INTERVAL && i < 3; i++) {
         buf_printf(b, ",\"%s\":", counts[i]);
         json_append_u64(b, d->total[i]);
@@ -446,31 +459,85 @@ static void ring_grow(struct ring *g, uint32_t max)
     g->head = 0;
 }
 
-/* A record of msg, r's message of this kind at its current state: the
- * JSON after the head that ring_msg() rebuilds, or all of it (RING_RAW)
- * when msg does not start with that head. */
+/* The bytes append_lists() adds around the three bodies, and "}". */
+#define LISTS_FRAME (sizeof(",\"joins\":[],\"leaves\":[],\"patches\":[]}") - 1)
+
+static struct ring_rec *ring_rec_alloc(const struct room *r, const struct room_msg *msg, int kind,
+                                       size_t len)
+{
+    struct ring_rec *x = pool_alloc(offsetof(struct ring_rec, tail) + len);
+
+    x->wire_len = (uint32_t)msg->payload->len;
+    x->count = (uint32_t)r->published;
+    x->len = (uint32_t)len;
+    x->kind = (uint8_t)kind;
+    x->mode = (uint8_t)r->mode;
+    return x;
+}
+
+/* A RING_LISTS record of msg, the delta just encoded from e->lists, whose
+ * JSON after the head (n bytes) is append_lists() of them and "}". */
+static struct ring_rec *ring_rec_lists(struct room_engine *e, const struct room *r,
+                                       const struct room_msg *msg, size_t n)
+{
+    const struct buf *l = e->lists;
+    uint32_t lens[2] = {(uint32_t)l[0].len, (uint32_t)l[1].len};
+    struct ring_rec *x;
+    char *p;
+
+    assert(n == LISTS_FRAME + l[0].len + l[1].len + l[2].len); /* encode_delta()'s shape */
+    x = ring_rec_alloc(r, msg, RING_LISTS, sizeof(lens) + l[0].len + l[1].len + l[2].len);
+    p = x->tail;
+    memcpy(p, lens, sizeof(lens));
+    p += sizeof(lens);
+    for (int i = 0; i < 3; i++) {
+        if (l[i].len)
+            memcpy(p, l[i].data, l[i].len);
+        p += l[i].len;
+    }
+    return x;
+}
+
+/* A record of msg, r's message of this kind at its current state (a
+ * delta: just encoded from e->lists), which ring_msg() turns back into
+ * the same JSON. */
 static struct ring_rec *ring_rec_new(struct room_engine *e, const struct room *r,
                                      const struct room_msg *msg, int kind)
 {
     struct buf *h = &e->head;
     struct ring_rec *x;
-    size_t skip = 0;
 
     h->len = 0;
     append_typed_head(h, kind == RING_SNAPSHOT ? "room_snapshot" : "room_delta", r->id, r->epoch,
                       msg->seq, r->mode, r->published);
-    if (h->len <= msg->json_len && memcmp(msg->json, h->data, h->len) == 0)
-        skip = h->len;
-    else
-        kind = RING_RAW;
-    x = pool_alloc(offsetof(struct ring_rec, tail) + msg->json_len - skip);
-    x->wire_len = (uint32_t)msg->payload->len;
-    x->count = (uint32_t)r->published;
-    x->len = (uint32_t)(msg->json_len - skip);
-    x->kind = (uint8_t)kind;
-    x->mode = (uint8_t)r->mode;
-    memcpy(x->tail, msg->json + skip, x->len);
+    if (h->len > msg->json_len || memcmp(msg->json, h->data, h->len) != 0) {
+        x = ring_rec_alloc(r, msg, RING_RAW, msg->json_len);
+        memcpy(x->tail, msg->json, msg->json_len);
+        return x;
+    }
+    if (kind == RING_DELTA && r->mode == ROOM_MODE_NORMAL)
+        return ring_rec_lists(e, r, msg, msg->json_len - h->len);
+    x = ring_rec_alloc(r, msg, kind, msg->json_len - h->len);
+    memcpy(x->tail, msg->json + h->len, x->len);
     return x;
+}
+
+/* Appends the JSON after the head of x, a RING_LISTS record. */
+static void append_rec_lists(struct buf *b, const struct ring_rec *x)
+{
+    uint32_t lens[2];
+    const char *body[3];
+    size_t len[3];
+
+    memcpy(lens, x->tail, sizeof(lens));
+    len[0] = lens[0];
+    len[1] = lens[1];
+    len[2] = x->len - sizeof(lens) - len[0] - len[1];
+    body[0] = x->tail + sizeof(lens);
+    body[1] = body[0] + len[0];
+    body[2] = body[1] + len[1];
+    append_lists(b, body, len);
+    buf_append_str(b, "}");
 }
 
 /* The message x of r, at seq, framed again: the same bytes that went out. */
@@ -483,7 +550,10 @@ static struct room_msg ring_msg(struct room_engine *e, const struct room *r,
     if (x->kind != RING_RAW)
         append_typed_head(b, x->kind == RING_SNAPSHOT ? "room_snapshot" : "room_delta", r->id,
                           r->epoch, seq, (enum room_mode)x->mode, x->count);
-    buf_append(b, x->tail, x->len);
+    if (x->kind == RING_LISTS)
+        append_rec_lists(b, x);
+    else
+        buf_append(b, x->tail, x->len);
     return room__make_msg(e, b, seq);
 }
 
@@ -549,9 +619,8 @@ static struct member *member_create(struct room *r, const char *user, const char
                                     uint64_t now)
 {
     size_t n = strlen(user), k = strlen(session);
-    struct member *m = pool_alloc(sizeof(*m) + n + 1 + k + 1);
+    struct member *m = pool_alloc(offsetof(struct member, user) + n + 1 + k + 1);
 
-    m->room = r;
     memcpy(m->user, user, n + 1);
     memcpy(m->user + n + 1, session, k + 1);
     m->meta = payload_ref(r->e->empty_meta);
@@ -593,14 +662,13 @@ static void sid_free(struct member *m, char *sid)
 
 /* Frees m, which must not be in its room's dirty list (unless the room
  * is being freed). */
-static void member_free(struct member *m)
+static void member_free(struct room *r, struct member *m)
 {
-    struct room *r = m->room;
     char *const *v = sessions(m);
 
     hmap_remove(&r->members, &m->node);
     list_del(&m->order);
-    room__sender_free(m);
+    room__sender_free(r->e, m);
     for (size_t i = 0; i < m->nsessions; i++)
         sid_free(m, v[i]);
     if (m->nsessions >= 2)
@@ -618,7 +686,7 @@ static void room_free(struct room *r)
 
     list_foreach_safe(pos, tmp, &r->order)
     {
-        member_free(container_of(pos, struct member, order));
+        member_free(r, container_of(pos, struct member, order));
     }
     hmap_release(&r->members);
     pool_free(r->dirty);
@@ -642,9 +710,8 @@ bool room__maybe_delete(struct room *r)
 
 /* Marks m changed: it joins the room's dirty list, and the room's flush
  * timer is armed for the end of the current window if it is not yet. */
-static void touch(struct member *m, uint64_t now)
+static void touch(struct room *r, struct member *m, uint64_t now)
 {
-    struct room *r = m->room;
     const struct room_config *c = &r->e->cfg;
 
     if (!m->dirty) {
@@ -746,13 +813,13 @@ static size_t member_bytes(const struct member *m)
 }
 
 /* Publishes m's current state; returns which list it belongs to, or -1. */
-static int publish_member(struct member *m)
+static int publish_member(struct room *r, struct member *m)
 {
     bool seen = m->nsessions > 0 && m->visible;
     int which = -1;
 
     if (m->pub)
-        m->room->pub_bytes -= member_bytes(m);
+        r->pub_bytes -= member_bytes(m);
     if (seen && !m->pub)
         which = DELTA_JOINS;
     else if (!seen && m->pub)
@@ -765,7 +832,7 @@ static int publish_member(struct member *m)
     payload_unref(m->pub_meta);
     m->pub_meta = seen ? payload_ref(m->meta) : NULL;
     if (m->pub)
-        m->room->pub_bytes += member_bytes(m);
+        r->pub_bytes += member_bytes(m);
     return which;
 }
 
@@ -778,7 +845,7 @@ static size_t apply_dirty(struct room *r, struct delta_lists *d)
 
     for (uint32_t i = 0; i < r->ndirty; i++) {
         struct member *m = r->dirty[i];
-        int which = publish_member(m);
+        int which = publish_member(r, m);
 
         m->dirty = false;
         if (which == DELTA_JOINS)
@@ -789,7 +856,7 @@ static size_t apply_dirty(struct room *r, struct delta_lists *d)
             delta_add(e, d, which, m);
         changes += which >= 0;
         if (m->nsessions == 0)
-            member_free(m);
+            member_free(r, m);
     }
     /* An idle room keeps no dirty array: one allocation per window. */
     pool_free(r->dirty);
@@ -1040,12 +1107,12 @@ int room_join(struct room_engine *e, const char *room, const char *user, const c
     if (pm && meta_replace(m, pm))
         changed = true;
     if (changed)
-        touch(m, now);
+        touch(r, m, now);
     return 0;
 }
 
 /* Removes session i of m; with the last one the member leaves. */
-static void session_remove(struct member *m, size_t i, uint64_t now)
+static void session_remove(struct room *r, struct member *m, size_t i, uint64_t now)
 {
     char **v = m->nsessions >= 2 ? m->sid.many : &m->sid.one;
 
@@ -1060,39 +1127,41 @@ static void session_remove(struct member *m, size_t i, uint64_t now)
     if (m->nsessions > 0)
         return;
     m->sid.one = NULL;
-    m->room->present--;
-    room__sender_free(m);
-    touch(m, now);
+    r->present--;
+    room__sender_free(r->e, m);
+    touch(r, m, now);
 }
 
 int room_leave(struct room_engine *e, const char *room, const char *user, const char *session,
                uint64_t now)
 {
+    struct room *r;
     struct member *m;
     long i;
     int rc;
 
     rc = check_ids(room, user, session);
     if (rc == 0)
-        rc = room__find_member(e, room, user, &m);
+        rc = room__find_member(e, room, user, &r, &m);
     if (rc)
         return rc;
     i = session_index(m, session);
     if (i < 0)
         return ROOM_E_NO_SESSION;
-    session_remove(m, (size_t)i, now);
+    session_remove(r, m, (size_t)i, now);
     return 0;
 }
 
 int room_kick(struct room_engine *e, const char *room, const char *user, uint64_t now)
 {
+    struct room *r;
     struct member *m;
-    int rc = room__find_member(e, room, user, &m);
+    int rc = room__find_member(e, room, user, &r, &m);
 
     if (rc)
         return rc;
     while (m->nsessions)
-        session_remove(m, m->nsessions - 1, now);
+        session_remove(r, m, m->nsessions - 1, now);
     return 0;
 }
 
@@ -1100,10 +1169,11 @@ int room_kick(struct room_engine *e, const char *room, const char *user, uint64_
 static int update_meta(struct room_engine *e, const char *room, const char *user, const char *text,
                        size_t len, bool merge, uint64_t now)
 {
+    struct room *r;
     struct member *m;
     cJSON *v;
     char *s;
-    int rc = room__find_member(e, room, user, &m);
+    int rc = room__find_member(e, room, user, &r, &m);
 
     if (rc)
         return rc;
@@ -1127,7 +1197,7 @@ static int update_meta(struct room_engine *e, const char *room, const char *user
         return ROOM_E_META_SIZE;
     }
     if (meta_replace(m, meta_take(e, s)))
-        touch(m, now);
+        touch(r, m, now);
     return 0;
 }
 
@@ -1146,8 +1216,9 @@ int room_set_meta(struct room_engine *e, const char *room, const char *user, con
 int room_set_visible(struct room_engine *e, const char *room, const char *user, bool visible,
                      uint64_t now)
 {
+    struct room *r;
     struct member *m;
-    int rc = room__find_member(e, room, user, &m);
+    int rc = room__find_member(e, room, user, &r, &m);
 
     if (rc)
         return rc;
@@ -1155,8 +1226,8 @@ int room_set_visible(struct room_engine *e, const char *room, const char *user, 
         return 0;
     m->visible = visible;
     if (!visible)
-        room__sender_free(m);
-    touch(m, now);
+        room__sender_free(e, m);
+    touch(r, m, now);
     return 0;
 }
 
@@ -1292,8 +1363,9 @@ int room_get_info(const struct room_engine *e, const char *room, struct room_inf
 int room_get_member(const struct room_engine *e, const char *room, const char *user,
                     struct room_member_view *out)
 {
+    struct room *r;
     struct member *m;
-    int rc = room__find_member(e, room, user, &m);
+    int rc = room__find_member(e, room, user, &r, &m);
 
     if (rc)
         return rc;

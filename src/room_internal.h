@@ -22,11 +22,14 @@
 #define META_CACHE     64u  /* recent metadata values shared by later members */
 #define META_CACHE_MAX 256u /* bytes: longer values are not shared */
 
-/* How a ring record's text is kept: the message's JSON after its head
- * ({"type":T,"room":R,"epoch":E,"seq":N,"mode":M,"count":C), which resume
- * rebuilds from the room and the record; or, when the head is not the
- * room's own (a snapshot of a room with nothing to show), the whole JSON. */
-enum { RING_DELTA, RING_SNAPSHOT, RING_RAW };
+/* How a ring record's text is kept. Resume rebuilds a message's head
+ * ({"type":T,"room":R,"epoch":E,"seq":N,"mode":M,"count":C) from the room
+ * and the record; RING_LISTS keeps of a normal-mode delta only its three
+ * lists (two uint32 lengths, of joins and leaves, then the three bodies),
+ * RING_DELTA and RING_SNAPSHOT the JSON after the head, RING_RAW, for a
+ * head that is not the room's own (a snapshot of a room with nothing to
+ * show), the whole JSON. */
+enum { RING_LISTS, RING_DELTA, RING_SNAPSHOT, RING_RAW };
 
 /* One message kept for resume, compactly: a fifth of the framed delta
  * (payload header, frame header, head) is not stored, and nothing is
@@ -65,6 +68,7 @@ struct sender {
     struct hmap_node node;    /* in engine->senders, by member address */
     struct wheel_timer timer; /* next allowed emission while values wait */
     struct member *m;         /* owner */
+    struct room *room;        /* m's room */
     uint64_t last_emit;       /* now of the last emission */
     bool emitted;             /* last_emit is valid */
     size_t nslots;
@@ -76,12 +80,12 @@ struct sender {
  * first session id it joined with (sized to fit), so that the usual member
  * of one session costs one allocation. Its other session ids are pool.h
  * copies. The rare parts live elsewhere: the ephemeral sender in
- * engine->senders, the pending-change mark in room->dirty.
+ * engine->senders, the pending-change mark in room->dirty. It does not
+ * point to its room: every path to a member comes through the room.
  */
 struct member {
     struct hmap_node node; /* in room->members, by user id */
     struct list order;     /* room->order: creation (join) order */
-    struct room *room;
     union {
         char *one;   /* nsessions <= 1: the session id, or NULL */
         char **many; /* nsessions >= 2: the ids, join order (pool.h array) */
@@ -155,10 +159,11 @@ bool room__id_ok(const char *s, size_t max);
  * it), or NULL with *err = size_err when the text or its compact form is
  * over max bytes, json_err when it is not one JSON value (or not UTF-8). */
 char *room__compact_json(const char *p, size_t n, size_t max, int size_err, int json_err, int *err);
-/* Validates room and user ids and finds the member, which must have a
- * session: 0, ROOM_E_ROOM_ID, _USER_ID, _NO_ROOM or _NOT_MEMBER. */
+/* Validates room and user ids and finds the room (*rp) and the member
+ * (*out), which must have a session: 0, ROOM_E_ROOM_ID, _USER_ID, _NO_ROOM
+ * or _NOT_MEMBER. */
 int room__find_member(const struct room_engine *e, const char *room, const char *user,
-                      struct member **out);
+                      struct room **rp, struct member **out);
 /* One message from the JSON in b, through the frame function; the caller
  * owns the reference. */
 struct room_msg room__make_msg(const struct room_engine *e, const struct buf *b, uint64_t seq);
@@ -172,6 +177,6 @@ bool room__maybe_delete(struct room *r);
 /* ---- room_ephemeral.c ---- */
 
 /* Drops m's ephemeral state (pending values and timer). */
-void room__sender_free(struct member *m);
+void room__sender_free(struct room_engine *e, struct member *m);
 
 #endif
