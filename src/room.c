@@ -2,8 +2,9 @@
 /*
  * room.c - room presence of one partition: rooms and members in intrusive
  * hash tables, a dirty list and one flush timer per room for batched
- * deltas, a per-room ring of encoded deltas for resume, and a per-seq
- * snapshot cache. The ephemeral lane lives in room_ephemeral.c.
+ * deltas, a per-room ring of compactly kept deltas for resume (framed
+ * again when a resume asks), and a per-seq snapshot cache. The ephemeral
+ * lane lives in room_ephemeral.c.
  *
  * Every member record keeps two states: the current one, changed by the
  * calls, and the published one, which is what the last delta told
@@ -307,8 +308,8 @@ static bool listed(const struct member *m, room_hide_fn *hide, void *ctx)
 }
 
 /* The head of a snapshot (type != NULL) or of an info object. */
-static void head(struct buf *b, const char *type, const char *id, uint64_t epoch, uint64_t seq,
-                 enum room_mode mode, size_t count)
+static void state_head(struct buf *b, const char *type, const char *id, uint64_t epoch,
+                       uint64_t seq, enum room_mode mode, size_t count)
 {
     if (type) {
         append_typed_head(b, type, id, epoch, seq, mode, count);
@@ -333,11 +334,11 @@ static void encode_state(struct buf *b, const char *type, const char *id, const 
             shown -= container_of(pos, struct member, order)->pub &&
                      !listed(container_of(pos, struct member, order), hide, ctx);
     if (r == NULL || shown == 0) {
-        head(b, type, id, 0, 0, ROOM_MODE_NORMAL, 0);
+        state_head(b, type, id, 0, 0, ROOM_MODE_NORMAL, 0);
         buf_append_str(b, ",\"members\":[]}");
         return;
     }
-    head(b, type, id, r->epoch, r->seq, r->mode, shown);
+    state_head(b, type, id, r->epoch, r->seq, r->mode, shown);
     buf_append_str(b, ",\"members\":[");
     for (pos = r->order.next; pos != &r->order && listed_n < limit; pos = pos->next) {
         const struct member *m = container_of(pos, struct member, order);
@@ -753,11 +754,12 @@ void room__emit(struct room *r, room_emit_cb *cb, const struct room_msg *msg, co
  *
  * A room's pending batch is its dirty list: the members whose current
  * state (present = has a session, visible, metadata, joinedAt) changed
- * since the last flush, in the order of their first change. Each member
- * also remembers its published state (pub, pub_meta, pub_joined_at). The
- * flush, run by the room's timer at the end of the window (batch_ms, or
- * interval_ms in interval mode) or by room_flush(), walks the dirty list
- * once per pass:
+ * since the last flush, in the order of their first change (an array
+ * that exists only while changes wait). Each member also remembers its
+ * published state (pub, pub_meta; joinedAt changes only while a member is
+ * not published, so it needs no published copy). The flush, run by the
+ * room's timer at the end of the window (batch_ms, or interval_ms in
+ * interval mode) or by room_flush(), walks the dirty list once per pass:
  *
  *   1. Count pass: the visible count after the flush is published +
  *      (members becoming seen) - (members no longer seen). It decides the
