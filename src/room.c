@@ -2,8 +2,9 @@
 /*
  * room.c - room presence of one partition: rooms and members in intrusive
  * hash tables, a dirty list and one flush timer per room for batched
- * deltas, a per-room ring of encoded deltas for resume, and a per-seq
- * snapshot cache. The ephemeral lane lives in room_ephemeral.c.
+ * deltas, a per-room ring of compactly kept deltas for resume (framed
+ * again when a resume asks), and a per-seq snapshot cache. The ephemeral
+ * lane lives in room_ephemeral.c.
  *
  * Every member record keeps two states: the current one, changed by the
  * calls, and the published one, which is what the last delta told
@@ -110,14 +111,34 @@ char *room__compact_json(const char *p, size_t n, size_t max, int size_err, int 
     return s;
 }
 
-/* Moves a compact JSON string from room__compact_json() into a new
- * payload, a lasting one: metadata stays as long as its member. */
-static struct payload *payload_take(char *s)
+/* Moves a compact JSON string from room__compact_json() into a payload, a
+ * lasting one (metadata stays as long as its member), and returns a
+ * reference. Members often share a value (an app's default metadata, the
+ * same role or status): a value equal to one of the last few seen, by
+ * hash, shares that one's payload, so that a thousand members with the
+ * same metadata hold one copy. The cache keeps at most META_CACHE values
+ * of up to META_CACHE_MAX bytes alive after their members have gone. */
+static struct payload *meta_take(struct room_engine *e, char *s)
 {
-    struct payload *p = payload_lasting(s, strlen(s));
+    size_t n = strlen(s);
+    struct payload **slot, *p;
 
+    if (n == 2 && memcmp(s, "{}", 2) == 0) {
+        free(s);
+        return payload_ref(e->empty_meta);
+    }
+    if (n > META_CACHE_MAX) {
+        p = payload_lasting(s, n);
+        free(s);
+        return p;
+    }
+    slot = &e->metas[hash_bytes(s, n) % META_CACHE];
+    if (*slot == NULL || (*slot)->len != n || memcmp((*slot)->data, s, n) != 0) {
+        payload_unref(*slot);
+        *slot = payload_lasting(s, n);
+    }
     free(s);
-    return p;
+    return payload_ref(*slot);
 }
 
 /*
@@ -186,11 +207,19 @@ static struct member *member_find(const struct room *r, const char *user)
     return NULL;
 }
 
+/* m's nsessions session ids, join order. */
+static char *const *sessions(const struct member *m)
+{
+    return m->nsessions >= 2 ? m->sid.many : &m->sid.one;
+}
+
 /* Index of session in m's sessions, or -1. */
 static long session_index(const struct member *m, const char *session)
 {
+    char *const *v = sessions(m);
+
     for (size_t i = 0; i < m->nsessions; i++)
-        if (strcmp(m->sessions[i], session) == 0)
+        if (strcmp(v[i], session) == 0)
             return (long)i;
     return -1;
 }
@@ -198,7 +227,7 @@ static long session_index(const struct member *m, const char *session)
 /* Common lookup of the mutating calls: validates the ids and finds the
  * member, which must hold a session. */
 int room__find_member(const struct room_engine *e, const char *room, const char *user,
-                      struct member **out)
+                      struct room **rp, struct member **out)
 {
     struct room *r;
     struct member *m;
@@ -213,6 +242,7 @@ int room__find_member(const struct room_engine *e, const char *room, const char 
     m = member_find(r, user);
     if (m == NULL || m->nsessions == 0)
         return ROOM_E_NOT_MEMBER;
+    *rp = r;
     *out = m;
     return 0;
 }
@@ -238,7 +268,7 @@ static void append_member(struct buf *b, const struct member *m)
     buf_append_str(b, "{\"user\":");
     json_append_cstr(b, m->user);
     buf_append_str(b, ",\"joinedAt\":");
-    json_append_u64(b, m->pub_joined_at);
+    json_append_u64(b, m->joined_at); /* unchanged while published */
     buf_append_str(b, ",\"meta\":");
     buf_append(b, m->pub_meta->data, m->pub_meta->len);
     buf_append_str(b, "}");
@@ -260,17 +290,39 @@ static void append_head(struct buf *b, const char *id, uint64_t epoch, uint64_t 
     json_append_u64(b, count);
 }
 
-/* A snapshot (type != NULL) or info object of the published room, listing
- * at most limit published members in join order. r may be NULL: the empty
- * room of epoch 0. */
+/* {"type":"t","room":... (append_head), the start of every lifecycle
+ * message; the ring stores what follows it. */
+static void append_typed_head(struct buf *b, const char *type, const char *id, uint64_t epoch,
+                              uint64_t seq, enum room_mode mode, size_t count)
+{
+    buf_append_str(b, "{\"type\":");
+    json_append_cstr(b, type);
+    buf_append_str(b, ",");
+    append_head(b, id, epoch, seq, mode, count);
+}
+
 /* A member is listed unless unpublished or hidden by the reader's hide. */
 static bool listed(const struct member *m, room_hide_fn *hide, void *ctx)
 {
     return m->pub && !(hide && hide(m->user, ctx));
 }
 
-/* Appends r's state as seen by a reader that hides some members (hide
- * NULL: none); a room with nothing to show reads as the empty one. */
+/* The head of a snapshot (type != NULL) or of an info object. */
+static void state_head(struct buf *b, const char *type, const char *id, uint64_t epoch,
+                       uint64_t seq, enum room_mode mode, size_t count)
+{
+    if (type) {
+        append_typed_head(b, type, id, epoch, seq, mode, count);
+        return;
+    }
+    buf_append_str(b, "{");
+    append_head(b, id, epoch, seq, mode, count);
+}
+
+/* Appends r's state as a snapshot (type != NULL) or info object, as seen
+ * by a reader that hides some members (hide NULL: none), listing at most
+ * limit members in join order; r NULL, or a room with nothing to show,
+ * reads as the empty room of epoch 0. */
 static void encode_state(struct buf *b, const char *type, const char *id, const struct room *r,
                          size_t limit, room_hide_fn *hide, void *ctx)
 {
@@ -281,18 +333,12 @@ static void encode_state(struct buf *b, const char *type, const char *id, const 
         for (pos = r->order.next; pos != &r->order; pos = pos->next)
             shown -= container_of(pos, struct member, order)->pub &&
                      !listed(container_of(pos, struct member, order), hide, ctx);
-    buf_append_str(b, "{");
-    if (type) {
-        buf_append_str(b, "\"type\":");
-        json_append_cstr(b, type);
-        buf_append_str(b, ",");
-    }
     if (r == NULL || shown == 0) {
-        append_head(b, id, 0, 0, ROOM_MODE_NORMAL, 0);
+        state_head(b, type, id, 0, 0, ROOM_MODE_NORMAL, 0);
         buf_append_str(b, ",\"members\":[]}");
         return;
     }
-    append_head(b, id, r->epoch, r->seq, r->mode, shown);
+    state_head(b, type, id, r->epoch, r->seq, r->mode, shown);
     buf_append_str(b, ",\"members\":[");
     for (pos = r->order.next; pos != &r->order && listed_n < limit; pos = pos->next) {
         const struct member *m = container_of(pos, struct member, order);
@@ -347,21 +393,32 @@ static void delta_add(struct room_engine *e, struct delta_lists *d, int which,
         append_member(b, m);
 }
 
+/* ,"joins":[...],"leaves":[...],"patches":[...] from the three list
+ * bodies (the ring rebuilds normal-mode deltas with it too). */
+static void append_lists(struct buf *b, const char *const body[3], const size_t len[3])
+{
+    static const char *const names[3] = {"joins", "leaves", "patches"};
+
+    for (int i = 0; i < 3; i++) {
+        buf_printf(b, ",\"%s\":[", names[i]);
+        buf_append(b, body[i], len[i]);
+        buf_append_str(b, "]");
+    }
+}
+
+/* The delta of r from e->lists (kept until the next flush: the ring
+ * stores them). */
 static struct room_msg encode_delta(struct room_engine *e, const struct room *r,
                                     const struct delta_lists *d)
 {
-    static const char *const names[3] = {"joins", "leaves", "patches"};
     static const char *const counts[3] = {"joinCount", "leaveCount", "patchCount"};
+    const char *body[3] = {e->lists[0].data, e->lists[1].data, e->lists[2].data};
+    const size_t len[3] = {e->lists[0].len, e->lists[1].len, e->lists[2].len};
     struct buf *b = &e->out;
 
     b->len = 0;
-    buf_append_str(b, "{\"type\":\"room_delta\",");
-    append_head(b, r->id, r->epoch, r->seq, r->mode, r->published);
-    for (int i = 0; i < 3; i++) {
-        buf_printf(b, ",\"%s\":[", names[i]);
-        buf_append(b, e->lists[i].data, e->lists[i].len);
-        buf_append_str(b, "]");
-    }
+    append_typed_head(b, "room_delta", r->id, r->epoch, r->seq, r->mode, r->published);
+    append_lists(b, body, len);
     for (int i = 0; r->mode == ROOM_MODE_INTERVAL && i < 3; i++) {
         buf_printf(b, ",\"%s\":", counts[i]);
         json_append_u64(b, d->total[i]);
@@ -374,10 +431,10 @@ static struct room_msg encode_delta(struct room_engine *e, const struct room *r,
 
 static void ring_pop(struct ring *g)
 {
-    struct ring_entry *x = &g->v[g->head];
+    struct ring_rec *x = g->v[g->head];
 
-    g->bytes -= x->payload->len;
-    payload_unref(x->payload);
+    g->bytes -= x->wire_len;
+    pool_free(x);
     g->head = (g->head + 1) % g->cap;
     g->n--;
 }
@@ -390,12 +447,12 @@ static void ring_release(struct ring *g)
     *g = (struct ring){0};
 }
 
-static void ring_grow(struct ring *g, size_t max)
+static void ring_grow(struct ring *g, uint32_t max)
 {
-    size_t cap = g->cap ? MIN(g->cap * 2, max) : MIN(RING_MIN, max);
-    struct ring_entry *v = pool_alloc(cap * sizeof(*v));
+    uint32_t cap = g->cap ? MIN(g->cap * 2, max) : MIN(RING_MIN, max);
+    struct ring_rec **v = pool_alloc(cap * sizeof(*v));
 
-    for (size_t i = 0; i < g->n; i++)
+    for (uint32_t i = 0; i < g->n; i++)
         v[i] = g->v[(g->head + i) % g->cap];
     pool_free(g->v);
     g->v = v;
@@ -403,17 +460,115 @@ static void ring_grow(struct ring *g, size_t max)
     g->head = 0;
 }
 
-/* Keeps msg as the newest entry, evicting the oldest ones beyond ring_len
- * entries or max_bytes bytes. A message larger than max_bytes empties the
- * ring (keeping older ones would leave a gap). The ring holds a lasting
- * copy (payload_lasting), not the frame being sent now: that one is
- * freed once delivered, and an idle room's ring stays out of malloc's
- * arenas. */
-static void ring_push(struct room_engine *e, struct ring *g, const struct room_msg *msg,
+/* The bytes append_lists() adds around the three bodies, and "}". */
+#define LISTS_FRAME (sizeof(",\"joins\":[],\"leaves\":[],\"patches\":[]}") - 1)
+
+static struct ring_rec *ring_rec_alloc(const struct room *r, const struct room_msg *msg, int kind,
+                                       size_t len)
+{
+    struct ring_rec *x = pool_alloc(offsetof(struct ring_rec, tail) + len);
+
+    x->wire_len = (uint32_t)msg->payload->len;
+    x->count = (uint32_t)r->published;
+    x->len = (uint32_t)len;
+    x->kind = (uint8_t)kind;
+    x->mode = (uint8_t)r->mode;
+    return x;
+}
+
+/* A RING_LISTS record of msg, the delta just encoded from e->lists, whose
+ * JSON after the head (n bytes) is append_lists() of them and "}". */
+static struct ring_rec *ring_rec_lists(struct room_engine *e, const struct room *r,
+                                       const struct room_msg *msg, size_t n)
+{
+    const struct buf *l = e->lists;
+    uint32_t lens[2] = {(uint32_t)l[0].len, (uint32_t)l[1].len};
+    struct ring_rec *x;
+    char *p;
+
+    assert(n == LISTS_FRAME + l[0].len + l[1].len + l[2].len); /* encode_delta()'s shape */
+    x = ring_rec_alloc(r, msg, RING_LISTS, sizeof(lens) + l[0].len + l[1].len + l[2].len);
+    p = x->tail;
+    memcpy(p, lens, sizeof(lens));
+    p += sizeof(lens);
+    for (int i = 0; i < 3; i++) {
+        if (l[i].len)
+            memcpy(p, l[i].data, l[i].len);
+        p += l[i].len;
+    }
+    return x;
+}
+
+/* A record of msg, r's message of this kind at its current state (a
+ * delta: just encoded from e->lists), which ring_msg() turns back into
+ * the same JSON. */
+static struct ring_rec *ring_rec_new(struct room_engine *e, const struct room *r,
+                                     const struct room_msg *msg, int kind)
+{
+    struct buf *h = &e->head;
+    struct ring_rec *x;
+
+    h->len = 0;
+    append_typed_head(h, kind == RING_SNAPSHOT ? "room_snapshot" : "room_delta", r->id, r->epoch,
+                      msg->seq, r->mode, r->published);
+    if (h->len > msg->json_len || memcmp(msg->json, h->data, h->len) != 0) {
+        x = ring_rec_alloc(r, msg, RING_RAW, msg->json_len);
+        memcpy(x->tail, msg->json, msg->json_len);
+        return x;
+    }
+    if (kind == RING_DELTA && r->mode == ROOM_MODE_NORMAL)
+        return ring_rec_lists(e, r, msg, msg->json_len - h->len);
+    x = ring_rec_alloc(r, msg, kind, msg->json_len - h->len);
+    memcpy(x->tail, msg->json + h->len, x->len);
+    return x;
+}
+
+/* Appends the JSON after the head of x, a RING_LISTS record. */
+static void append_rec_lists(struct buf *b, const struct ring_rec *x)
+{
+    uint32_t lens[2];
+    const char *body[3];
+    size_t len[3];
+
+    memcpy(lens, x->tail, sizeof(lens));
+    len[0] = lens[0];
+    len[1] = lens[1];
+    len[2] = x->len - sizeof(lens) - len[0] - len[1];
+    body[0] = x->tail + sizeof(lens);
+    body[1] = body[0] + len[0];
+    body[2] = body[1] + len[1];
+    append_lists(b, body, len);
+    buf_append_str(b, "}");
+}
+
+/* The message x of r, at seq, framed again: the same bytes that went out. */
+static struct room_msg ring_msg(struct room_engine *e, const struct room *r,
+                                const struct ring_rec *x, uint64_t seq)
+{
+    struct buf *b = &e->out;
+
+    b->len = 0;
+    if (x->kind != RING_RAW)
+        append_typed_head(b, x->kind == RING_SNAPSHOT ? "room_snapshot" : "room_delta", r->id,
+                          r->epoch, seq, (enum room_mode)x->mode, x->count);
+    if (x->kind == RING_LISTS)
+        append_rec_lists(b, x);
+    else
+        buf_append(b, x->tail, x->len);
+    return room__make_msg(e, b, seq);
+}
+
+/* Keeps msg (r's newest message, of this kind) as the newest entry,
+ * evicting the oldest ones beyond ring_len entries or max_bytes bytes
+ * (counted as framed). A message larger than max_bytes empties the ring
+ * (keeping older ones would leave a gap). The ring holds a compact lasting
+ * copy (ring_rec), not the frame being sent now: that one is freed once
+ * delivered, and an idle room's ring stays out of malloc's arenas. */
+static void ring_push(struct room_engine *e, struct room *r, const struct room_msg *msg, int kind,
                       size_t max_bytes)
 {
+    struct ring *g = &r->ring;
     size_t len = msg->payload->len;
-    struct ring_entry *x;
 
     if (len > max_bytes) {
         while (g->n)
@@ -424,12 +579,9 @@ static void ring_push(struct room_engine *e, struct ring *g, const struct room_m
         ring_pop(g);
     if (g->n == g->cap)
         ring_grow(g, e->cfg.ring_len);
-    x = &g->v[(g->head + g->n) % g->cap];
-    x->payload = payload_lasting(msg->payload->data, msg->payload->len);
-    x->json_len = msg->json_len;
-    x->seq = msg->seq;
+    g->v[(g->head + g->n) % g->cap] = ring_rec_new(e, r, msg, kind);
     g->n++;
-    g->bytes += len;
+    g->bytes += (uint32_t)len;
 }
 
 /* ---- rooms and members ---- */
@@ -456,41 +608,72 @@ static struct room *room_create(struct room_engine *e, const char *id)
     r->epoch = next_epoch(e);
     r->mode = ROOM_MODE_NORMAL;
     list_init(&r->order);
-    list_init(&r->dirty);
     wheel_timer_init(&r->flush_timer, on_flush_timer);
     hmap_insert(&e->rooms, &r->node, hash_bytes(id, strlen(id)));
     e->stats.rooms++;
     return r;
 }
 
-static struct member *member_create(struct room *r, const char *user, uint64_t now)
+/* A member record without sessions whose inline session id copy has room
+ * for session (session_add() then takes it). */
+static struct member *member_create(struct room *r, const char *user, const char *session,
+                                    uint64_t now)
 {
-    size_t n = strlen(user);
-    struct member *m = pool_alloc(sizeof(*m) + n + 1);
+    size_t n = strlen(user), k = strlen(session);
+    struct member *m = pool_alloc(offsetof(struct member, user) + n + 1 + k + 1);
 
-    m->room = r;
     memcpy(m->user, user, n + 1);
+    memcpy(m->user + n + 1, session, k + 1);
     m->meta = payload_ref(r->e->empty_meta);
     m->joined_at = now + (uint64_t)r->e->cfg.wall_offset_ms;
     m->visible = true;
-    list_init(&m->dirty);
     list_insert_tail(&r->order, &m->order);
     hmap_insert(&r->members, &m->node, hash_bytes(user, strlen(user)));
     r->e->stats.members++;
     return m;
 }
 
-static void member_free(struct member *m)
+/* The inline session id copy, after the user id. */
+static char *inline_sid(struct member *m)
 {
-    struct room *r = m->room;
+    return m->user + strlen(m->user) + 1;
+}
+
+/* A copy of session for m: the inline one when it is free and long
+ * enough, else a pool.h copy. */
+static char *sid_copy(struct member *m, const char *session)
+{
+    char *slot = inline_sid(m);
+    size_t n = strlen(session);
+
+    if (m->sid_inline || n > strlen(slot))
+        return pool_strdup(session);
+    memmove(slot, session, n + 1); /* the same bytes at member_create() */
+    m->sid_inline = true;
+    return slot;
+}
+
+static void sid_free(struct member *m, char *sid)
+{
+    if (sid == inline_sid(m))
+        m->sid_inline = false;
+    else
+        pool_free(sid);
+}
+
+/* Frees m, which must not be in its room's dirty list (unless the room
+ * is being freed). */
+static void member_free(struct room *r, struct member *m)
+{
+    char *const *v = sessions(m);
 
     hmap_remove(&r->members, &m->node);
     list_del(&m->order);
-    list_del(&m->dirty);
-    room__sender_free(m);
+    room__sender_free(r->e, m);
     for (size_t i = 0; i < m->nsessions; i++)
-        pool_free(m->sessions[i]);
-    pool_free(m->sessions);
+        sid_free(m, v[i]);
+    if (m->nsessions >= 2)
+        pool_free(m->sid.many);
     payload_unref(m->meta);
     payload_unref(m->pub_meta);
     pool_free(m);
@@ -504,9 +687,10 @@ static void room_free(struct room *r)
 
     list_foreach_safe(pos, tmp, &r->order)
     {
-        member_free(container_of(pos, struct member, order));
+        member_free(r, container_of(pos, struct member, order));
     }
     hmap_release(&r->members);
+    pool_free(r->dirty);
     hmap_remove(&e->rooms, &r->node);
     wheel_del(&r->flush_timer);
     ring_release(&r->ring);
@@ -527,13 +711,18 @@ bool room__maybe_delete(struct room *r)
 
 /* Marks m changed: it joins the room's dirty list, and the room's flush
  * timer is armed for the end of the current window if it is not yet. */
-static void touch(struct member *m, uint64_t now)
+static void touch(struct room *r, struct member *m, uint64_t now)
 {
-    struct room *r = m->room;
     const struct room_config *c = &r->e->cfg;
 
-    if (!list_is_linked(&m->dirty))
-        list_insert_tail(&r->dirty, &m->dirty);
+    if (!m->dirty) {
+        if (r->ndirty == r->cap_dirty) {
+            r->cap_dirty = r->cap_dirty ? r->cap_dirty * 2 : 4;
+            r->dirty = pool_realloc(r->dirty, r->cap_dirty * sizeof(*r->dirty));
+        }
+        r->dirty[r->ndirty++] = m;
+        m->dirty = true;
+    }
     if (!wheel_is_linked(&r->flush_timer))
         wheel_add(r->e->wheel, &r->flush_timer,
                   now + (r->mode == ROOM_MODE_INTERVAL ? c->interval_ms : c->batch_ms));
@@ -565,11 +754,12 @@ void room__emit(struct room *r, room_emit_cb *cb, const struct room_msg *msg, co
  *
  * A room's pending batch is its dirty list: the members whose current
  * state (present = has a session, visible, metadata, joinedAt) changed
- * since the last flush, in the order of their first change. Each member
- * also remembers its published state (pub, pub_meta, pub_joined_at). The
- * flush, run by the room's timer at the end of the window (batch_ms, or
- * interval_ms in interval mode) or by room_flush(), walks the dirty list
- * once per pass:
+ * since the last flush, in the order of their first change (an array
+ * that exists only while changes wait). Each member also remembers its
+ * published state (pub, pub_meta; joinedAt changes only while a member is
+ * not published, so it needs no published copy). The flush, run by the
+ * room's timer at the end of the window (batch_ms, or interval_ms in
+ * interval mode) or by room_flush(), walks the dirty list once per pass:
  *
  *   1. Count pass: the visible count after the flush is published +
  *      (members becoming seen) - (members no longer seen). It decides the
@@ -596,10 +786,8 @@ void room__emit(struct room *r, room_emit_cb *cb, const struct room_msg *msg, co
 static size_t count_after(const struct room *r)
 {
     size_t count = r->published;
-    const struct list *pos;
-
-    for (pos = r->dirty.next; pos != &r->dirty; pos = pos->next) {
-        const struct member *m = container_of(pos, struct member, dirty);
+    for (uint32_t i = 0; i < r->ndirty; i++) {
+        const struct member *m = r->dirty[i];
         bool seen = m->nsessions > 0 && m->visible;
 
         if (seen && !m->pub)
@@ -627,43 +815,41 @@ static size_t member_bytes(const struct member *m)
 }
 
 /* Publishes m's current state; returns which list it belongs to, or -1. */
-static int publish_member(struct member *m)
+static int publish_member(struct room *r, struct member *m)
 {
     bool seen = m->nsessions > 0 && m->visible;
     int which = -1;
 
     if (m->pub)
-        m->room->pub_bytes -= member_bytes(m);
+        r->pub_bytes -= member_bytes(m);
     if (seen && !m->pub)
         which = DELTA_JOINS;
     else if (!seen && m->pub)
         which = DELTA_LEAVES;
-    else if (seen && (m->pub_joined_at != m->joined_at || m->pub_meta->len != m->meta->len ||
-                      memcmp(m->pub_meta->data, m->meta->data, m->meta->len) != 0))
-        which = DELTA_PATCHES;
+    else if (seen && m->pub_meta != m->meta &&
+             (m->pub_meta->len != m->meta->len ||
+              memcmp(m->pub_meta->data, m->meta->data, m->meta->len) != 0))
+        which = DELTA_PATCHES; /* joinedAt does not change while published */
     m->pub = seen;
     payload_unref(m->pub_meta);
     m->pub_meta = seen ? payload_ref(m->meta) : NULL;
-    m->pub_joined_at = m->joined_at;
     if (m->pub)
-        m->room->pub_bytes += member_bytes(m);
+        r->pub_bytes += member_bytes(m);
     return which;
 }
 
-/* The apply pass; d collects list entries (NULL: count only). Returns the
- * number of changes. */
+/* The apply pass; d collects list entries (NULL: count only). Empties
+ * the dirty list; returns the number of changes. */
 static size_t apply_dirty(struct room *r, struct delta_lists *d)
 {
     struct room_engine *e = r->e;
-    struct list *pos, *tmp;
     size_t changes = 0;
 
-    list_foreach_safe(pos, tmp, &r->dirty)
-    {
-        struct member *m = container_of(pos, struct member, dirty);
-        int which = publish_member(m);
+    for (uint32_t i = 0; i < r->ndirty; i++) {
+        struct member *m = r->dirty[i];
+        int which = publish_member(r, m);
 
-        list_del(&m->dirty);
+        m->dirty = false;
         if (which == DELTA_JOINS)
             r->published++;
         else if (which == DELTA_LEAVES)
@@ -672,8 +858,12 @@ static size_t apply_dirty(struct room *r, struct delta_lists *d)
             delta_add(e, d, which, m);
         changes += which >= 0;
         if (m->nsessions == 0)
-            member_free(m);
+            member_free(r, m);
     }
+    /* An idle room keeps no dirty array: one allocation per window. */
+    pool_free(r->dirty);
+    r->dirty = NULL;
+    r->ndirty = r->cap_dirty = 0;
     return changes;
 }
 
@@ -718,7 +908,7 @@ static bool flush_room(struct room *r)
         payload_unref(r->snap.payload); /* stale from now on: not kept */
         r->snap.payload = NULL;
     }
-    ring_push(e, &r->ring, &msg, ring_budget(r));
+    ring_push(e, r, &msg, reset ? RING_SNAPSHOT : RING_DELTA, ring_budget(r));
     e->stats.deltas++;
     room__emit(r, e->on_delta, &msg, NULL);
     payload_unref(msg.payload);
@@ -800,10 +990,14 @@ void room_engine_free(struct room_engine *e)
         room_free(container_of(n, struct room, node));
     }
     hmap_release(&e->rooms);
+    hmap_release(&e->senders); /* emptied with the members */
     for (int i = 0; i < 3; i++)
         buf_release(&e->lists[i]);
     buf_release(&e->out);
+    buf_release(&e->head);
     payload_unref(e->empty_meta);
+    for (size_t i = 0; i < META_CACHE; i++)
+        payload_unref(e->metas[i]);
     free(e);
 }
 
@@ -839,13 +1033,27 @@ static int join_check(const struct room_engine *e, const struct room *r, const s
     return 0;
 }
 
+/* Appends session to m's ids. One id lives in m->sid.one; the array is
+ * made for the second one and has room for the next power of two, so it
+ * grows when nsessions is one (>= 2). */
 static void session_add(struct member *m, const char *session)
 {
-    if (m->nsessions == m->cap_sessions) {
-        m->cap_sessions = m->cap_sessions ? m->cap_sessions * 2 : 2;
-        m->sessions = pool_realloc(m->sessions, m->cap_sessions * sizeof(*m->sessions));
+    char *sid = sid_copy(m, session);
+    uint32_t n = m->nsessions;
+
+    if (n == 0) {
+        m->sid.one = sid;
+    } else if (n == 1) {
+        char **v = pool_alloc(2 * sizeof(*v));
+
+        v[0] = m->sid.one;
+        m->sid.many = v;
+    } else if ((n & (n - 1)) == 0) {
+        m->sid.many = pool_realloc(m->sid.many, 2 * n * sizeof(*m->sid.many));
     }
-    m->sessions[m->nsessions++] = pool_strdup(session);
+    if (n >= 1)
+        m->sid.many[n] = sid;
+    m->nsessions = n + 1;
 }
 
 /* m's metadata becomes meta (a reference, consumed); true when it changed. */
@@ -875,7 +1083,7 @@ int room_join(struct room_engine *e, const char *room, const char *user, const c
                                      ROOM_E_META_JSON, &rc);
         if (s == NULL)
             return rc;
-        pm = payload_take(s);
+        pm = meta_take(e, s);
     }
     r = room_find(e, room);
     m = r ? member_find(r, user) : NULL;
@@ -887,7 +1095,7 @@ int room_join(struct room_engine *e, const char *room, const char *user, const c
     if (r == NULL)
         r = room_create(e, room);
     if (m == NULL)
-        m = member_create(r, user, now);
+        m = member_create(r, user, session, now);
     changed = m->nsessions == 0;
     if (changed) {
         /* Back from zero sessions: a new membership, unless its leave was
@@ -901,50 +1109,61 @@ int room_join(struct room_engine *e, const char *room, const char *user, const c
     if (pm && meta_replace(m, pm))
         changed = true;
     if (changed)
-        touch(m, now);
+        touch(r, m, now);
     return 0;
 }
 
 /* Removes session i of m; with the last one the member leaves. */
-static void session_remove(struct member *m, size_t i, uint64_t now)
+static void session_remove(struct room *r, struct member *m, size_t i, uint64_t now)
 {
-    pool_free(m->sessions[i]);
-    memmove(&m->sessions[i], &m->sessions[i + 1], (m->nsessions - i - 1) * sizeof(*m->sessions));
-    if (--m->nsessions > 0)
+    char **v = m->nsessions >= 2 ? m->sid.many : &m->sid.one;
+
+    sid_free(m, v[i]);
+    memmove(&v[i], &v[i + 1], (m->nsessions - i - 1) * sizeof(*v));
+    if (--m->nsessions == 1) {
+        char *last = v[0];
+
+        pool_free(v); /* back to one id: no array */
+        m->sid.one = last;
+    }
+    if (m->nsessions > 0)
         return;
-    m->room->present--;
-    room__sender_free(m);
-    touch(m, now);
+    m->sid.one = NULL;
+    r->present--;
+    room__sender_free(r->e, m);
+    touch(r, m, now);
 }
 
 int room_leave(struct room_engine *e, const char *room, const char *user, const char *session,
                uint64_t now)
 {
+    struct room *r;
     struct member *m;
     long i;
     int rc;
 
     rc = check_ids(room, user, session);
     if (rc == 0)
-        rc = room__find_member(e, room, user, &m);
+        rc = room__find_member(e, room, user, &r, &m);
     if (rc)
         return rc;
     i = session_index(m, session);
     if (i < 0)
         return ROOM_E_NO_SESSION;
-    session_remove(m, (size_t)i, now);
+    session_remove(r, m, (size_t)i, now);
     return 0;
 }
 
 int room_kick(struct room_engine *e, const char *room, const char *user, uint64_t now)
 {
+    struct room *r;
     struct member *m;
-    int rc = room__find_member(e, room, user, &m);
+    int rc = room__find_member(e, room, user, &r, &m);
 
     if (rc)
         return rc;
     while (m->nsessions)
-        session_remove(m, m->nsessions - 1, now);
+        session_remove(r, m, m->nsessions - 1, now);
     return 0;
 }
 
@@ -952,10 +1171,11 @@ int room_kick(struct room_engine *e, const char *room, const char *user, uint64_
 static int update_meta(struct room_engine *e, const char *room, const char *user, const char *text,
                        size_t len, bool merge, uint64_t now)
 {
+    struct room *r;
     struct member *m;
     cJSON *v;
     char *s;
-    int rc = room__find_member(e, room, user, &m);
+    int rc = room__find_member(e, room, user, &r, &m);
 
     if (rc)
         return rc;
@@ -978,8 +1198,8 @@ static int update_meta(struct room_engine *e, const char *room, const char *user
         free(s);
         return ROOM_E_META_SIZE;
     }
-    if (meta_replace(m, payload_take(s)))
-        touch(m, now);
+    if (meta_replace(m, meta_take(e, s)))
+        touch(r, m, now);
     return 0;
 }
 
@@ -998,8 +1218,9 @@ int room_set_meta(struct room_engine *e, const char *room, const char *user, con
 int room_set_visible(struct room_engine *e, const char *room, const char *user, bool visible,
                      uint64_t now)
 {
+    struct room *r;
     struct member *m;
-    int rc = room__find_member(e, room, user, &m);
+    int rc = room__find_member(e, room, user, &r, &m);
 
     if (rc)
         return rc;
@@ -1007,8 +1228,8 @@ int room_set_visible(struct room_engine *e, const char *room, const char *user, 
         return 0;
     m->visible = visible;
     if (!visible)
-        room__sender_free(m);
-    touch(m, now);
+        room__sender_free(e, m);
+    touch(r, m, now);
     return 0;
 }
 
@@ -1066,8 +1287,10 @@ int room_snapshot_uncached(struct room_engine *e, const char *room, struct room_
     return snapshot(e, room, false, out);
 }
 
-/* The deltas after since, when the ring has all of them; false if not. */
-static bool resume_deltas(const struct room *r, uint64_t since, struct room_resume *out)
+/* The deltas after since, framed again, when the ring has all of them;
+ * false if not. */
+static bool resume_deltas(struct room_engine *e, const struct room *r, uint64_t since,
+                          struct room_resume *out)
 {
     const struct ring *g = &r->ring;
     uint64_t first;
@@ -1077,23 +1300,15 @@ static bool resume_deltas(const struct room *r, uint64_t since, struct room_resu
         return true;
     if (since > r->seq || g->n == 0)
         return false;
-    first = g->v[g->head].seq;
     /* Ring entries are consecutive and end at the room's seq. */
-    assert(first + g->n - 1 == r->seq);
+    first = r->seq - g->n + 1;
     if (since + 1 < first)
         return false;
     k = (size_t)(since + 1 - first);
     out->n = g->n - k;
     out->msgs = xcalloc(out->n, sizeof(*out->msgs));
-    for (size_t i = 0; i < out->n; i++) {
-        const struct ring_entry *x = &g->v[(g->head + k + i) % g->cap];
-        out->msgs[i] = (struct room_msg){
-            .payload = payload_ref(x->payload),
-            .json = x->payload->data + (x->payload->len - x->json_len),
-            .json_len = x->json_len,
-            .seq = x->seq,
-        };
-    }
+    for (size_t i = 0; i < out->n; i++)
+        out->msgs[i] = ring_msg(e, r, g->v[(g->head + k + i) % g->cap], first + k + i);
     return true;
 }
 
@@ -1108,7 +1323,7 @@ int room_resume(struct room_engine *e, const char *room, uint64_t epoch, uint64_
         return ROOM_E_ROOM_ID;
     r = room_find(e, room);
     if ((r == NULL && fresh) ||
-        (r && (fresh || epoch == r->epoch) && resume_deltas(r, since, out))) {
+        (r && (fresh || epoch == r->epoch) && resume_deltas(e, r, since, out))) {
         e->stats.resumes_deltas++;
         return ROOM_RESUME_DELTAS;
     }
@@ -1143,15 +1358,16 @@ int room_get_info(const struct room_engine *e, const char *room, struct room_inf
     out->mode = r->mode;
     out->count = r->published;
     out->members = r->present;
-    out->pending = !list_empty(&r->dirty);
+    out->pending = r->ndirty > 0;
     return 0;
 }
 
 int room_get_member(const struct room_engine *e, const char *room, const char *user,
                     struct room_member_view *out)
 {
+    struct room *r;
     struct member *m;
-    int rc = room__find_member(e, room, user, &m);
+    int rc = room__find_member(e, room, user, &r, &m);
 
     if (rc)
         return rc;
@@ -1160,7 +1376,7 @@ int room_get_member(const struct room_engine *e, const char *room, const char *u
         .meta = m->meta->data,
         .meta_len = m->meta->len,
         .joined_at = m->joined_at,
-        .session_ids = (const char *const *)m->sessions,
+        .session_ids = (const char *const *)sessions(m),
         .nsessions = m->nsessions,
         .visible = m->visible,
         .published = m->pub,

@@ -25,19 +25,43 @@
 #include "json.h"
 #include "util.h"
 
-/* ---- senders ---- */
+/* ---- senders ----
+ *
+ * Few members ever publish, so a member does not point to its sender: the
+ * engine's senders table finds it by the member's address, and the
+ * member's sender bit says whether to look.
+ */
 
-void room__sender_free(struct member *m)
+/* m's sender, or NULL. */
+static struct sender *sender_find(const struct room_engine *e, const struct member *m)
 {
-    struct sender *s = m->sender;
+    const struct hmap *t = &e->senders;
+    uint64_t h = room__member_hash(m);
+    struct hmap_node *n;
+
+    if (!m->sender)
+        return NULL;
+    for (n = hmap_find(t, h); n; n = hmap_find_next(n, h)) {
+        struct sender *s = container_of(n, struct sender, node);
+        if (s->m == m)
+            return s;
+    }
+    assert(false); /* the sender bit is set only while the table has it */
+    return NULL;
+}
+
+void room__sender_free(struct room_engine *e, struct member *m)
+{
+    struct sender *s = sender_find(e, m);
 
     if (s == NULL)
         return;
+    hmap_remove(&e->senders, &s->node);
     wheel_del(&s->timer);
     for (size_t i = 0; i < s->nslots; i++)
         buf_release(&s->slots[i].data);
     free(s);
-    m->sender = NULL;
+    m->sender = false;
 }
 
 static struct slot *slot_find(struct sender *s, const char *kind)
@@ -62,9 +86,9 @@ static struct slot *oldest_pending(struct sender *s)
  * publishes it, so that no ephemeral message precedes its sender's join
  * (and a joiner's cursor never forces an early flush, which would defeat
  * interval mode). Returns when to try: the flush time, or the next tick. */
-static uint64_t after_join(const struct member *m, uint64_t now)
+static uint64_t after_join(const struct room *r, uint64_t now)
 {
-    const struct wheel_timer *t = &m->room->flush_timer;
+    const struct wheel_timer *t = &r->flush_timer;
 
     return wheel_is_linked(t) && t->expire_at > now ? t->expire_at : now + 1;
 }
@@ -73,7 +97,7 @@ static uint64_t after_join(const struct member *m, uint64_t now)
  * event's strings are copied first: the callback may end the membership. */
 static void sender_emit(struct sender *s, uint64_t now)
 {
-    struct room *r = s->m->room;
+    struct room *r = s->room;
     struct room_engine *e = r->e;
     struct slot *x = oldest_pending(s);
     char user[ROOM_ID_MAX + 1];
@@ -82,7 +106,7 @@ static void sender_emit(struct sender *s, uint64_t now)
     assert(x != NULL); /* the timer is armed only while values wait */
     if (!s->m->pub) {
         /* This timer ran before the flush in the same tick: wait more. */
-        wheel_add(e->wheel, &s->timer, after_join(s->m, now));
+        wheel_add(e->wheel, &s->timer, after_join(r, now));
         return;
     }
     e->out.len = 0;
@@ -113,26 +137,28 @@ static void on_sender_timer(struct wheel_timer *t, uint64_t now)
     sender_emit(container_of(t, struct sender, timer), now);
 }
 
-static struct sender *sender_get(struct room_engine *e, struct member *m)
+static struct sender *sender_get(struct room_engine *e, struct room *r, struct member *m)
 {
-    struct sender *s = m->sender;
+    struct sender *s = sender_find(e, m);
 
     if (s)
         return s;
     s = xcalloc(1, sizeof(*s) + e->cfg.max_ephemeral_kinds * sizeof(s->slots[0]));
     s->m = m;
+    s->room = r;
     wheel_timer_init(&s->timer, on_sender_timer);
-    m->sender = s;
+    hmap_insert(&e->senders, &s->node, room__member_hash(m));
+    m->sender = true;
     return s;
 }
 
 /* Stores value (compact JSON) as m's latest of kind, then emits at once
  * when the sender's period has passed (sender_emit() itself defers while
  * the join is unpublished), else leaves it to the timer. */
-static void sender_publish(struct room_engine *e, struct member *m, const char *kind,
-                           const char *value, uint64_t now)
+static void sender_publish(struct room_engine *e, struct room *r, struct member *m,
+                           const char *kind, const char *value, uint64_t now)
 {
-    struct sender *s = sender_get(e, m);
+    struct sender *s = sender_get(e, r, m);
     struct slot *x = slot_find(s, kind);
 
     if (x == NULL) {
@@ -158,17 +184,18 @@ static void sender_publish(struct room_engine *e, struct member *m, const char *
 /* ROOM_E_KINDS when m cannot take a value of a new kind, else 0. */
 static int kinds_check(const struct room_engine *e, const struct member *m, const char *kind)
 {
-    if (m->sender && m->sender->nslots >= e->cfg.max_ephemeral_kinds &&
-        slot_find(m->sender, kind) == NULL)
+    struct sender *s = sender_find(e, m);
+
+    if (s && s->nslots >= e->cfg.max_ephemeral_kinds && slot_find(s, kind) == NULL)
         return ROOM_E_KINDS;
     return 0;
 }
 
 /* room__find_member() plus the checks of a publisher. */
 static int find_publisher(const struct room_engine *e, const char *room, const char *user,
-                          const char *kind, struct member **out)
+                          const char *kind, struct room **rp, struct member **out)
 {
-    int rc = room__find_member(e, room, user, out);
+    int rc = room__find_member(e, room, user, rp, out);
 
     if (rc)
         return rc;
@@ -180,6 +207,7 @@ static int find_publisher(const struct room_engine *e, const char *room, const c
 int room_ephemeral(struct room_engine *e, const char *room, const char *user, const char *kind,
                    const char *data, size_t len, uint64_t now)
 {
+    struct room *r;
     struct member *m;
     char *value;
     int rc;
@@ -190,14 +218,14 @@ int room_ephemeral(struct room_engine *e, const char *room, const char *user, co
         return ROOM_E_USER_ID;
     if (!room__id_ok(kind, ROOM_KIND_MAX))
         return ROOM_E_KIND;
-    rc = find_publisher(e, room, user, kind, &m);
+    rc = find_publisher(e, room, user, kind, &r, &m);
     if (rc)
         return rc;
     value = room__compact_json(data, len, e->cfg.max_ephemeral_bytes, ROOM_E_DATA_SIZE,
                                ROOM_E_DATA_JSON, &rc);
     if (value == NULL)
         return rc;
-    sender_publish(e, m, kind, value, now);
+    sender_publish(e, r, m, kind, value, now);
     free(value);
     return 0;
 }

@@ -803,6 +803,128 @@ static void test_snapshot_uncached(void **state)
     fx_free(f);
 }
 
+/* A member's first session id is kept in the member itself, the others in
+ * an array made for the second one: join order survives any mix of
+ * leaves, growth past the array, a return to one session, and a rejoin
+ * of a member whose leave is still pending. */
+static void assert_sessions(struct fx *f, const char *user, const char *const *want, size_t n)
+{
+    struct room_member_view v;
+
+    assert_int_equal(room_get_member(f->e, "r", user, &v), 0);
+    assert_int_equal(v.nsessions, n);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(v.session_ids[i], want[i]);
+}
+
+static void test_sessions_inline_and_overflow(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    const char *five[] = {"tab1", "tab2", "tab3", "tab4", "tab5"};
+    const char *after[] = {"tab2", "tab3", "tab4", "tab5", "x"};
+    const char *two[] = {"tab2", "a-much-longer-session-id"};
+    char sid[16];
+
+    (void)state;
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(join(f, "r", "u", five[i], NULL), 0);
+    assert_int_equal(join(f, "r", "u", "tab3", NULL), ROOM_E_JOINED);
+    assert_sessions(f, "u", five, 5);
+    /* the first (inline) id leaves; a short one takes its place */
+    assert_int_equal(leave(f, "r", "u", "tab1"), 0);
+    assert_sessions(f, "u", five + 1, 4);
+    assert_int_equal(join(f, "r", "u", "x", NULL), 0);
+    assert_sessions(f, "u", after, 5);
+    assert_int_equal(leave(f, "r", "u", "tab1"), ROOM_E_NO_SESSION);
+    /* back to one session, then two with a long id */
+    for (int i = 1; i < 5; i++)
+        assert_int_equal(leave(f, "r", "u", after[i]), 0);
+    assert_sessions(f, "u", two, 1);
+    assert_int_equal(join(f, "r", "u", two[1], NULL), 0);
+    assert_sessions(f, "u", two, 2);
+    assert_int_equal(leave(f, "r", "u", "tab2"), 0);
+    assert_sessions(f, "u", two + 1, 1);
+    advance(f, 50);
+    assert_int_equal(f->nd, 1); /* one join: sessions are not seen */
+    /* the last leaves, and a rejoin in the same window cancels it */
+    assert_int_equal(leave(f, "r", "u", two[1]), 0);
+    assert_int_equal(room_get_member(f->e, "r", "u", &(struct room_member_view){0}),
+                     ROOM_E_NOT_MEMBER);
+    assert_int_equal(join(f, "r", "u", "t1", NULL), 0);
+    assert_int_equal(join(f, "r", "u", two[1], NULL), 0);
+    assert_sessions(f, "u", (const char *[]){"t1", two[1]}, 2);
+    advance(f, 50);
+    assert_int_equal(f->nd, 1);
+    /* many sessions, then a kick */
+    for (int i = 0; i < 20; i++) {
+        snprintf(sid, sizeof(sid), "s%d", i);
+        assert_int_equal(join(f, "r", "u", sid, NULL), 0);
+    }
+    assert_int_equal(room_kick(f->e, "r", "u", f->now), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 2);
+    assert_int_equal(rooms(f), 0);
+    fx_free(f);
+}
+
+/* Members with equal metadata share one stored copy (the same pointer in
+ * their views); a change gives a member its own value, and values that
+ * meet in the sharing cache never mix. */
+static void test_meta_shared(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    struct room_member_view a, b;
+    char user[16], meta[64], want[64];
+    char *big;
+
+    (void)state;
+    assert_int_equal(join(f, "r", "u1", "s", "{\"a\": 1}"), 0);
+    assert_int_equal(join(f, "r", "u2", "s", "{\"a\":1}"), 0);
+    assert_int_equal(room_get_member(f->e, "r", "u1", &a), 0);
+    assert_int_equal(room_get_member(f->e, "r", "u2", &b), 0);
+    assert_ptr_equal(a.meta, b.meta);
+    assert_int_equal(join(f, "r", "u3", "s", NULL), 0);
+    assert_int_equal(join(f, "r", "u4", "s", "{ }"), 0);
+    assert_int_equal(room_get_member(f->e, "r", "u3", &a), 0);
+    assert_int_equal(room_get_member(f->e, "r", "u4", &b), 0);
+    assert_ptr_equal(a.meta, b.meta);
+    assert_string_equal(meta_of(f, "r", "u4"), "{}");
+    assert_int_equal(patch(f, "r", "u1", "{\"b\":2}"), 0);
+    assert_string_equal(meta_of(f, "r", "u1"), "{\"a\":1,\"b\":2}");
+    assert_string_equal(meta_of(f, "r", "u2"), "{\"a\":1}");
+    assert_int_equal(room_set_meta(f->e, "r", "u1", "{\"a\":1}", 7, f->now), 0);
+    assert_int_equal(room_get_member(f->e, "r", "u1", &a), 0);
+    assert_int_equal(room_get_member(f->e, "r", "u2", &b), 0);
+    assert_ptr_equal(a.meta, b.meta);
+    big = meta_of_size(900);
+    assert_int_equal(join(f, "r", "u5", "s", big), 0);
+    assert_int_equal(join(f, "r", "u6", "s", big), 0);
+    assert_true(json_same(meta_of(f, "r", "u5"), big));
+    assert_true(json_same(meta_of(f, "r", "u6"), big));
+    free(big);
+    /* far more values than the cache has slots */
+    for (int i = 0; i < 300; i++) {
+        snprintf(user, sizeof(user), "m%d", i);
+        snprintf(meta, sizeof(meta), "{\"i\":%d}", i % 150);
+        assert_int_equal(join(f, "r", user, "s", meta), 0);
+    }
+    advance(f, 50);
+    for (int i = 0; i < 300; i++) {
+        snprintf(user, sizeof(user), "m%d", i);
+        snprintf(want, sizeof(want), "{\"i\":%d}", i % 150);
+        assert_string_equal(meta_of(f, "r", user), want);
+    }
+    /* leaving members drop their references; the values stay right */
+    for (int i = 0; i < 300; i += 2) {
+        snprintf(user, sizeof(user), "m%d", i);
+        assert_int_equal(leave(f, "r", user, "s"), 0);
+    }
+    advance(f, 50);
+    assert_string_equal(meta_of(f, "r", "m1"), "{\"i\":1}");
+    assert_string_equal(meta_of(f, "r", "u2"), "{\"a\":1}");
+    fx_free(f);
+}
+
 /* A fixture with ring_len 6 whose room "r" has emitted seqs 1..10. */
 static struct fx *ten_deltas(void)
 {
@@ -1096,6 +1218,73 @@ static void leave_n(struct fx *f, const char *room, int from, int to)
         snprintf(user, sizeof(user), "u%03d", i);
         assert_int_equal(leave(f, room, user, "s"), 0);
     }
+}
+
+/* Every resumable message since 0 comes back as the same bytes. */
+static void assert_resume_bytes(struct fx *f, uint64_t epoch)
+{
+    struct room_resume res;
+
+    for (size_t since = 0; since <= f->nd; since++) {
+        assert_int_equal(room_resume(f->e, "r", epoch, since, &res), ROOM_RESUME_DELTAS);
+        assert_int_equal(res.n, f->nd - since);
+        for (size_t i = 0; i < res.n; i++) {
+            const struct rec *d = &f->d[since + i];
+            assert_int_equal(res.msgs[i].seq, d->seq);
+            assert_int_equal(res.msgs[i].payload->len, d->p->len);
+            assert_memory_equal(res.msgs[i].payload->data, d->p->data, d->p->len);
+            assert_int_equal(res.msgs[i].json_len, d->json_len);
+            assert_ptr_equal(res.msgs[i].json, res.msgs[i].payload->data + 4);
+        }
+        room_resume_release(&res);
+    }
+}
+
+/* The ring keeps messages compactly (without their head, normal-mode
+ * deltas as their three lists) and frames them again on resume: normal
+ * and interval deltas, the snapshot that ends interval mode, and one
+ * whose head is the empty room's all come back byte for byte. */
+static void test_resume_rebuilds_every_kind(void **state)
+{
+    struct room_config c;
+    struct fx *f;
+    char odd[] = "{\"n\":\"x],\\\"leaves\\\":[\\\"y\\u00e9\"}";
+
+    (void)state;
+    room_config_init(&c);
+    c.frame = test_frame;
+    c.interval_enter = 4;
+    c.interval_leave = 2;
+    c.interval_ms = 200;
+    f = fx_new(&c);
+    assert_int_equal(join(f, "r", "hidden", "s", NULL), 0); /* keeps the room */
+    assert_int_equal(room_set_visible(f->e, "r", "hidden", false, f->now), 0);
+    join_n(f, "r", 0, 3);
+    advance(f, 50); /* 1: normal, three joins */
+    join_n(f, "r", 3, 4);
+    advance(f, 50); /* 2: into interval mode */
+    join_n(f, "r", 4, 6);
+    assert_int_equal(patch(f, "r", "u000", odd), 0);
+    advance(f, 200); /* 3: interval, joins and a patch */
+    leave_n(f, "r", 0, 5);
+    advance(f, 200); /* 4: back to normal: a snapshot of one */
+    assert_int_equal(join(f, "r", "u006", "s", "{\"k\":[1,2]}"), 0);
+    assert_int_equal(patch(f, "r", "u005", odd), 0);
+    advance(f, 50); /* 5: normal, a join and a patch */
+    join_n(f, "r", 0, 4);
+    advance(f, 50); /* 6: interval again */
+    leave_n(f, "r", 0, 4);
+    leave_n(f, "r", 5, 7);
+    advance(f, 200); /* 7: back to normal with nobody to show */
+    assert_int_equal(join(f, "r", "u009", "s", odd), 0);
+    advance(f, 50); /* 8: a join */
+    assert_int_equal(leave(f, "r", "u009", "s"), 0);
+    advance(f, 50); /* 9: a leave */
+    assert_int_equal(f->nd, 9);
+    assert_memory_equal(f->d[3].json, "{\"type\":\"room_snapshot\"", 23);
+    assert_memory_equal(f->d[6].json, "{\"type\":\"room_snapshot\"", 23);
+    assert_resume_bytes(f, f->d[0].epoch);
+    fx_free(f);
 }
 
 /* c with interval thresholds 10 / 6 and small lists. */
@@ -1921,6 +2110,8 @@ int main(void)
         cmocka_unit_test(test_ids_and_errors),
         cmocka_unit_test(test_config_check),
         cmocka_unit_test(test_two_tabs_one_member),
+        cmocka_unit_test(test_sessions_inline_and_overflow),
+        cmocka_unit_test(test_meta_shared),
         cmocka_unit_test(test_join_leave_in_window_is_nothing),
         cmocka_unit_test(test_leave_rejoin_in_window),
         cmocka_unit_test(test_patch_in_place),
@@ -1937,6 +2128,7 @@ int main(void)
         cmocka_unit_test(test_ring_snapshot_budget),
         cmocka_unit_test(test_empty_room_deleted),
         cmocka_unit_test(test_frame_hook),
+        cmocka_unit_test(test_resume_rebuilds_every_kind),
         cmocka_unit_test(test_interval_mode_enter),
         cmocka_unit_test(test_interval_mode_hysteresis),
         cmocka_unit_test(test_invisible_members),
