@@ -63,7 +63,7 @@ void engine__client_set_ids(struct client *c, const char *uid, const char *sid)
         memcpy(tmp, uid ? uid : "", nu + 1);
         memcpy(tmp + nu + 1, sid ? sid : "", ns + 1);
         memcpy(c->ids.in, tmp, nu + ns + 2);
-        c->sid_off = (uint8_t)(nu + 1);
+        c->sid_off = (nu + 1) & 63u;
         c->ids_heap = false;
     } else { /* both copied before ids.heap overlays the inline ones */
         char *u = heap_id(uid, nu), *s = heap_id(sid, ns);
@@ -219,7 +219,7 @@ static void send_welcome(struct client *c, bool resumed)
     buf_printf(&b,
                "{\"type\":\"welcome\",\"protocol\":%d,\"server\":\"presenced/0.1.0\","
                "\"connectionId\":\"%llx\"",
-               PROTO_VERSION, (unsigned long long)c->conn_id);
+               PROTO_VERSION, (unsigned long long)client_conn_id(c));
     if (client_uid(c)[0]) {
         buf_append_str(&b, ",\"user\":");
         json_append_cstr(&b, client_uid(c));
@@ -879,7 +879,7 @@ static void take_claims(struct client *c, const struct jwt_claims *cl)
     c->authed = true;
     c->deadline = cl->exp;
     if (cl->has_device && presence_device_parse(cl->device) >= 0) {
-        c->device = (enum presence_device)presence_device_parse(cl->device);
+        c->device = (unsigned)presence_device_parse(cl->device) & 7u;
         c->device_claim = true;
     }
     if (c->x) {
@@ -952,9 +952,8 @@ static void app_on_open(struct wsconn *ws)
     struct engine *e = c->e;
 
     c->ws = ws;
-    c->conn_id = ws_conn(ws)->id;
     ws_set_user_data(ws, c);
-    hmap_insert(&e->clients, &c->node, hash_bytes(&c->conn_id, sizeof(c->conn_id)));
+    hmap_insert(&e->clients, &c->node, hash_bytes(&ws_conn(ws)->id, sizeof(uint64_t)));
     if (auth_jwt(e) && !c->authed) {
         c->deadline = (int64_t)(loop_now(e->w->loop) + (uint64_t)e->w->srv->cfg.auth_timeout_ms);
         engine__expiry_arm(c);
@@ -975,8 +974,8 @@ static void start_session(struct client *c)
         send_welcome(c, false);
         return;
     }
-    c->owner = (uint8_t)owner_of(e, client_uid(c));
-    em = emsg_new(OP_START, c->conn_id);
+    c->owner = owner_of(e, client_uid(c)) & 127u;
+    em = emsg_new(OP_START, client_conn_id(c));
     emsg_set_id(&em->uid, client_uid(c));
     emsg_set_id(&em->sid, client_sid(c));
     em->arg = c->resume;
@@ -1003,7 +1002,7 @@ static void app_on_message(struct wsconn *ws, bool binary, const char *p, size_t
     } else {
         unsigned bad = c->bad_in_a_row;
         proto_count_error(ws, &bad); /* closes at PROTO_MAX_ERRORS, so bad stays small */
-        c->bad_in_a_row = (uint8_t)MIN(bad, (unsigned)UINT8_MAX);
+        c->bad_in_a_row = MIN(bad, 31u) & 31u;
     }
 }
 
@@ -1216,7 +1215,7 @@ struct client *engine_client_prepare(struct worker *w, struct conn *conn,
         }
     }
     if (!c->device_claim)
-        c->device = (uint8_t)d;
+        c->device = (unsigned)d & 7u;
     c->resume = client_uid(c)[0] && query_id(req, "resume", id);
     if (c->resume)
         client_set_sid(c, id);
@@ -1706,8 +1705,7 @@ struct client *engine__sse_client(struct conn *conn, struct worker *w)
     struct client *c = pool_alloc(sizeof(*c));
 
     c->e = engine_of(w);
-    c->conn_id = conn->id;
-    hmap_insert(&c->e->clients, &c->node, hash_bytes(&c->conn_id, sizeof(c->conn_id)));
+    hmap_insert(&c->e->clients, &c->node, hash_bytes(&conn->id, sizeof(conn->id)));
     client_x(c)->sse = sse_start(conn, w, sse_closed, c);
     return c;
 }

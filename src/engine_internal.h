@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bus.h"
+#include "conn.h"
 #include "engine.h"
 #include "hmap.h"
 #include "jwt.h"
@@ -22,6 +23,7 @@
 #include "privacy.h"
 #include "proto.h"
 #include "room.h"
+#include "sse.h"
 #include "store.h"
 #include "util.h"
 #include "worker.h"
@@ -168,37 +170,37 @@ struct client_x {
 
 /*
  * One socket of this worker (a WebSocket client, or an event stream). Kept
- * to one 160-byte pool object for an idle authenticated socket: the rare
+ * to one 144-byte pool object for an idle authenticated socket: the rare
  * parts live in struct client_x, the uid and sid inline (read them with
  * client_uid()/client_sid(), set them with client_set_uid()/_sid()), one
- * room link inline (engine_room.c), and the timer of its auth deadline or
+ * room link inline (engine_room.c), the connection id read from the
+ * connection (client_conn_id()), and the timer of its auth deadline or
  * token expiry shared with the sockets due about then (engine_expiry.c).
  */
 struct client {
-    struct hmap_node node; /* e->clients, by conn_id */
+    struct hmap_node node; /* e->clients, by client_conn_id() */
     struct engine *e;
     struct wsconn *ws;           /* NULL before open, and for an event stream */
     struct client_x *x;          /* NULL until a rare part is needed (client_x()) */
-    uint64_t conn_id;            /* set at open */
     uint64_t last_beat;          /* loop ms of the last forwarded heartbeat */
     union {                      /* the rooms this socket is subscribed to (engine_room.c): */
-        struct room_link *one;   /* caprlinks <= 1: the only one, inline */
-        struct room_link **many; /* else an array of caprlinks */
+        struct room_link *one;   /* nrlinks <= 1: the only one, inline */
+        struct room_link **many; /* else an array of pow2ceil(nrlinks) */
     } rl;
-    uint32_t nrlinks, caprlinks;
     struct list auth_link; /* auth=jwt: in its deadline's group (engine_expiry.c) */
     int64_t deadline;      /* auth=jwt: the current token's exp (s) once authed,
                             * before that the auth deadline (loop ms) */
-    uint8_t owner;         /* worker that owns uid (at most 64 workers) */
-    uint8_t device;        /* enum presence_device */
-    uint8_t bad_in_a_row;  /* consecutive rejected messages (< PROTO_MAX_ERRORS) */
-    uint8_t sid_off;       /* inline ids: where the sid starts */
-    bool resume : 1;       /* sid names a session to resume */
-    bool started : 1;      /* the owner confirmed the session */
-    bool authed : 1;       /* auth=jwt: a valid token was presented */
-    bool device_claim : 1; /* the device came from the token */
-    bool rb_none : 1;      /* engine_room.c: nobody blocks uid (rb_none) */
-    bool ids_heap : 1;     /* the ids did not fit: ids.heap */
+    uint32_t nrlinks;
+    unsigned owner : 7;        /* worker that owns uid (at most 64 workers) */
+    unsigned device : 3;       /* enum presence_device */
+    unsigned bad_in_a_row : 5; /* consecutive rejected messages (< PROTO_MAX_ERRORS) */
+    unsigned resume : 1;       /* sid names a session to resume */
+    unsigned started : 1;      /* the owner confirmed the session */
+    unsigned authed : 1;       /* auth=jwt: a valid token was presented */
+    unsigned device_claim : 1; /* the device came from the token */
+    unsigned rb_none : 1;      /* engine_room.c: nobody blocks uid (rb_none) */
+    unsigned ids_heap : 1;     /* the ids did not fit: ids.heap */
+    unsigned sid_off : 6;      /* inline ids: where the sid starts */
     union {
         char in[CLIENT_IDS_INLINE]; /* "uid\0sid\0", "" when unset */
         struct {
@@ -206,6 +208,14 @@ struct client {
         } heap;
     } ids;
 };
+
+/* The id of c's connection (0 before it opens). */
+static inline uint64_t client_conn_id(const struct client *c)
+{
+    if (c->ws)
+        return ws_conn(c->ws)->id;
+    return c->x && c->x->sse ? sse_conn(c->x->sse)->id : 0;
+}
 
 /* The client's rare parts, allocated (zeroed) on first call. */
 static inline struct client_x *client_x(struct client *c)
@@ -438,7 +448,7 @@ static inline struct client *find_client(struct engine *e, uint64_t conn_id)
 
     for (struct hmap_node *n = hmap_find(&e->clients, h); n; n = hmap_find_next(n, h)) {
         struct client *c = container_of(n, struct client, node);
-        if (c->conn_id == conn_id)
+        if (client_conn_id(c) == conn_id)
             return c;
     }
     return NULL;
@@ -474,7 +484,7 @@ static inline void reply_ack(struct engine *e, const struct emsg *req)
 
 static inline struct emsg *session_msg(struct client *c, enum engine_op op, const char *ref)
 {
-    struct emsg *em = emsg_new(op, c->conn_id);
+    struct emsg *em = emsg_new(op, client_conn_id(c));
 
     emsg_set_id(&em->uid, client_uid(c));
     emsg_set_id(&em->sid, client_sid(c));

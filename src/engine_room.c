@@ -635,10 +635,17 @@ void engine__rooms_session_ended(struct engine *e, const char *sid, const char *
 
 /* ---- client side ---- */
 
-/* c's room links, nrlinks of them: the inline one while at most one. */
+/* c's room links, nrlinks of them: the inline one while at most one,
+ * else an array of pow2ceil(nrlinks) (its size follows from the count,
+ * so the client keeps no capacity). */
 static struct room_link **rlinks(struct client *c)
 {
-    return c->caprlinks > 1 ? c->rl.many : &c->rl.one;
+    return c->nrlinks > 1 ? c->rl.many : &c->rl.one;
+}
+
+static bool pow2(size_t n)
+{
+    return (n & (n - 1)) == 0;
 }
 
 static struct room_link *find_rlink(struct client *c, const char *room, size_t *idx)
@@ -656,30 +663,36 @@ static struct room_link *find_rlink(struct client *c, const char *room, size_t *
 
 static void rlinks_push(struct client *c, struct room_link *l)
 {
-    if (c->nrlinks == 0) {
-        c->caprlinks = 1;
-    } else if (c->caprlinks == 1) { /* a second room: from inline to an array */
+    size_t n = c->nrlinks;
+
+    if (n == 1) { /* a second room: from inline to an array */
         struct room_link **v = pool_alloc(2 * sizeof(*v));
         v[0] = c->rl.one;
         c->rl.many = v;
-        c->caprlinks = 2;
-    } else if (c->nrlinks == c->caprlinks) {
-        c->caprlinks *= 2;
-        c->rl.many = pool_realloc(c->rl.many, c->caprlinks * sizeof(*c->rl.many));
+    } else if (n > 1 && pow2(n)) { /* full */
+        c->rl.many = pool_realloc(c->rl.many, 2 * n * sizeof(*c->rl.many));
     }
-    rlinks(c)[c->nrlinks++] = l;
+    if (n == 0)
+        c->rl.one = l;
+    else
+        c->rl.many[n] = l;
+    c->nrlinks++;
 }
 
 /* Removes link idx (the last one takes its place). */
 static void rlinks_del(struct client *c, size_t idx)
 {
     struct room_link **v = rlinks(c);
+    size_t n = --c->nrlinks;
 
-    v[idx] = v[--c->nrlinks];
-    if (c->nrlinks <= 1 && c->caprlinks > 1) { /* back inline */
-        c->rl.one = c->nrlinks ? v[0] : NULL;
-        c->caprlinks = 1;
+    v[idx] = v[n];
+    if (n == 1) { /* back inline */
+        c->rl.one = v[0];
         pool_free(v);
+    } else if (n == 0) {
+        c->rl.one = NULL;
+    } else if (pow2(n)) { /* half full: to the size the count implies */
+        c->rl.many = pool_realloc(v, n * sizeof(*v));
     }
 }
 
@@ -1018,7 +1031,7 @@ static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_
 static void request_refresh(struct room_link *l, const char *user)
 {
     struct client *c = l->client;
-    struct emsg *em = emsg_new(OP_RREFRESH, c->conn_id);
+    struct emsg *em = emsg_new(OP_RREFRESH, client_conn_id(c));
 
     emsg_set_id(&em->room, l->lroom->room);
     emsg_set_id(&em->uid, user);
@@ -1042,7 +1055,7 @@ static void rb_load(struct client *c)
     struct store_result none;
 
     ld->e = c->e;
-    ld->conn_id = c->conn_id;
+    ld->conn_id = client_conn_id(c);
     rb_get(c)->state = RB_LOADING;
     if (store_list_blockers(c->e->w->srv->store, c->e->inbox, client_uid(c), rb_loaded, ld) < 0) {
         memset(&none, 0, sizeof(none));
@@ -1267,7 +1280,7 @@ static bool room_allowed(const struct client *c, const cJSON *root, const char *
         return true;
     if (!c->e->w->srv->cfg.room_token_secret[0])
         return claims == NULL;
-    snprintf(holder, sizeof(holder), "%llx", (unsigned long long)c->conn_id);
+    snprintf(holder, sizeof(holder), "%llx", (unsigned long long)client_conn_id(c));
     return engine__room_token_ok(c->e, holder, room, cJSON_IsString(tok) ? tok->valuestring : NULL);
 }
 
@@ -1465,7 +1478,7 @@ void engine__rooms_free(struct engine *e)
 
 void engine__room_stream(struct client *c, const char *room, const char *last_event_id)
 {
-    struct emsg *em = emsg_new(OP_RSUB, c->conn_id);
+    struct emsg *em = emsg_new(OP_RSUB, client_conn_id(c));
     unsigned long long epoch, seq;
     int used = 0;
 

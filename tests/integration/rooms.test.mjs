@@ -114,7 +114,7 @@ for (const workers of ['1', '4']) {
     });
 
     test('one socket in several rooms, with long ids: leave one, rejoin, then the session ends them all', async () => {
-      const rooms = [1, 2, 3, 4].map((i) => id(`multi-room-with-a-long-identifier-${i}`));
+      const rooms = [1, 2, 3, 4, 5].map((i) => id(`multi-room-with-a-long-identifier-${i}`));
       const user = id('a-user-id-well-over-the-inline-twenty-one');
       const obs = await Client.open(srv, { user: id('obs') });
       for (const r of rooms) await join(obs, r, {});
