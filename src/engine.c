@@ -431,11 +431,10 @@ void engine__dispatch(struct engine *e, struct emsg *em)
         engine__admin_rooms(e, em);
         break;
     case OP_PRIV_EVENT: /* the owner has handled this connection's privacy message */
-        if ((c = find_client(e, em->conn_id)) != NULL)
-            if (c->x) {
-                c->x->ephemeral_hold_until = 0;
-                client_x_trim(c);
-            }
+        if ((c = find_client(e, em->conn_id)) != NULL && c->x) {
+            c->x->ephemeral_hold_until = 0;
+            client_x_trim(c);
+        }
         break;
     case OP_ENDED:
         on_ended(e, em);
@@ -885,6 +884,7 @@ static void take_claims(struct client *c, const struct jwt_claims *cl)
     if (c->x) {
         free(c->x->room_claims);
         c->x->room_claims = NULL;
+        client_x_trim(c);
     }
     if (cl->has_rooms)
         client_x(c)->room_claims = jwt_rooms_pack(cl);

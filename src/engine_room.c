@@ -162,8 +162,8 @@ struct rsub {              /* R side: workers subscribed to a room */
 };
 
 /* U side: the rooms of one session, packed in one pool object (32 bytes
- * for one short room id); reallocated on each join or leave, which are
- * rare next to the session's life, and gone when it is in none. */
+ * for one short room id): reallocated to fit on each join (rare next to
+ * the session's life), compacted on a leave, freed when in no room. */
 struct sroom {
     struct hmap_node node; /* e->srooms, by sid */
     const char *sid;       /* the presence session's own id, borrowed: the
