@@ -167,6 +167,7 @@ struct client_x {
 /* The ids stored in the client itself (uid, NUL, sid, NUL) when both fit:
  * a server-made session id (32 characters) and a user id of up to 21. */
 #define CLIENT_IDS_INLINE 56
+_Static_assert(CLIENT_IDS_INLINE <= 64, "struct client's sid_off has 6 bits");
 
 /*
  * One socket of this worker (a WebSocket client, or an event stream). Kept
