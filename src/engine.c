@@ -45,7 +45,37 @@
 
 #define SID_BYTES 16 /* random bytes in a server-made session id */
 
-char engine__no_id[1]; /* "": what unset client ids point to */
+char engine__no_id[1]; /* "": what unset heap ids point to */
+
+static char *heap_id(const char *v, size_t n)
+{
+    return n ? pool_strndup(v, n) : engine__no_id;
+}
+
+void engine__client_set_ids(struct client *c, const char *uid, const char *sid)
+{
+    char *old_uid = c->ids_heap ? c->ids.heap.uid : NULL;
+    char *old_sid = c->ids_heap ? c->ids.heap.sid : NULL;
+    size_t nu = uid ? strlen(uid) : 0, ns = sid ? strlen(sid) : 0;
+    char tmp[CLIENT_IDS_INLINE];
+
+    if (nu + ns + 2 <= sizeof(tmp)) { /* via tmp: either may be inline now */
+        memcpy(tmp, uid ? uid : "", nu + 1);
+        memcpy(tmp + nu + 1, sid ? sid : "", ns + 1);
+        memcpy(c->ids.in, tmp, nu + ns + 2);
+        c->sid_off = (nu + 1) & 63u;
+        c->ids_heap = false;
+    } else { /* both copied before ids.heap overlays the inline ones */
+        char *u = heap_id(uid, nu), *s = heap_id(sid, ns);
+        c->ids.heap.uid = u;
+        c->ids.heap.sid = s;
+        c->ids_heap = true;
+    }
+    if (old_uid && old_uid != engine__no_id)
+        pool_free(old_uid);
+    if (old_sid && old_sid != engine__no_id)
+        pool_free(old_sid);
+}
 
 #define EPHEMERAL_HOLD_MS 2000 /* ephemerals dropped after asking to hide */
 
@@ -189,12 +219,12 @@ static void send_welcome(struct client *c, bool resumed)
     buf_printf(&b,
                "{\"type\":\"welcome\",\"protocol\":%d,\"server\":\"presenced/0.1.0\","
                "\"connectionId\":\"%llx\"",
-               PROTO_VERSION, (unsigned long long)c->conn_id);
-    if (c->uid[0]) {
+               PROTO_VERSION, (unsigned long long)client_conn_id(c));
+    if (client_uid(c)[0]) {
         buf_append_str(&b, ",\"user\":");
-        json_append_cstr(&b, c->uid);
+        json_append_cstr(&b, client_uid(c));
         buf_append_str(&b, ",\"sessionId\":");
-        json_append_cstr(&b, c->sid);
+        json_append_cstr(&b, client_sid(c));
         buf_printf(&b, ",\"resumed\":%s", resumed ? "true" : "false");
     }
     buf_printf(&b,
@@ -240,7 +270,7 @@ static void on_started(struct engine *e, struct emsg *res)
         ws_close(c->ws, 1008, "session refused");
         return;
     }
-    client_set_id(&c->sid, res->sid);
+    client_set_sid(c, res->sid);
     c->started = true;
     c->last_beat = loop_now(e->w->loop);
     send_welcome(c, res->arg != 0);
@@ -251,7 +281,7 @@ static void on_ended(struct engine *e, struct emsg *em)
     struct client *c = find_client(e, em->conn_id);
     struct buf b = {0};
 
-    if (!c || strcmp(c->sid, em->sid) != 0)
+    if (!c || strcmp(client_sid(c), em->sid) != 0)
         return;
     c->started = false;
     buf_printf(&b, "{\"type\":\"session_ended\",\"reason\":\"%s\"", end_reason_name(em->arg));
@@ -283,7 +313,7 @@ static void client_send_frame(struct client *c, struct watch *wt, int cls)
         frame_json(wt->last[cls], &json, &n);
         wt->last_sse[cls] = sse_format("presence", ++wt->sse_id, json, n);
     }
-    sse_send_payload(c->sse, wt->last_sse[cls]);
+    sse_send_payload(c->x->sse, wt->last_sse[cls]);
 }
 
 static void set_last(struct watch *wt, int cls, struct payload *f)
@@ -401,8 +431,10 @@ void engine__dispatch(struct engine *e, struct emsg *em)
         engine__admin_rooms(e, em);
         break;
     case OP_PRIV_EVENT: /* the owner has handled this connection's privacy message */
-        if ((c = find_client(e, em->conn_id)) != NULL)
-            c->ephemeral_hold_until = 0;
+        if ((c = find_client(e, em->conn_id)) != NULL && c->x) {
+            c->x->ephemeral_hold_until = 0;
+            client_x_trim(c);
+        }
         break;
     case OP_ENDED:
         on_ended(e, em);
@@ -592,7 +624,7 @@ static bool msg_privacy(struct client *c, const cJSON *root, const char *ref)
     if (p.invisible || ((mask & PRIVACY_FIELD_ONLINE) && p.online != STORE_VIS_EVERYONE))
         /* Ephemerals go straight to the rooms, this message through the
          * user's owner: hold them back until the rooms have heard. */
-        c->ephemeral_hold_until = loop_now(c->e->w->loop) + EPHEMERAL_HOLD_MS;
+        client_x(c)->ephemeral_hold_until = loop_now(c->e->w->loop) + EPHEMERAL_HOLD_MS;
     send_to(c->e, c->owner, em);
     return true;
 }
@@ -610,10 +642,10 @@ static void watch_request(struct engine *e, const char *uid, const char *viewer,
 
 static struct watch_link *find_link(struct client *c, const char *uid, size_t *idx)
 {
-    for (size_t i = 0; i < c->nlinks; i++) {
-        if (strcmp(c->links[i]->watch->uid, uid) == 0) {
+    for (size_t i = 0; c->x && i < c->x->nlinks; i++) {
+        if (strcmp(c->x->links[i]->watch->uid, uid) == 0) {
             *idx = i;
-            return c->links[i];
+            return c->x->links[i];
         }
     }
     return NULL;
@@ -635,15 +667,15 @@ static struct wview *view_get(struct client *c, const char *uid, struct watch **
         hmap_insert(&e->watches, &wt->node, str_hash(wt->uid));
     }
     *out = wt;
-    if ((v = find_view(wt, c->uid)) != NULL)
+    if ((v = find_view(wt, client_uid(c))) != NULL)
         return v;
-    n = strlen(c->uid);
+    n = strlen(client_uid(c));
     v = xcalloc(1, sizeof(*v) + n + 1);
-    memcpy(v->viewer, c->uid, n + 1);
+    memcpy(v->viewer, client_uid(c), n + 1);
     v->cls = -1;
     list_init(&v->links);
     list_insert_tail(&wt->views, &v->node);
-    watch_request(e, uid, c->uid, OP_WATCH);
+    watch_request(e, uid, client_uid(c), OP_WATCH);
     return v;
 }
 
@@ -652,17 +684,18 @@ static void watch_add(struct client *c, const char *uid)
     struct watch *wt;
     struct wview *v = view_get(c, uid, &wt);
     struct watch_link *l = xcalloc(1, sizeof(*l));
+    struct client_x *x = client_x(c);
 
     l->view = v;
     l->watch = wt;
     l->client = c;
     l->need_snapshot = v->cls < 0;
     list_insert_tail(&v->links, &l->link);
-    if (c->nlinks == c->caplinks) {
-        c->caplinks = c->caplinks ? c->caplinks * 2 : 8;
-        c->links = pool_realloc(c->links, c->caplinks * sizeof(*c->links));
+    if (x->nlinks == x->caplinks) {
+        x->caplinks = x->caplinks ? x->caplinks * 2 : 8;
+        x->links = pool_realloc(x->links, x->caplinks * sizeof(*x->links));
     }
-    c->links[c->nlinks++] = l;
+    x->links[x->nlinks++] = l;
     if (v->cls >= 0)
         client_send_frame(c, wt, v->cls); /* snapshot from the local copy */
 }
@@ -679,11 +712,12 @@ static void watch_free(struct engine *e, struct watch *wt)
 
 static void watch_remove(struct client *c, size_t idx)
 {
-    struct watch_link *l = c->links[idx];
+    struct client_x *x = c->x;
+    struct watch_link *l = x->links[idx];
     struct wview *v = l->view;
     struct watch *wt = l->watch;
 
-    c->links[idx] = c->links[--c->nlinks];
+    x->links[idx] = x->links[--x->nlinks];
     list_del(&l->link);
     free(l);
     if (!list_empty(&v->links))
@@ -694,6 +728,28 @@ static void watch_remove(struct client *c, size_t idx)
     free(v);
     if (list_empty(&wt->views))
         watch_free(c->e, wt);
+}
+
+/* Drops a closing client's watch links and room links. */
+static void client_drop_links(struct client *c)
+{
+    while (c->x && c->x->nlinks > 0)
+        watch_remove(c, c->x->nlinks - 1);
+    engine__rooms_client_closed(c);
+}
+
+/* Frees a client that is out of e->clients (or never was in it), with
+ * its watch links, room links, rare parts and ids. */
+static void client_free(struct client *c)
+{
+    client_drop_links(c);
+    if (c->x) {
+        pool_free(c->x->links);
+        free(c->x->room_claims);
+        pool_free(c->x);
+    }
+    client_free_ids(c);
+    pool_free(c);
 }
 
 /* Validates the "users" array: 1..max ids, each valid. */
@@ -725,6 +781,7 @@ static bool msg_watch(struct client *c, const cJSON *root, const char *ref)
     const cJSON *users = users_arg(c, root, ref);
     const cJSON *u;
     size_t idx, fresh = 0;
+    struct client_x *x;
     const char *why;
 
     if (!users)
@@ -733,12 +790,14 @@ static bool msg_watch(struct client *c, const cJSON *root, const char *ref)
     {
         fresh += find_link(c, u->valuestring, &idx) == NULL;
     }
-    if (c->nlinks + fresh > (size_t)c->e->w->srv->cfg.max_watch) {
+    if ((c->x ? c->x->nlinks : 0) + fresh > (size_t)c->e->w->srv->cfg.max_watch) {
         proto_send_error(c->ws, "too_many_watched", "watch list over max-watch; unwatch first",
                          ref);
         return false;
     }
-    if (!engine__rate_take(c->e, &c->qtokens, &c->qlast, c->uid, ws_conn(c->ws), fresh, &why)) {
+    x = client_x(c);
+    if (!engine__rate_take(c->e, &x->qtokens, &x->qlast, client_uid(c), ws_conn(c->ws), fresh,
+                           &why)) {
         proto_send_error(c->ws, "rate_limited", why, ref);
         return true; /* the client's own pace, not garbage */
     }
@@ -811,48 +870,24 @@ static int verify_token(struct engine *e, const char *tok, size_t n, struct jwt_
 
 static void start_session(struct client *c);
 
-static void arm_token_expiry(struct client *c)
-{
-    struct engine *e = c->e;
-    int64_t left_ms = (c->token_exp + e->w->srv->cfg.jwt_leeway_s) * 1000 - (int64_t)time_wall_ms();
-
-    loop_timer_start(e->w->loop, &c->auth_timer, left_ms > 0 ? (uint64_t)left_ms : 0);
-}
-
-static void on_auth_timer(struct wheel_timer *t, uint64_t now)
-{
-    struct client *c = container_of(t, struct client, auth_timer);
-    struct buf b = {0};
-
-    (void)now;
-    if (!c->authed) {
-        proto_send_error(c->ws, "unauthenticated", "no valid token in time", NULL);
-        ws_close(c->ws, 4401, "authentication required");
-        return;
-    }
-    if ((c->token_exp + c->e->w->srv->cfg.jwt_leeway_s) * 1000 > (int64_t)time_wall_ms()) {
-        arm_token_expiry(c); /* refreshed meanwhile */
-        return;
-    }
-    buf_append_str(&b, "{\"type\":\"token_expired\"}");
-    proto_send_buf(c->ws, &b);
-    ws_close(c->ws, 4403, "token expired");
-}
-
 /* Takes the identity and room rights of verified claims. */
 static void take_claims(struct client *c, const struct jwt_claims *cl)
 {
-    client_set_id(&c->uid, cl->sub);
+    engine__expiry_disarm(c); /* the auth deadline, or the old token's */
+    client_set_uid(c, cl->sub);
     c->authed = true;
-    c->token_exp = cl->exp;
+    c->deadline = cl->exp;
     if (cl->has_device && presence_device_parse(cl->device) >= 0) {
-        c->device = (enum presence_device)presence_device_parse(cl->device);
+        c->device = (unsigned)presence_device_parse(cl->device) & 7u;
         c->device_claim = true;
     }
-    free(c->room_claims);
-    c->room_claims = NULL;
+    if (c->x) {
+        free(c->x->room_claims);
+        c->x->room_claims = NULL;
+        client_x_trim(c);
+    }
     if (cl->has_rooms)
-        c->room_claims = jwt_rooms_pack(cl);
+        client_x(c)->room_claims = jwt_rooms_pack(cl);
 }
 
 static bool msg_auth(struct client *c, const cJSON *root, const char *ref)
@@ -870,19 +905,19 @@ static bool msg_auth(struct client *c, const cJSON *root, const char *ref)
         proto_send_error(c->ws, "unauthorized", jwt_strerror(-1), ref);
         return false;
     }
-    if (c->authed && strcmp(cl.sub, c->uid) != 0) {
+    if (c->authed && strcmp(cl.sub, client_uid(c)) != 0) {
         proto_send_error(c->ws, "token_user_mismatch", "a refreshed token must name the same user",
                          ref);
         return false;
     }
     if (c->authed) { /* a refresh */
         take_claims(c, &cl);
-        arm_token_expiry(c);
+        engine__expiry_arm(c);
         proto_send_ack(c->ws, ref);
         return true;
     }
     take_claims(c, &cl);
-    arm_token_expiry(c);
+    engine__expiry_arm(c);
     start_session(c);
     return true;
 }
@@ -917,16 +952,15 @@ static void app_on_open(struct wsconn *ws)
     struct engine *e = c->e;
 
     c->ws = ws;
-    c->conn_id = ws_conn(ws)->id;
     ws_set_user_data(ws, c);
-    hmap_insert(&e->clients, &c->node, hash_bytes(&c->conn_id, sizeof(c->conn_id)));
-    wheel_timer_init(&c->auth_timer, on_auth_timer);
+    hmap_insert(&e->clients, &c->node, hash_bytes(&ws_conn(ws)->id, sizeof(uint64_t)));
     if (auth_jwt(e) && !c->authed) {
-        loop_timer_start(e->w->loop, &c->auth_timer, (uint64_t)e->w->srv->cfg.auth_timeout_ms);
+        c->deadline = (int64_t)(loop_now(e->w->loop) + (uint64_t)e->w->srv->cfg.auth_timeout_ms);
+        engine__expiry_arm(c);
         return; /* the welcome follows a valid auth message */
     }
     if (c->authed)
-        arm_token_expiry(c);
+        engine__expiry_arm(c);
     start_session(c);
 }
 
@@ -936,14 +970,14 @@ static void start_session(struct client *c)
     struct engine *e = c->e;
     struct emsg *em;
 
-    if (!c->uid[0]) {
+    if (!client_uid(c)[0]) {
         send_welcome(c, false);
         return;
     }
-    c->owner = owner_of(e, c->uid);
-    em = emsg_new(OP_START, c->conn_id);
-    emsg_set_id(&em->uid, c->uid);
-    emsg_set_id(&em->sid, c->sid);
+    c->owner = owner_of(e, client_uid(c)) & 127u;
+    em = emsg_new(OP_START, client_conn_id(c));
+    emsg_set_id(&em->uid, client_uid(c));
+    emsg_set_id(&em->sid, client_sid(c));
     em->arg = c->resume;
     em->device = (uint8_t)c->device;
     send_to(e, c->owner, em);
@@ -963,10 +997,13 @@ static void app_on_message(struct wsconn *ws, bool binary, const char *p, size_t
     root = proto_parse(ws, p, n, &type);
     ok = root && dispatch(c, root, type);
     cJSON_Delete(root);
-    if (ok)
+    if (ok) {
         c->bad_in_a_row = 0;
-    else
-        proto_count_error(ws, &c->bad_in_a_row);
+    } else {
+        unsigned bad = c->bad_in_a_row;
+        proto_count_error(ws, &bad); /* closes at PROTO_MAX_ERRORS, so bad stays small */
+        c->bad_in_a_row = MIN(bad, 31u) & 31u;
+    }
 }
 
 static void app_on_close(struct wsconn *ws, unsigned code)
@@ -978,18 +1015,13 @@ static void app_on_close(struct wsconn *ws, unsigned code)
     if (!c)
         return;
     e = c->e;
-    while (c->nlinks > 0)
-        watch_remove(c, c->nlinks - 1);
-    pool_free(c->links);
-    engine__rooms_client_closed(c);
-    wheel_del(&c->auth_timer);
-    free(c->room_claims);
+    client_drop_links(c);
+    engine__expiry_disarm(c);
     if (c->started)
         send_to(e, c->owner, session_msg(c, OP_CLOSED, NULL));
     hmap_remove(&e->clients, &c->node);
     ws_set_user_data(ws, NULL);
-    client_free_ids(c);
-    pool_free(c);
+    client_free(c);
 }
 
 const struct ws_app engine_app = {
@@ -1061,6 +1093,7 @@ void engine_free(struct engine *e)
     engine__rooms_free(e);
     queries_free(e); /* answers that never came back */
     engine__subs_free(e);
+    engine__expiry_free(e);
     hmap_release(&e->clients); /* clients are freed with their sockets */
     hmap_release(&e->watches);
     free(e);
@@ -1157,13 +1190,12 @@ static int prepare_token(struct client *c, struct conn *conn, const struct http_
 struct client *engine_client_prepare(struct worker *w, struct conn *conn,
                                      const struct http_request *req)
 {
-    struct client *c = pool_alloc(sizeof(*c));
+    struct client *c = pool_alloc(sizeof(*c)); /* ids "" inline */
     char dev[32], id[PRESENCE_ID_MAX + 1];
     size_t pos = 0;
     int d = PRESENCE_DEVICE_WEB;
 
     c->e = engine_of(w);
-    c->uid = c->sid = engine__no_id;
     if (auth_jwt(c->e)) {
         if (prepare_token(c, conn, req) < 0)
             goto out_free;
@@ -1172,7 +1204,7 @@ struct client *engine_client_prepare(struct worker *w, struct conn *conn,
             httpd_error(conn, 400, "bad_user", "user must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
             goto out_free;
         }
-        client_set_id(&c->uid, id);
+        client_set_uid(c, id);
     }
     if (query_has(req, "device")) {
         if (http_query_next(req->query, req->query_len, "device", &pos, dev, sizeof(dev)) < 0 ||
@@ -1183,10 +1215,10 @@ struct client *engine_client_prepare(struct worker *w, struct conn *conn,
         }
     }
     if (!c->device_claim)
-        c->device = (enum presence_device)d;
-    c->resume = c->uid[0] && query_id(req, "resume", id);
+        c->device = (unsigned)d & 7u;
+    c->resume = client_uid(c)[0] && query_id(req, "resume", id);
     if (c->resume)
-        client_set_id(&c->sid, id);
+        client_set_sid(c, id);
     return c;
 out_free:
     engine_client_discard(c);
@@ -1195,9 +1227,7 @@ out_free:
 
 void engine_client_discard(struct client *c)
 {
-    free(c->room_claims);
-    client_free_ids(c);
-    pool_free(c);
+    client_free(c);
 }
 
 /* ---- HTTP reads and HTTP heartbeats ----
@@ -1666,13 +1696,8 @@ static void sse_closed(struct sse_stream *s, void *data)
     struct client *c = data;
 
     (void)s;
-    while (c->nlinks > 0)
-        watch_remove(c, c->nlinks - 1);
-    pool_free(c->links);
-    engine__rooms_client_closed(c);
     hmap_remove(&c->e->clients, &c->node);
-    client_free_ids(c);
-    pool_free(c);
+    client_free(c);
 }
 
 struct client *engine__sse_client(struct conn *conn, struct worker *w)
@@ -1680,10 +1705,8 @@ struct client *engine__sse_client(struct conn *conn, struct worker *w)
     struct client *c = pool_alloc(sizeof(*c));
 
     c->e = engine_of(w);
-    c->uid = c->sid = engine__no_id;
-    c->conn_id = conn->id;
-    hmap_insert(&c->e->clients, &c->node, hash_bytes(&c->conn_id, sizeof(c->conn_id)));
-    c->sse = sse_start(conn, w, sse_closed, c);
+    hmap_insert(&c->e->clients, &c->node, hash_bytes(&conn->id, sizeof(conn->id)));
+    client_x(c)->sse = sse_start(conn, w, sse_closed, c);
     return c;
 }
 
@@ -1700,7 +1723,7 @@ void engine_sse_presence(struct conn *conn, const struct http_request *req, stru
         (n = read_users(conn, req, ids)) == 0 || !http_rate(conn, engine_of(w), viewer, n))
         return;
     c = engine__sse_client(conn, w);
-    client_set_id(&c->uid, viewer); /* the viewer; an event stream has no session */
+    client_set_uid(c, viewer); /* the viewer; an event stream has no session */
     for (size_t i = 0; i < n; i++)
         if (!find_link(c, ids[i], &idx))
             watch_add(c, ids[i]);
@@ -1825,7 +1848,7 @@ void engine_http_room(struct conn *c, const struct http_request *req, struct wor
     if (events) {
         bool has = sse_last_event_id_text(req, last, sizeof(last));
         struct client *sc = engine__sse_client(c, w);
-        client_set_id(&sc->uid, viewer); /* the reader; an event stream has no session */
+        client_set_uid(sc, viewer); /* the reader; an event stream has no session */
         engine__room_stream(sc, room, has ? last : NULL);
         return;
     }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bus.h"
+#include "conn.h"
 #include "engine.h"
 #include "hmap.h"
 #include "jwt.h"
@@ -22,6 +23,7 @@
 #include "privacy.h"
 #include "proto.h"
 #include "room.h"
+#include "sse.h"
 #include "store.h"
 #include "util.h"
 #include "worker.h"
@@ -147,35 +149,127 @@ struct wview {
     char viewer[];        /* "" = anonymous */
 };
 
-struct client {
-    struct hmap_node node; /* e->clients, by conn_id */
-    struct engine *e;
-    struct wsconn *ws;      /* NULL before open, and for an event stream */
-    struct sse_stream *sse; /* an event stream (GET /v1/presence/events) */
-    uint64_t conn_id;
-    char *uid; /* the user, "" for an anonymous observer (client_set_id()) */
-    char *sid; /* session id once started (or asked to resume), else "" */
-    enum presence_device device;
-    bool resume;               /* sid names a session to resume */
-    bool started;              /* the owner confirmed the session */
-    bool authed;               /* auth=jwt: a valid token was presented */
-    bool device_claim;         /* the device came from the token */
-    unsigned owner;            /* worker that owns uid */
-    unsigned bad_in_a_row;     /* consecutive rejected messages */
-    uint64_t last_beat;        /* loop ms of the last forwarded heartbeat */
-    struct watch_link **links; /* the users watched (at most max_watch) */
-    uint32_t nlinks, caplinks;
-    struct room_link **rlinks; /* the rooms this socket is subscribed to */
-    uint32_t nrlinks, caprlinks;
-    int64_t token_exp;             /* auth=jwt: exp of the current token (s) */
+/* What a client rarely needs (an event stream, a watch list, a rooms
+ * claim, a privacy change in flight, the query-rate bucket, blockers of
+ * its user), allocated at first use by client_x() and freed with the
+ * client: an ordinary idle socket has none of it. */
+struct client_x {
+    struct sse_stream *sse;        /* an event stream (GET /v1/presence/events) */
+    struct watch_link **links;     /* the users watched (at most max_watch) */
+    uint32_t nlinks, caplinks;     /* links in use / allocated */
     char *room_claims;             /* the token's "rooms" claim packed (jwt_rooms_pack()) */
-    struct wheel_timer auth_timer; /* auth deadline, then the token's expiry */
     uint64_t ephemeral_hold_until; /* loop ms: drop its ephemerals until then */
     double qtokens;                /* query-rate bucket: ids that may be queried now */
     uint64_t qlast;                /* loop ms of the last refill */
-    struct rblock *rblock;         /* engine_room.c: who blocks uid, for rooms; NULL = not
-                                    * read; the shared rb_none when nobody does */
+    struct rblock *rblock;         /* engine_room.c: a blockers record of its own */
 };
+
+/* The ids stored in the client itself (uid, NUL, sid, NUL) when both fit:
+ * a server-made session id (32 characters) and a user id of up to 21. */
+#define CLIENT_IDS_INLINE 56
+_Static_assert(CLIENT_IDS_INLINE <= 64, "struct client's sid_off has 6 bits");
+
+/*
+ * One socket of this worker (a WebSocket client, or an event stream). Kept
+ * to one 144-byte pool object for an idle authenticated socket: the rare
+ * parts live in struct client_x, the uid and sid inline (read them with
+ * client_uid()/client_sid(), set them with client_set_uid()/_sid()), one
+ * room link inline (engine_room.c), the connection id read from the
+ * connection (client_conn_id()), and the timer of its auth deadline or
+ * token expiry shared with the sockets due about then (engine_expiry.c).
+ */
+struct client {
+    struct hmap_node node; /* e->clients, by client_conn_id() */
+    struct engine *e;
+    struct wsconn *ws;           /* NULL before open, and for an event stream */
+    struct client_x *x;          /* NULL until a rare part is needed (client_x()) */
+    uint64_t last_beat;          /* loop ms of the last forwarded heartbeat */
+    union {                      /* the rooms this socket is subscribed to (engine_room.c): */
+        struct room_link *one;   /* nrlinks <= 1: the only one, inline */
+        struct room_link **many; /* else an array of pow2ceil(nrlinks) */
+    } rl;
+    struct list auth_link; /* auth=jwt: in its deadline's group (engine_expiry.c) */
+    int64_t deadline;      /* auth=jwt: the current token's exp (s) once authed,
+                            * before that the auth deadline (loop ms) */
+    uint32_t nrlinks;
+    unsigned owner : 7;        /* worker that owns uid (at most 64 workers) */
+    unsigned device : 3;       /* enum presence_device */
+    unsigned bad_in_a_row : 5; /* consecutive rejected messages (< PROTO_MAX_ERRORS) */
+    unsigned resume : 1;       /* sid names a session to resume */
+    unsigned started : 1;      /* the owner confirmed the session */
+    unsigned authed : 1;       /* auth=jwt: a valid token was presented */
+    unsigned device_claim : 1; /* the device came from the token */
+    unsigned rb_none : 1;      /* engine_room.c: nobody blocks uid (rb_none) */
+    unsigned ids_heap : 1;     /* the ids did not fit: ids.heap */
+    unsigned sid_off : 6;      /* inline ids: where the sid starts */
+    union {
+        char in[CLIENT_IDS_INLINE]; /* "uid\0sid\0", "" when unset */
+        struct {
+            char *uid, *sid; /* pool copies, or engine__no_id when unset */
+        } heap;
+    } ids;
+};
+
+/* The id of c's connection (0 before it opens). */
+static inline uint64_t client_conn_id(const struct client *c)
+{
+    if (c->ws)
+        return ws_conn(c->ws)->id;
+    return c->x && c->x->sse ? sse_conn(c->x->sse)->id : 0;
+}
+
+/* The client's rare parts, allocated (zeroed) on first call. */
+static inline struct client_x *client_x(struct client *c)
+{
+    if (!c->x)
+        c->x = pool_alloc(sizeof(*c->x));
+    return c->x;
+}
+
+/* Frees c's rare parts when none is in use any more (the query-rate
+ * bucket's state counts as in use: a fresh one would be full). */
+static inline void client_x_trim(struct client *c)
+{
+    const struct client_x *x = c->x;
+
+    if (x && !x->sse && !x->links && !x->room_claims && !x->ephemeral_hold_until && !x->qlast &&
+        !x->rblock) {
+        pool_free(c->x);
+        c->x = NULL;
+    }
+}
+
+/* The user, "" for an anonymous observer; valid until the next set. */
+static inline const char *client_uid(const struct client *c)
+{
+    return c->ids_heap ? c->ids.heap.uid : c->ids.in;
+}
+
+/* The session id once started (or asked to resume), else "". */
+static inline const char *client_sid(const struct client *c)
+{
+    return c->ids_heap ? c->ids.heap.sid : c->ids.in + c->sid_off;
+}
+
+/* engine.c: sets both ids (NULL or "" = unset; either may be the
+ * client's current one): inline when they fit together, else pool
+ * copies, freeing the previous copies. */
+void engine__client_set_ids(struct client *c, const char *uid, const char *sid);
+
+static inline void client_set_uid(struct client *c, const char *uid)
+{
+    engine__client_set_ids(c, uid, client_sid(c));
+}
+
+static inline void client_set_sid(struct client *c, const char *sid)
+{
+    engine__client_set_ids(c, client_uid(c), sid);
+}
+
+static inline void client_free_ids(struct client *c)
+{
+    engine__client_set_ids(c, NULL, NULL);
+}
 
 struct watch {
     struct hmap_node node; /* e->watches, by uid */
@@ -214,6 +308,7 @@ struct engine {
     struct hmap rsubs;         /* owner side: struct rsub by room id */
     struct hmap lrooms;        /* client side: struct lroom by room id */
     struct hmap srooms;        /* user-owner side: struct sroom (a session's rooms) by sid */
+    struct hmap expiries;      /* client side: clients' deadline groups (engine_expiry.c) */
     struct list queries;       /* HTTP reads waiting for answers (freed at shutdown) */
     uint64_t sub_gen;          /* room subscription generations (engine_room.c) */
     /* privacy (engine_privacy.c) */
@@ -226,24 +321,9 @@ struct engine {
     const char *kick_reason; /* during an admin kick: the reason for on_end */
 };
 
-/* The empty id a client's uid and sid point to when unset (never NULL). */
+/* The empty id a client's heap uid and sid, and a message's ids, point to
+ * when unset (never NULL). */
 extern char engine__no_id[1];
-
-/* Sets a client's uid or sid to a pool copy of v (NULL or "" = unset),
- * freeing the previous one: ids cost their length, not a fixed buffer,
- * and live in pool.h with their client. */
-static inline void client_set_id(char **field, const char *v)
-{
-    if (*field && *field != engine__no_id)
-        pool_free(*field);
-    *field = v && v[0] ? pool_strdup(v) : engine__no_id;
-}
-
-static inline void client_free_ids(struct client *c)
-{
-    client_set_id(&c->uid, NULL);
-    client_set_id(&c->sid, NULL);
-}
 
 static inline struct engine *engine_of(struct worker *w)
 {
@@ -369,7 +449,7 @@ static inline struct client *find_client(struct engine *e, uint64_t conn_id)
 
     for (struct hmap_node *n = hmap_find(&e->clients, h); n; n = hmap_find_next(n, h)) {
         struct client *c = container_of(n, struct client, node);
-        if (c->conn_id == conn_id)
+        if (client_conn_id(c) == conn_id)
             return c;
     }
     return NULL;
@@ -405,10 +485,10 @@ static inline void reply_ack(struct engine *e, const struct emsg *req)
 
 static inline struct emsg *session_msg(struct client *c, enum engine_op op, const char *ref)
 {
-    struct emsg *em = emsg_new(op, c->conn_id);
+    struct emsg *em = emsg_new(op, client_conn_id(c));
 
-    emsg_set_id(&em->uid, c->uid);
-    emsg_set_id(&em->sid, c->sid);
+    emsg_set_id(&em->uid, client_uid(c));
+    emsg_set_id(&em->sid, client_sid(c));
     emsg_set_ref(em, ref);
     return em;
 }
@@ -418,8 +498,8 @@ static inline bool need_session(struct client *c, const char *ref)
     if (c->started)
         return true;
     proto_send_error(c->ws, "no_session",
-                     c->uid[0] ? "the session is not started yet"
-                               : "connect with ?user= to have a session",
+                     client_uid(c)[0] ? "the session is not started yet"
+                                      : "connect with ?user= to have a session",
                      ref);
     return false;
 }
@@ -499,6 +579,14 @@ void engine__op_admin(struct engine *e, struct emsg *req);
 void engine__privacy_hello(struct engine *e, struct emsg *req);
 /* True while uid is visible in rooms (settings loaded and permitting). */
 bool engine__room_visible(struct engine *e, const char *uid);
+
+/* engine_expiry.c: (re)arms c's deadline, c->deadline in the unit
+ * c->authed says: when it passes, the socket is closed (4401 without a
+ * token, 4403 with an expired one). Disarm before changing c->deadline or
+ * c->authed, and before c goes. */
+void engine__expiry_arm(struct client *c);
+void engine__expiry_disarm(struct client *c); /* no-op when not armed */
+void engine__expiry_free(struct engine *e);
 
 /* engine_room.c */
 /* True when tok is the room subscription token of holder (a connection id

@@ -66,17 +66,23 @@
 
 #include <stdio.h>
 
-struct room_link {
+struct room_link {    /* 48 bytes: one per joined socket */
     struct list link; /* lroom->links */
     struct lroom *lroom;
     struct client *client;
-    bool awaiting;     /* no state yet: deltas are not for it */
-    bool need_refresh; /* a block changed before its state was complete */
-    char **hidden;     /* blockers that are members, kept out of its model */
-    size_t nhidden, caphidden;
+    struct hidden *hidden; /* NULL while none (nearly always) */
+    bool awaiting;         /* no state yet: deltas are not for it */
+    bool need_refresh;     /* a block changed before its state was complete */
 };
 
-/* Client side: the users that block a client's user (client->rblock). */
+/* The blockers that are members of a link's room, kept out of its model
+ * (only a socket whose user is blocked has one; freed when empty). */
+struct hidden {
+    char **ids; /* heap copies */
+    size_t n, cap;
+};
+
+/* Client side: the users that block a client's user (rb_get()). */
 enum { RB_LOADING, RB_READY };
 
 struct rblock {
@@ -90,8 +96,29 @@ struct rblock {
 
 /* The blockers record of every client whose user is blocked by nobody:
  * ready and empty. Shared by all workers, so never written: on_block()
- * gives the client a record of its own before adding to it. */
+ * gives the client a record of its own before adding to it. A client
+ * points at it with its rb_none bit; a record of its own is in its
+ * client_x. */
 static struct rblock rb_none = {.state = RB_READY};
+
+/* c's blockers record: NULL while never read, else rb_none or its own. */
+static struct rblock *rb_get(const struct client *c)
+{
+    if (c->rb_none)
+        return &rb_none;
+    return c->x ? c->x->rblock : NULL;
+}
+
+static void rb_set(struct client *c, struct rblock *rb)
+{
+    c->rb_none = rb == &rb_none;
+    if (rb && !c->rb_none) {
+        client_x(c)->rblock = rb;
+    } else if (c->x) {
+        c->x->rblock = NULL;
+        client_x_trim(c);
+    }
+}
 
 struct rb_load { /* a store read's context: the client may be gone */
     struct engine *e;
@@ -134,13 +161,20 @@ struct rsub {              /* R side: workers subscribed to a room */
     uint64_t gen[];      /* per worker (nworkers): newest subscription generation seen */
 };
 
-struct sroom {             /* U side: the rooms of one session */
+/* U side: the rooms of one session, packed in one pool object (32 bytes
+ * for one short room id): reallocated to fit on each join (rare next to
+ * the session's life), compacted on a leave, freed when in no room. */
+struct sroom {
     struct hmap_node node; /* e->srooms, by sid */
     const char *sid;       /* the presence session's own id, borrowed: the
                             * sroom goes when the session ends (on_end) */
-    char **rooms;          /* n room ids (pool copies) */
-    uint32_t n, cap;
+    uint32_t len;          /* bytes of rooms in use */
+    char rooms[];          /* the room ids, each NUL-terminated, back to back */
 };
+
+/* Iterates the room ids r of sroom s. */
+#define SROOM_FOREACH(r, s) \
+    for (const char *r = (s)->rooms; r < (s)->rooms + (s)->len; r += strlen(r) + 1)
 
 static struct lroom *find_lroom(struct engine *e, const char *room)
 {
@@ -480,32 +514,42 @@ static void r_patch_or_ephemeral(struct engine *e, struct emsg *req)
 static void sroom_add(struct engine *e, const struct emsg *req, const char *sid)
 {
     struct sroom *s = find_sroom(e, sid);
+    size_t n = strlen(req->room) + 1, len = s ? s->len : 0;
 
-    if (!s) {
-        s = pool_alloc(sizeof(*s));
-        s->sid = sid;
-        hmap_insert(&e->srooms, &s->node, str_hash(s->sid));
+    if (s) {
+        SROOM_FOREACH(r, s)
+        {
+            if (strcmp(r, req->room) == 0)
+                return;
+        }
+        hmap_remove(&e->srooms, &s->node); /* the realloc may move it */
     }
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->rooms[i], req->room) == 0)
-            return;
-    if (s->n == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 2; /* most sessions join one or two */
-        s->rooms = pool_realloc(s->rooms, s->cap * sizeof(*s->rooms));
-    }
-    s->rooms[s->n++] = pool_strdup(req->room);
+    s = pool_realloc(s, offsetof(struct sroom, rooms) + len + n);
+    s->sid = sid;
+    memcpy(s->rooms + len, req->room, n);
+    s->len = (uint32_t)(len + n);
+    hmap_insert(&e->srooms, &s->node, str_hash(s->sid));
 }
 
 static void sroom_del(struct engine *e, const struct emsg *req)
 {
     struct sroom *s = find_sroom(e, req->sid);
+    char *end;
 
-    for (size_t i = 0; s && i < s->n; i++) {
-        if (strcmp(s->rooms[i], req->room) == 0) {
-            pool_free(s->rooms[i]);
-            s->rooms[i] = s->rooms[--s->n];
-            return;
-        }
+    if (!s)
+        return;
+    end = s->rooms + s->len;
+    for (char *r = s->rooms; r < end; r += strlen(r) + 1) {
+        size_t n = strlen(r) + 1;
+        if (strcmp(r, req->room) != 0)
+            continue;
+        memmove(r, r + n, (size_t)(end - r - (ptrdiff_t)n));
+        s->len -= (uint32_t)n;
+        break;
+    }
+    if (s->len == 0) { /* in no room: the next join makes a new one */
+        hmap_remove(&e->srooms, &s->node);
+        pool_free(s);
     }
 }
 
@@ -552,12 +596,15 @@ void engine__rooms_visibility(struct engine *e, const char *uid, bool visible)
 
     for (size_t i = 0; i < n; i++) {
         struct sroom *s = find_sroom(e, si[i].sid);
-        for (size_t j = 0; s && j < s->n; j++) {
+        if (!s)
+            continue;
+        SROOM_FOREACH(r, s)
+        {
             struct emsg *em = emsg_new(OP_RVIS, 0);
             emsg_set_id(&em->uid, uid);
-            emsg_set_id(&em->room, s->rooms[j]);
+            emsg_set_id(&em->room, r);
             em->arg = visible;
-            send_to(e, room_owner(e, s->rooms[j]), em);
+            send_to(e, room_owner(e, r), em);
         }
     }
 }
@@ -568,45 +615,88 @@ static void u_leave(struct engine *e, struct emsg *req)
     forward(e, req, OP_RLEAVE_R);
 }
 
-static void sroom_release(void *owner)
-{
-    struct sroom *s = owner;
-
-    for (size_t i = 0; i < s->n; i++)
-        pool_free(s->rooms[i]);
-    pool_free(s->rooms);
-}
-
 void engine__rooms_session_ended(struct engine *e, const char *sid, const char *uid)
 {
     struct sroom *s = find_sroom(e, sid);
 
     if (!s)
         return;
-    for (size_t i = 0; i < s->n; i++) {
+    SROOM_FOREACH(r, s)
+    {
         struct emsg *em = emsg_new(OP_RLEAVE_R, 0);
         emsg_set_id(&em->uid, uid);
         emsg_set_id(&em->sid, s->sid);
-        emsg_set_id(&em->room, s->rooms[i]);
-        send_to(e, room_owner(e, s->rooms[i]), em);
+        emsg_set_id(&em->room, r);
+        send_to(e, room_owner(e, r), em);
     }
     hmap_remove(&e->srooms, &s->node);
-    sroom_release(s);
     pool_free(s);
 }
 
 /* ---- client side ---- */
 
+/* c's room links, nrlinks of them: the inline one while at most one,
+ * else an array of pow2ceil(nrlinks) (its size follows from the count,
+ * so the client keeps no capacity). */
+static struct room_link **rlinks(struct client *c)
+{
+    return c->nrlinks > 1 ? c->rl.many : &c->rl.one;
+}
+
+static bool pow2(size_t n)
+{
+    return (n & (n - 1)) == 0;
+}
+
 static struct room_link *find_rlink(struct client *c, const char *room, size_t *idx)
 {
+    struct room_link **v = rlinks(c);
+
     for (size_t i = 0; i < c->nrlinks; i++) {
-        if (strcmp(c->rlinks[i]->lroom->room, room) == 0) {
+        if (strcmp(v[i]->lroom->room, room) == 0) {
             *idx = i;
-            return c->rlinks[i];
+            return v[i];
         }
     }
     return NULL;
 }
+
+static void rlinks_push(struct client *c, struct room_link *l)
+{
+    size_t n = c->nrlinks;
+
+    if (n == 1) { /* a second room: from inline to an array */
+        struct room_link **v = pool_alloc(2 * sizeof(*v));
+        v[0] = c->rl.one;
+        c->rl.many = v;
+    } else if (n > 1 && pow2(n)) { /* full */
+        c->rl.many = pool_realloc(c->rl.many, 2 * n * sizeof(*c->rl.many));
+    }
+    if (n == 0)
+        c->rl.one = l;
+    else
+        c->rl.many[n] = l;
+    c->nrlinks++;
+}
+
+/* Removes link idx (the last one takes its place). */
+static void rlinks_del(struct client *c, size_t idx)
+{
+    struct room_link **v = rlinks(c);
+    size_t n = --c->nrlinks;
+
+    v[idx] = v[n];
+    if (n == 1) { /* back inline */
+        c->rl.one = v[0];
+        pool_free(v);
+    } else if (n == 0) {
+        c->rl.one = NULL;
+    } else if (pow2(n)) { /* half full: to the size the count implies */
+        c->rl.many = pool_realloc(v, n * sizeof(*v));
+    }
+}
+
+static void hidden_free(struct room_link *l);
 
 static struct room_link *rlink_add(struct client *c, const char *room)
 {
@@ -625,24 +715,19 @@ static struct room_link *rlink_add(struct client *c, const char *room)
     l->client = c;
     l->awaiting = true;
     list_insert_tail(&lr->links, &l->link);
-    if (c->nrlinks == c->caprlinks) {
-        c->caprlinks = c->caprlinks ? c->caprlinks * 2 : 2; /* most sockets join one or two */
-        c->rlinks = pool_realloc(c->rlinks, c->caprlinks * sizeof(*c->rlinks));
-    }
-    c->rlinks[c->nrlinks++] = l;
+    rlinks_push(c, l);
     return l;
 }
 
 static void rlink_remove(struct client *c, size_t idx)
 {
-    struct room_link *l = c->rlinks[idx];
+    struct room_link *l = rlinks(c)[idx];
     struct lroom *lr = l->lroom;
     struct emsg *em;
 
-    c->rlinks[idx] = c->rlinks[--c->nrlinks];
+    rlinks_del(c, idx);
     list_del(&l->link);
-    set_clear(l->hidden, &l->nhidden);
-    free(l->hidden);
+    hidden_free(l);
     pool_free(l);
     if (!list_empty(&lr->links))
         return;
@@ -659,10 +744,8 @@ void engine__rooms_client_closed(struct client *c)
     /* Membership follows the session (grace, TTL), not the socket. */
     while (c->nrlinks > 0)
         rlink_remove(c, c->nrlinks - 1);
-    pool_free(c->rlinks);
-    c->rlinks = NULL;
-    rb_free(c->rblock);
-    c->rblock = NULL;
+    rb_free(rb_get(c));
+    rb_set(c, NULL);
 }
 
 /* Sends one room message to a subscriber: the shared WebSocket frame, or
@@ -687,7 +770,7 @@ static void deliver(struct client *c, struct payload *frame, uint64_t epoch, uin
     snprintf(id, sizeof(id), "%llu-%llu", (unsigned long long)epoch, (unsigned long long)seq);
     frame_json(frame, &json, &n);
     ev = sse_format_id("room", seq ? id : NULL, json, n);
-    sse_send_payload(c->sse, ev);
+    sse_send_payload(c->x->sse, ev);
     payload_unref(ev);
 }
 
@@ -719,7 +802,7 @@ static void on_state(struct engine *e, struct emsg *em)
 /* A socket whose queue is over half its soft limit skips ephemeral data. */
 static bool congested(const struct client *c)
 {
-    const struct conn *conn = c->ws ? ws_conn(c->ws) : sse_conn(c->sse);
+    const struct conn *conn = c->ws ? ws_conn(c->ws) : sse_conn(c->x->sse);
     size_t soft = conn->pool->out_soft_limit;
 
     return soft && conn->out_bytes > soft / 2;
@@ -790,16 +873,33 @@ static void set_clear(char **v, size_t *n)
 
 static bool blocked_by(const struct client *c, const char *user)
 {
-    return c->rblock && str_in(c->rblock->ids, c->rblock->n, user);
+    const struct rblock *rb = rb_get(c);
+
+    return rb && str_in(rb->ids, rb->n, user);
+}
+
+static size_t nhidden(const struct room_link *l)
+{
+    return l->hidden ? l->hidden->n : 0;
+}
+
+static void hidden_free(struct room_link *l)
+{
+    if (!l->hidden)
+        return;
+    set_clear(l->hidden->ids, &l->hidden->n);
+    free(l->hidden->ids);
+    pool_free(l->hidden);
+    l->hidden = NULL;
 }
 
 /* Whether l's messages must be rewritten: its user has blockers, or
  * its model still lacks a member who stopped blocking. */
 static bool link_filtered(const struct room_link *l)
 {
-    const struct rblock *rb = l->client->rblock;
+    const struct rblock *rb = rb_get(l->client);
 
-    return (rb && rb->n > 0) || l->nhidden > 0;
+    return (rb && rb->n > 0) || nhidden(l) > 0;
 }
 
 /* Removes entries of the array key by their user (the string itself, or
@@ -821,9 +921,12 @@ static size_t drop_users(cJSON *root, const char *key, struct room_link *l, int 
 
         next = it->next;
         if (what == 'l') /* a leave: hidden ones only (the model lacks them) */
-            drop = set_del(l->hidden, &l->nhidden, user);
-        else if ((drop = blocked_by(l->client, user)) && what == 'j')
-            set_add(&l->hidden, &l->nhidden, &l->caphidden, user);
+            drop = l->hidden && set_del(l->hidden->ids, &l->hidden->n, user);
+        else if ((drop = blocked_by(l->client, user)) && what == 'j') {
+            if (!l->hidden)
+                l->hidden = pool_alloc(sizeof(*l->hidden));
+            set_add(&l->hidden->ids, &l->hidden->n, &l->hidden->cap, user);
+        }
         if (drop) {
             cJSON_Delete(cJSON_DetachItemViaPointer(arr, it));
             n++;
@@ -893,7 +996,7 @@ static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_
         return;
     }
     if (strcmp(type, "room_snapshot") == 0) {
-        set_clear(l->hidden, &l->nhidden);
+        hidden_free(l);
         dropped += drop_users(root, "members", l, 'j');
     } else if (strcmp(type, "room_delta") == 0) {
         size_t j = drop_users(root, "joins", l, 'j');
@@ -904,12 +1007,14 @@ static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_
         lower(root, "patchCount", p);
         dropped += j + lv + p;
     }
-    if (dropped == 0 && l->nhidden == 0) {
+    if (l->hidden && l->hidden->n == 0)
+        hidden_free(l); /* every hidden one left */
+    if (dropped == 0 && nhidden(l) == 0) {
         cJSON_Delete(root);
         deliver(c, frame, epoch, seq, bulk);
         return;
     }
-    lower(root, "count", l->nhidden);
+    lower(root, "count", nhidden(l));
     set_u64(root, "epoch", get_u64(root, "epoch"));
     out = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
@@ -926,7 +1031,7 @@ static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_
 static void request_refresh(struct room_link *l, const char *user)
 {
     struct client *c = l->client;
-    struct emsg *em = emsg_new(OP_RREFRESH, c->conn_id);
+    struct emsg *em = emsg_new(OP_RREFRESH, client_conn_id(c));
 
     emsg_set_id(&em->room, l->lroom->room);
     emsg_set_id(&em->uid, user);
@@ -937,7 +1042,7 @@ static void request_refresh(struct room_link *l, const char *user)
  * goes straight to the room's. */
 static void rb_send_join(struct client *c, struct emsg *em)
 {
-    if (c->rblock->n > 0)
+    if (rb_get(c)->n > 0)
         em->has_since = false; /* a snapshot: the hidden members are known from it */
     send_to(c->e, em->op == OP_RSUB ? room_owner(c->e, em->room) : c->owner, em);
 }
@@ -950,9 +1055,9 @@ static void rb_load(struct client *c)
     struct store_result none;
 
     ld->e = c->e;
-    ld->conn_id = c->conn_id;
-    c->rblock->state = RB_LOADING;
-    if (store_list_blockers(c->e->w->srv->store, c->e->inbox, c->uid, rb_loaded, ld) < 0) {
+    ld->conn_id = client_conn_id(c);
+    rb_get(c)->state = RB_LOADING;
+    if (store_list_blockers(c->e->w->srv->store, c->e->inbox, client_uid(c), rb_loaded, ld) < 0) {
         memset(&none, 0, sizeof(none));
         rb_loaded(ld, -EINVAL, &none);
     }
@@ -964,7 +1069,7 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
 {
     struct rb_load *ld = ctx;
     struct client *c = ld->e->closing ? NULL : find_client(ld->e, ld->conn_id);
-    struct rblock *rb = c ? c->rblock : NULL;
+    struct rblock *rb = c ? rb_get(c) : NULL;
 
     free(ld);
     if (!rb)
@@ -975,7 +1080,7 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
         return;
     }
     if (status < 0) {
-        log_warnx("store", "blockers of %s unreadable, room joins refused: %s", c->uid,
+        log_warnx("store", "blockers of %s unreadable, room joins refused: %s", client_uid(c),
                   store_strerror(status));
         for (size_t i = 0; i < rb->npending; i++) {
             struct emsg *em = rb->pending[i];
@@ -986,11 +1091,12 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
                 proto_send_error(c->ws, "store_unavailable",
                                  "the settings could not be read; try again", em->ref);
             else /* an event stream: ended, the client's EventSource retries */
-                sse_fail(c->sse, "store_unavailable", "the settings could not be read; try again");
+                sse_fail(c->x->sse, "store_unavailable",
+                         "the settings could not be read; try again");
             emsg_free(&em->msg);
         }
         rb->npending = 0;
-        c->rblock = NULL; /* the next join reads again */
+        rb_set(c, NULL); /* the next join reads again */
         free(rb->pending);
         pool_free(rb);
         return;
@@ -1005,7 +1111,7 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
     rb->pending = NULL;
     rb->cappending = 0;
     if (rb->n == 0) { /* blocked by nobody: share rb_none */
-        c->rblock = &rb_none;
+        rb_set(c, &rb_none);
         rb_free(rb);
     }
 }
@@ -1013,11 +1119,11 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
 /* Sends a join of c, held until c's blockers are known. */
 static void rb_join(struct client *c, struct emsg *em)
 {
-    struct rblock *rb = c->rblock;
+    struct rblock *rb = rb_get(c);
     bool load = !rb;
 
     if (!rb)
-        rb = c->rblock = pool_alloc(sizeof(*rb));
+        rb_set(c, rb = pool_alloc(sizeof(*rb)));
     else if (rb->state == RB_READY) {
         rb_send_join(c, em);
         return;
@@ -1034,7 +1140,7 @@ static void rb_join(struct client *c, struct emsg *em)
 /* A join still held for room is cancelled (room_leave before it left). */
 static void rb_cancel(struct client *c, const char *room)
 {
-    struct rblock *rb = c->rblock;
+    struct rblock *rb = rb_get(c);
 
     for (size_t i = 0; rb && i < rb->npending; i++) {
         if (strcmp(rb->pending[i]->room, room) == 0) {
@@ -1069,16 +1175,16 @@ static void on_block(struct engine *e, const struct emsg *em)
 
     for (n = hmap_first(&e->clients, &it); n; n = hmap_next(&e->clients, n, &it)) {
         struct client *c = container_of(n, struct client, node);
-        struct rblock *rb = c->rblock;
+        struct rblock *rb = rb_get(c);
 
-        if (!rb || strcmp(c->uid, em->viewer) != 0)
+        if (!rb || strcmp(client_uid(c), em->viewer) != 0)
             continue;
         if (rb->state == RB_LOADING) {
             rb->dirty = true;
             continue;
         }
         if (em->arg && rb == &rb_none) {
-            rb = c->rblock = pool_alloc(sizeof(*rb));
+            rb_set(c, rb = pool_alloc(sizeof(*rb)));
             rb->state = RB_READY;
         }
         if (em->arg)
@@ -1086,7 +1192,7 @@ static void on_block(struct engine *e, const struct emsg *em)
         else
             set_del(rb->ids, &rb->n, em->uid);
         for (size_t i = 0; i < c->nrlinks; i++) {
-            struct room_link *l = c->rlinks[i];
+            struct room_link *l = rlinks(c)[i];
             if (l->awaiting)
                 l->need_refresh = true;
             else
@@ -1168,11 +1274,13 @@ static bool room_allowed(const struct client *c, const cJSON *root, const char *
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "token");
     char holder[32];
 
-    if (c->room_claims && jwt_rooms_allow(c->room_claims, room))
+    const char *claims = c->x ? c->x->room_claims : NULL;
+
+    if (claims && jwt_rooms_allow(claims, room))
         return true;
     if (!c->e->w->srv->cfg.room_token_secret[0])
-        return c->room_claims == NULL;
-    snprintf(holder, sizeof(holder), "%llx", (unsigned long long)c->conn_id);
+        return claims == NULL;
+    snprintf(holder, sizeof(holder), "%llx", (unsigned long long)client_conn_id(c));
     return engine__room_token_ok(c->e, holder, room, cJSON_IsString(tok) ? tok->valuestring : NULL);
 }
 
@@ -1250,7 +1358,7 @@ static bool msg_patch_or_ephemeral(struct client *c, const cJSON *root, const ch
 
     if (!room || !need_session(c, ref))
         return false;
-    if (ephemeral && loop_now(c->e->w->loop) < c->ephemeral_hold_until)
+    if (ephemeral && c->x && loop_now(c->e->w->loop) < c->x->ephemeral_hold_until)
         return true; /* asked to hide: dropped until the rooms know (engine.c) */
     data = json_arg(root, ephemeral ? "data" : "meta", 1024, &bad);
     if (!data || (ephemeral && !cJSON_IsString(kind))) {
@@ -1364,13 +1472,13 @@ void engine__rooms_free(struct engine *e)
 {
     room_engine_free(e->rooms);
     engine__free_map(&e->rsubs, offsetof(struct rsub, node), rsub_release);
-    engine__free_map(&e->srooms, offsetof(struct sroom, node), sroom_release);
+    engine__free_map(&e->srooms, offsetof(struct sroom, node), NULL);
     engine__free_map(&e->lrooms, offsetof(struct lroom, node), NULL);
 }
 
 void engine__room_stream(struct client *c, const char *room, const char *last_event_id)
 {
-    struct emsg *em = emsg_new(OP_RSUB, c->conn_id);
+    struct emsg *em = emsg_new(OP_RSUB, client_conn_id(c));
     unsigned long long epoch, seq;
     int used = 0;
 
@@ -1382,7 +1490,7 @@ void engine__room_stream(struct client *c, const char *room, const char *last_ev
         em->has_since = true;
     }
     em->version = rlink_add(c, room)->lroom->gen;
-    if (c->uid[0])
+    if (client_uid(c)[0])
         rb_join(c, em); /* a reader with an identity: sent once its blockers are known */
     else
         send_to(c->e, room_owner(c->e, room), em);

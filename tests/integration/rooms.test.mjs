@@ -113,6 +113,32 @@ for (const workers of ['1', '4']) {
       await obs.close();
     });
 
+    test('one socket in several rooms, with long ids: leave one, rejoin, then the session ends them all', async () => {
+      const rooms = [1, 2, 3, 4, 5].map((i) => id(`multi-room-with-a-long-identifier-${i}`));
+      const user = id('a-user-id-well-over-the-inline-twenty-one');
+      const obs = await Client.open(srv, { user: id('obs') });
+      for (const r of rooms) await join(obs, r, {});
+      const a = await Client.open(srv, { user });
+      assert.equal(a.welcome.user, user);
+      for (const r of rooms) assert.equal((await join(a, r, { r })).type, 'room_joined');
+      for (const r of rooms) await obs.next((m) => m.type === 'room_delta' && m.room === r && m.joins.length === 1);
+      a.send({ type: 'room_leave', room: rooms[1], ref: 'l1' });
+      await a.next((m) => m.type === 'ack' && m.ref === 'l1');
+      await obs.next((m) => m.type === 'room_delta' && m.room === rooms[1] && m.leaves.length === 1);
+      const again = await join(a, rooms[0], {});
+      assert.equal(again.code, 'already_joined');
+      assert.equal((await join(a, rooms[1], { back: true })).type, 'room_joined');
+      a.send({ type: 'patch', room: rooms[2], meta: { x: 1 }, ref: 'p' });
+      await a.next((m) => m.type === 'ack' && m.ref === 'p');
+      a.send({ type: 'leave', ref: 'bye' });
+      for (const r of rooms) {
+        const d = await obs.next((m) => m.type === 'room_delta' && m.room === r && m.leaves.includes(user));
+        assert.equal(d.count, 1, `only obs is left in ${r}`);
+      }
+      await a.close();
+      await obs.close();
+    });
+
     test('1 KiB metadata limit on join', async () => {
       const a = await Client.open(srv, { user: id('m') });
       const ok = await join(a, id('r'), { s: 'x'.repeat(1010) }); // 1017 bytes as JSON

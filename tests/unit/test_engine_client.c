@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_engine_client.c - the compact client of engine_internal.h: its
+ * ids inline while they fit together and as pool copies when not (and
+ * back), an id set from the client's own other id, and the deadline
+ * groups of engine_expiry.c (shared within a 64-unit bucket and a kind,
+ * freed with their last member, moved by a refresh).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "engine_internal.h"
+#include "loop.h"
+
+#define SID32 "0123456789abcdef0123456789abcdef" /* like a server-made sid */
+
+static struct client *client_new(struct engine *e)
+{
+    struct client *c = pool_alloc(sizeof(*c));
+
+    c->e = e;
+    return c;
+}
+
+static void test_ids_unset(void **state)
+{
+    struct client *c = client_new(NULL);
+
+    (void)state;
+    assert_string_equal(client_uid(c), "");
+    assert_string_equal(client_sid(c), "");
+    client_set_uid(c, NULL);
+    client_set_sid(c, "");
+    assert_false(c->ids_heap);
+    assert_string_equal(client_uid(c), "");
+    assert_string_equal(client_sid(c), "");
+    client_free_ids(c);
+    pool_free(c);
+}
+
+static void test_ids_inline(void **state)
+{
+    struct client *c = client_new(NULL);
+    char uid[CLIENT_IDS_INLINE];
+
+    (void)state;
+    client_set_uid(c, "u1");
+    client_set_sid(c, SID32);
+    assert_false(c->ids_heap);
+    assert_string_equal(client_uid(c), "u1");
+    assert_string_equal(client_sid(c), SID32);
+    /* the longest uid that still fits next to a 32-character sid */
+    memset(uid, 'x', sizeof(uid));
+    uid[CLIENT_IDS_INLINE - 34] = '\0';
+    client_set_uid(c, uid);
+    assert_false(c->ids_heap);
+    assert_string_equal(client_uid(c), uid);
+    assert_string_equal(client_sid(c), SID32);
+    assert_ptr_equal(client_uid(c), c->ids.in); /* no pool copy */
+    client_free_ids(c);
+    pool_free(c);
+}
+
+static void test_ids_overflow_and_back(void **state)
+{
+    struct client *c = client_new(NULL);
+    char uid[PRESENCE_ID_MAX + 1];
+
+    (void)state;
+    memset(uid, 'y', PRESENCE_ID_MAX);
+    uid[PRESENCE_ID_MAX] = '\0';
+    client_set_sid(c, SID32);
+    client_set_uid(c, uid); /* 128 + 32: pool copies */
+    assert_true(c->ids_heap);
+    assert_string_equal(client_uid(c), uid);
+    assert_string_equal(client_sid(c), SID32);
+    client_set_sid(c, "s2"); /* still too long together */
+    assert_true(c->ids_heap);
+    assert_string_equal(client_uid(c), uid);
+    assert_string_equal(client_sid(c), "s2");
+    client_set_uid(c, "short"); /* fits again: back inline, copies freed */
+    assert_false(c->ids_heap);
+    assert_string_equal(client_uid(c), "short");
+    assert_string_equal(client_sid(c), "s2");
+    client_set_sid(c, NULL);
+    assert_string_equal(client_sid(c), "");
+    assert_string_equal(client_uid(c), "short");
+    client_set_uid(c, uid); /* alone over inline: uid copied, sid "" */
+    client_set_sid(c, uid);
+    assert_true(c->ids_heap);
+    assert_string_equal(client_sid(c), uid);
+    client_free_ids(c);
+    assert_false(c->ids_heap);
+    pool_free(c);
+}
+
+/* Setting one id from the client's own other id (inline or copied). */
+static void test_ids_alias(void **state)
+{
+    struct client *c = client_new(NULL);
+    char uid[100];
+
+    (void)state;
+    client_set_uid(c, "same");
+    client_set_sid(c, client_uid(c));
+    assert_string_equal(client_sid(c), "same");
+    client_set_uid(c, client_sid(c));
+    assert_string_equal(client_uid(c), "same");
+    memset(uid, 'z', sizeof(uid) - 1);
+    uid[sizeof(uid) - 1] = '\0';
+    client_set_uid(c, uid);
+    client_set_sid(c, client_uid(c)); /* both copies, from the old copy */
+    assert_true(c->ids_heap);
+    assert_string_equal(client_uid(c), uid);
+    assert_string_equal(client_sid(c), uid);
+    client_set_uid(c, "a");
+    client_set_sid(c, "b");
+    assert_false(c->ids_heap);
+    assert_string_equal(client_uid(c), "a");
+    assert_string_equal(client_sid(c), "b");
+    client_free_ids(c);
+    pool_free(c);
+}
+
+struct fake {
+    struct server srv;
+    struct worker w;
+    struct engine e;
+};
+
+static struct fake *fake_new(void)
+{
+    struct fake *f = calloc(1, sizeof(*f));
+
+    config_init(&f->srv.cfg);
+    f->w.srv = &f->srv;
+    f->w.loop = loop_new();
+    f->e.w = &f->w;
+    return f;
+}
+
+static void fake_free(struct fake *f)
+{
+    engine__expiry_free(&f->e);
+    loop_free(f->w.loop);
+    config_release(&f->srv.cfg);
+    free(f);
+}
+
+static void test_expiry_groups(void **state)
+{
+    struct fake *f = fake_new();
+    int64_t base = ((int64_t)(time_wall_ms() / 1000) / 64 + 1000) * 64; /* far ahead */
+    struct client *a = client_new(&f->e), *b = client_new(&f->e), *c = client_new(&f->e);
+
+    (void)state;
+    a->authed = b->authed = c->authed = true;
+    a->deadline = base + 1;
+    b->deadline = base + 63; /* a's bucket */
+    c->deadline = base + 64; /* the next one */
+    engine__expiry_arm(a);
+    engine__expiry_arm(b);
+    engine__expiry_arm(c);
+    assert_int_equal(f->e.expiries.count, 2);
+    engine__expiry_disarm(a);
+    assert_int_equal(f->e.expiries.count, 2); /* b still there */
+    engine__expiry_disarm(a);                 /* a no-op */
+    /* a refresh: disarm by the old deadline, arm by the new one */
+    engine__expiry_disarm(b);
+    assert_int_equal(f->e.expiries.count, 1);
+    b->deadline = c->deadline + 1;
+    engine__expiry_arm(b);
+    assert_int_equal(f->e.expiries.count, 1); /* c's group */
+    /* an auth deadline (loop ms) never shares a token group */
+    a->authed = false;
+    a->deadline = (int64_t)loop_now(f->w.loop) + 600000;
+    engine__expiry_arm(a);
+    assert_int_equal(f->e.expiries.count, 2);
+    engine__expiry_disarm(a);
+    engine__expiry_disarm(b);
+    engine__expiry_disarm(c);
+    assert_int_equal(f->e.expiries.count, 0);
+    engine__expiry_arm(c); /* left for engine__expiry_free() */
+    fake_free(f);
+    pool_free(a);
+    pool_free(b);
+    pool_free(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ids_unset),
+        cmocka_unit_test(test_ids_inline),
+        cmocka_unit_test(test_ids_overflow_and_back),
+        cmocka_unit_test(test_ids_alias),
+        cmocka_unit_test(test_expiry_groups),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
