@@ -58,31 +58,32 @@ struct prel {
 /*
  * A cached user. Every owned user with a live session has one, so the
  * always-present part is kept small: the settings (one of the 18 possible
- * values, as an index into settings_all[]), two flags and the uid. The
- * rest (struct pstate) exists only while some of it is in use: a load or
- * write in flight, parked messages, cached relations, a failed read, or a
- * public state that is not all zero; puser_trim() drops it when it is back
- * to nothing.
+ * values, as an index into settings_all[]), flags and the uid. The rest
+ * exists only while in use: the public last-seen state while not all zero
+ * (a returning user has one), on its own; and with it, as a struct pstate,
+ * while a load or write is in flight, messages are parked, relations are
+ * cached or a read failed. puser_trim() shrinks it back when that is over.
  */
 struct puser {
-    struct hmap_node node; /* e->pusers, by uid */
-    struct list lru;       /* e->plru */
-    struct pstate *x;      /* NULL: all of it empty (see pstate_idle()) */
-    uint8_t bits;          /* PU_SET_MASK: settings_all[] index; PU_LOADED, PU_STALE */
-    char uid[];            /* the user */
+    struct hmap_node node;       /* e->pusers, by uid */
+    struct list lru;             /* e->plru */
+    struct privacy_public *more; /* NULL = all zero; the pub of a pstate if PU_BUSY */
+    uint8_t bits;                /* PU_SET_MASK: settings_all[] index; PU_* flags */
+    char uid[];                  /* the user */
 };
 
 #define PU_SET_MASK 0x1fu
 #define PU_LOADED   0x20u /* set holds the stored settings (else most private) */
-#define PU_STALE    0x40u /* the last read failed (x->failed_at says when) */
+#define PU_STALE    0x40u /* the last read failed (pstate.failed_at says when) */
+#define PU_BUSY     0x80u /* more is the pub of a struct pstate */
 
 struct pstate {
+    struct privacy_public pub; /* first: the pstate is found from it */
     struct store_privacy want; /* while writes: the latest value a write in flight sets */
     unsigned loads, writes;    /* store requests in flight */
     uint64_t failed_at;        /* while PU_STALE: loop ms of the failed read */
-    struct privacy_public pub;
-    struct hmap rels;   /* struct prel; rels.count of them */
-    struct list parked; /* struct emsg.park */
+    struct hmap rels;          /* struct prel; rels.count of them */
+    struct list parked;        /* struct emsg.park */
 };
 
 struct load {
@@ -161,81 +162,108 @@ static void pu_flag(struct puser *pu, uint8_t flag, bool on)
     pu->bits = (uint8_t)(on ? pu->bits | flag : pu->bits & ~flag);
 }
 
-/* pu's on-demand state, created empty if it has none. */
+/* pu's pstate, or NULL while it has none. */
+static struct pstate *pu_busy(const struct puser *pu)
+{
+    return (pu->bits & PU_BUSY) ? container_of(pu->more, struct pstate, pub) : NULL;
+}
+
+/* pu's pstate, created (with the pub pu had) if it has none. Moves the
+ * pub: no pointer from pu_pub() may be held across it. */
 static struct pstate *pu_x(struct puser *pu)
 {
-    struct pstate *x = pu->x;
+    struct pstate *x = pu_busy(pu);
 
     if (x)
         return x;
     x = pool_alloc(sizeof(*x));
     list_init(&x->parked);
-    pu->x = x;
+    if (pu->more) {
+        x->pub = *pu->more;
+        pool_free(pu->more);
+    }
+    pu->more = &x->pub;
+    pu_flag(pu, PU_BUSY, true);
     return x;
 }
 
 static unsigned pu_loads(const struct puser *pu)
 {
-    return pu->x ? pu->x->loads : 0;
+    return pu_busy(pu) ? pu_busy(pu)->loads : 0;
 }
 
 static unsigned pu_writes(const struct puser *pu)
 {
-    return pu->x ? pu->x->writes : 0;
+    return pu_busy(pu) ? pu_busy(pu)->writes : 0;
 }
 
 /* The settings the writes in flight end at (the stored ones without). */
 static const struct store_privacy *pu_want(const struct puser *pu)
 {
-    return pu_writes(pu) ? &pu->x->want : pu_set(pu);
+    return pu_writes(pu) ? &pu_busy(pu)->want : pu_set(pu);
 }
 
 static const struct privacy_public *pu_pub(const struct puser *pu)
 {
-    return pu->x ? &pu->x->pub : &pub_none;
+    return pu->more ? pu->more : &pub_none;
 }
 
 static bool pu_parked(const struct puser *pu)
 {
-    return pu->x && !list_empty(&pu->x->parked);
+    return pu_busy(pu) && !list_empty(&pu_busy(pu)->parked);
 }
 
 static size_t pu_nrels(const struct puser *pu)
 {
-    return pu->x ? pu->x->rels.count : 0;
+    return pu_busy(pu) ? pu_busy(pu)->rels.count : 0;
 }
 
 /* Sets one of pu's public last-seen fields (at = offsetof() in struct
- * privacy_public) without creating the state for a zero. */
+ * privacy_public), allocating only for a value that is not zero. */
 static void pu_pub_set(struct puser *pu, size_t at, uint64_t v)
 {
-    if (v == 0 && !pu->x)
-        return;
-    memcpy((char *)&pu_x(pu)->pub + at, &v, sizeof(v));
+    if (!pu->more) {
+        if (v == 0)
+            return;
+        pu->more = pool_alloc(sizeof(*pu->more));
+    }
+    memcpy((char *)pu->more + at, &v, sizeof(v));
 }
 
-/* Frees pu's on-demand state when nothing in it is in use any more. Only
- * where no caller up the stack holds a pointer into it. */
+/* Shrinks pu's on-demand state to what is still in use: the pstate goes
+ * when nothing in flight, parked, cached or failed is left; the pub goes
+ * when it is all zero. Only where no caller up the stack holds a pointer
+ * into either. */
 static void puser_trim(struct puser *pu)
 {
-    struct pstate *x = pu->x;
+    struct pstate *x = pu_busy(pu);
+    struct privacy_public pub;
 
-    if (!x || x->loads || x->writes || pu_stale(pu) || x->rels.count || !list_empty(&x->parked) ||
-        memcmp(&x->pub, &pub_none, sizeof(pub_none)) != 0)
-        return;
-    hmap_release(&x->rels);
-    pool_free(x);
-    pu->x = NULL;
+    if (x) {
+        if (x->loads || x->writes || pu_stale(pu) || x->rels.count || !list_empty(&x->parked))
+            return;
+        pub = x->pub;
+        hmap_release(&x->rels);
+        pool_free(x);
+        pu->more = NULL;
+        pu_flag(pu, PU_BUSY, false);
+        pu_pub_set(pu, offsetof(struct privacy_public, frozen_last_seen), pub.frozen_last_seen);
+        pu_pub_set(pu, offsetof(struct privacy_public, offline_last_seen), pub.offline_last_seen);
+    }
+    if (pu->more && memcmp(pu->more, &pub_none, sizeof(pub_none)) == 0) {
+        pool_free(pu->more);
+        pu->more = NULL;
+    }
 }
 
 static struct prel *find_prel(struct puser *pu, const char *viewer)
 {
-    return pu->x ? ENGINE_FIND(struct prel, &pu->x->rels, viewer, viewer) : NULL;
+    return pu_busy(pu) ? ENGINE_FIND(struct prel, &pu_busy(pu)->rels, viewer, viewer) : NULL;
 }
 
 static void rels_clear(struct puser *pu, bool keep_pending)
 {
-    struct hmap *rels = pu->x ? &pu->x->rels : NULL;
+    struct hmap *rels = pu_busy(pu) ? &pu_busy(pu)->rels : NULL;
     struct hmap_node *n, *next;
     size_t it;
 
@@ -266,10 +294,12 @@ static void puser_free(struct engine *e, struct puser *pu)
 {
     hmap_remove(&e->pusers, &pu->node);
     list_del(&pu->lru);
-    if (pu->x) {
+    if (pu_busy(pu)) {
         rels_clear(pu, false);
-        hmap_release(&pu->x->rels);
-        pool_free(pu->x);
+        hmap_release(&pu_busy(pu)->rels);
+        pool_free(pu_busy(pu));
+    } else {
+        pool_free(pu->more);
     }
     e->npusers--;
     pool_free(pu);
@@ -519,7 +549,7 @@ static void replay(struct engine *e, struct puser *pu)
 
     list_init(&todo);
     while (pu_parked(pu)) {
-        struct list *l = list_first(&pu->x->parked);
+        struct list *l = list_first(&pu_x(pu)->parked);
         list_del(l);
         list_insert_tail(&todo, l);
     }
@@ -548,13 +578,13 @@ static void load_done(void *ctx, int status, const struct store_result *r)
         log_warnx("store", "settings of %s unreadable, treated as most private: %s", ld->uid,
                   store_strerror(status));
     pu_flag(pu, PU_STALE, status < 0);
-    pu->x->failed_at = loop_now(e->w->loop);
+    pu_x(pu)->failed_at = loop_now(e->w->loop);
     if (ld->viewer[0]) {
         struct prel *rel = find_prel(pu, ld->viewer);
         if (rel) {
             rel->pending = false;
             rel->stale = status < 0;
-            rel->failed_at = pu->x->failed_at;
+            rel->failed_at = pu_x(pu)->failed_at;
             rel->contact = status == 0 && r->is_contact;
             rel->blocked = status < 0 || r->blocked;
         }
@@ -617,7 +647,7 @@ static bool retry_due(struct engine *e, const struct puser *pu, const struct pre
 
     if (pu_loads(pu))
         return false;
-    return (pu_stale(pu) && now - pu->x->failed_at >= RETRY_MS) ||
+    return (pu_stale(pu) && now - pu_busy(pu)->failed_at >= RETRY_MS) ||
            (rel && rel->stale && now - rel->failed_at >= RETRY_MS);
 }
 
@@ -917,17 +947,19 @@ static void write_done(void *ctx, int status, const struct store_result *r)
     struct engine *e = req->eng;
     struct puser *pu = e->closing ? NULL : find_puser(e, req->uid);
     bool admin = req->op == OP_ADMIN;
+    struct pstate *x;
 
     if (!pu) {
         emsg_free(&req->msg);
         return;
     }
-    pu_x(pu)->writes--;
+    x = pu_x(pu);
+    x->writes--;
     if (status < 0) {
         /* The last write failed: what they wanted falls back to the stored
          * settings (pu_want() does that by itself once writes is 0). */
-        if (pu->x->writes == 0 && settings_index(&pu->x->want) != settings_index(pu_set(pu))) {
-            bool was = privacy_room_visible(&pu->x->want) && privacy_room_visible(pu_set(pu));
+        if (x->writes == 0 && settings_index(&x->want) != settings_index(pu_set(pu))) {
+            bool was = privacy_room_visible(&x->want) && privacy_room_visible(pu_set(pu));
             if (pu_loaded(pu) && was != privacy_room_visible(pu_set(pu)))
                 engine__rooms_visibility(e, pu->uid, privacy_room_visible(pu_set(pu)));
         }
@@ -1038,9 +1070,9 @@ static struct puser *fresh_settings(struct engine *e, struct emsg *req)
 static void want_set(struct engine *e, struct puser *pu, const struct store_privacy *p)
 {
     bool before =
-        pu_loaded(pu) && privacy_room_visible(pu_set(pu)) && privacy_room_visible(&pu->x->want);
+        pu_loaded(pu) && privacy_room_visible(pu_set(pu)) && privacy_room_visible(&pu_x(pu)->want);
 
-    pu->x->want = *p; /* a write is in flight: pu->x is there */
+    pu_x(pu)->want = *p; /* a write is in flight: the pstate is there */
     if (before && !room_visible_now(pu))
         engine__rooms_visibility(e, pu->uid, false);
 }
@@ -1176,7 +1208,7 @@ void engine__privacy_free(struct engine *e)
     while (!list_empty(&e->plru)) {
         struct puser *pu = container_of(list_first(&e->plru), struct puser, lru);
         while (pu_parked(pu)) {
-            struct emsg *em = container_of(list_first(&pu->x->parked), struct emsg, park);
+            struct emsg *em = container_of(list_first(&pu_x(pu)->parked), struct emsg, park);
             list_del(&em->park);
             emsg_free(&em->msg);
         }
