@@ -27,12 +27,13 @@
  *
  * Every connection holds one session and usually one user, so both keep
  * only what every one of them needs, sized for a pool class (session 144
- * bytes with a 32-character id, user 96 with a short one). What few of
- * them use is allocated while in use: a session's expiries and custom
+ * bytes with a 32-character id, user 80 with an id of up to 6). What few
+ * of them use is allocated while in use: a session's expiries and custom
  * status (struct extra), a user's debounce timer while armed (struct
- * debounce), which shares its place with the last-seen LRU link (a record
- * never has a change pending). Sessions of a user are a singly linked list
- * in start order (at most max_sessions_per_user to walk), and that order
+ * debounce). The last-seen LRU link shares its place with the engine
+ * pointer and the debounce timer, which only a live user needs. Sessions
+ * of a user are a singly linked list in start order (at most
+ * max_sessions_per_user to walk, also to count them), and that order
  * breaks recency ties, so no start counter is kept. A detached session's
  * grace end is kept as an offset from its last recorded beat.
  *
@@ -108,20 +109,27 @@ struct debounce {
 #define U_ARMED   0x2u /* a change may be unpublished: debounce is armed */
 #define U_IN_EMIT 0x4u /* on_change for this user is on the stack */
 
+/*
+ * A last-seen record has no session and no change pending, and only a
+ * record is on the LRU list, so the list link shares its place with what
+ * only a live user needs: the engine (for its sessions' timers) and the
+ * debounce timer. Whoever turns a record live again (user_unrecord()) is
+ * given the engine and puts it back.
+ */
 struct user {
-    struct hmap_node node;         /* in presence.users */
-    struct session *sessions;      /* first of them, in start order (session.next) */
-    union {                        /* by flags: never both */
-        struct list lru;           /* U_RECORD: in presence.lru */
-        struct debounce *debounce; /* U_ARMED */
+    struct hmap_node node;    /* in presence.users */
+    struct session *sessions; /* first of them, in start order (session.next) */
+    union {
+        struct list lru; /* U_RECORD: in presence.lru */
+        struct {         /* not U_RECORD */
+            struct presence *p;
+            struct debounce *debounce; /* U_ARMED */
+        };
     };
-    struct presence *p; /* for the session timers */
     uint64_t last_seen; /* latest beat/activity of an ended session */
     uint64_t version;   /* of pub; 0 = nothing emitted */
     struct agg pub;     /* the last emitted view, custom owned */
-    uint32_t nsessions; /* length of sessions */
     uint8_t flags;      /* U_* */
-    uint8_t uid_len;    /* <= PRESENCE_ID_MAX */
     char uid[];         /* NUL-terminated; allocated from offsetof(), not sizeof() */
 };
 
@@ -277,7 +285,7 @@ static struct user *user_find(const struct presence *p, const char *uid)
     for (struct hmap_node *x = hmap_find(&p->users, h); x; x = hmap_find_next(x, h)) {
         struct user *u = container_of(x, struct user, node);
 
-        if (u->uid_len == n && memcmp(u->uid, uid, n) == 0)
+        if (strncmp(u->uid, uid, n) == 0 && u->uid[n] == '\0')
             return u;
     }
     return NULL;
@@ -461,26 +469,42 @@ static struct user *user_new(struct presence *p, const char *uid)
     struct user *u = palloc(p, offsetof(struct user, uid) + n + 1);
 
     u->p = p;
-    u->uid_len = (uint8_t)n;
     memcpy(u->uid, uid, n + 1);
     hmap_insert(&p->users, &u->node, hash_bytes(uid, n));
     return u;
 }
 
-/* Takes u off the LRU list if it is a last-seen record. */
+/* Takes u off the LRU list if it is a last-seen record: live again. */
 static void user_unrecord(struct presence *p, struct user *u)
 {
     if (u->flags & U_RECORD) {
         list_del(&u->lru);
         u->flags &= (uint8_t)~U_RECORD;
+        u->p = p;
+        u->debounce = NULL;
         p->stats.records--;
     }
+}
+
+static bool user_has_sessions(const struct user *u)
+{
+    return u->sessions != NULL;
+}
+
+/* O(sessions): for the max_sessions_per_user check only. */
+static size_t user_nsessions(const struct user *u)
+{
+    size_t n = 0;
+
+    for (const struct session *s = u->sessions; s; s = s->next)
+        n++;
+    return n;
 }
 
 static void user_free(struct presence *p, struct user *u)
 {
     /* Only settled users (no session, nothing pending) are freed. */
-    assert(u->nsessions == 0 && !(u->flags & (U_ARMED | U_IN_EMIT)));
+    assert(!user_has_sessions(u) && !(u->flags & (U_ARMED | U_IN_EMIT)));
     user_unrecord(p, u);
     hmap_remove(&p->users, &u->node);
     agg_release(&u->pub);
@@ -495,7 +519,7 @@ static void user_free(struct presence *p, struct user *u)
  */
 static void user_settle(struct presence *p, struct user *u)
 {
-    bool record = u->nsessions == 0 && !(u->flags & (U_ARMED | U_IN_EMIT));
+    bool record = !user_has_sessions(u) && !(u->flags & (U_ARMED | U_IN_EMIT));
 
     if (!record) {
         user_unrecord(p, u);
@@ -518,7 +542,7 @@ static void user_settle(struct presence *p, struct user *u)
 
 /* A change to u's view may have happened: make sure a flush is due. A
  * last-seen record that gets one is live again (user_settle() would take
- * it off the LRU list anyway; the union needs it done first). */
+ * it off the LRU list anyway; the debounce pointer needs it done first). */
 static void user_touch(struct presence *p, struct user *u, uint64_t now)
 {
     struct debounce *d;
@@ -651,6 +675,7 @@ static struct session *session_new(struct presence *p, struct user *u, const cha
     struct session *s = palloc(p, offsetof(struct session, sid) + n + 1);
     struct session **tail = &u->sessions;
 
+    user_unrecord(p, u); /* before anything may need u->p */
     s->user = u;
     s->device = (uint8_t)device;
     s->conn_ref = conn_ref;
@@ -660,11 +685,11 @@ static struct session *session_new(struct presence *p, struct user *u, const cha
     memcpy(s->sid, sid, n + 1);
     wheel_timer_init(&s->timer, session_fired);
     hmap_insert(&p->sessions, &s->node, hash_bytes(sid, n));
+    if (!user_has_sessions(u))
+        p->stats.users++;
     while (*tail) /* at most max_sessions_per_user */
         tail = &(*tail)->next;
     *tail = s;
-    if (u->nsessions++ == 0)
-        p->stats.users++;
     p->stats.sessions++;
     session_arm(p, s);
     return s;
@@ -680,7 +705,7 @@ static void session_unlink(struct presence *p, struct session *s)
     while (*at != s)
         at = &(*at)->next;
     *at = s->next;
-    if (--s->user->nsessions == 0)
+    if (!user_has_sessions(s->user))
         p->stats.users--;
     p->stats.sessions--;
 }
@@ -795,7 +820,7 @@ static bool session_mark_active(struct presence *p, struct session *s, uint64_t 
     session_flag(s, S_ACTIVE, true);
     s->last_activity = now;
     session_arm(p, s);
-    if (!was_active || s->user->nsessions > 1 || force)
+    if (!was_active || s->user->sessions->next != NULL || force)
         user_touch(p, s->user, now);
     return true;
 }
@@ -902,7 +927,7 @@ int presence_session_start(struct presence *p, const char *sid, const char *uid,
     if (session_find(p, sid) != NULL)
         return PRESENCE_E_SESSION_EXISTS;
     u = user_find(p, uid);
-    if (u != NULL && u->nsessions >= p->cfg.max_sessions_per_user)
+    if (u != NULL && user_nsessions(u) >= p->cfg.max_sessions_per_user)
         return PRESENCE_E_TOO_MANY;
     if (u == NULL)
         u = user_new(p, uid);
