@@ -108,19 +108,28 @@ static struct sub *find_sub(struct engine *e, const char *uid)
 
 /* Every settings value, at index online * 6 + last_seen * 2 + invisible:
  * a puser keeps the index, readers get a pointer into this table. */
+/* clang-format off */
 static const struct store_privacy settings_all[18] = {
-#define SETTINGS_ROW(o)                                                    \
-    {(o), STORE_VIS_EVERYONE, false}, {(o), STORE_VIS_EVERYONE, true},     \
-        {(o), STORE_VIS_CONTACTS, false}, {(o), STORE_VIS_CONTACTS, true}, \
-        {(o), STORE_VIS_NOBODY, false},                                    \
-    {                                                                      \
-        (o), STORE_VIS_NOBODY, true                                        \
-    }
-    SETTINGS_ROW(STORE_VIS_EVERYONE),
-    SETTINGS_ROW(STORE_VIS_CONTACTS),
-    SETTINGS_ROW(STORE_VIS_NOBODY),
-#undef SETTINGS_ROW
+    {STORE_VIS_EVERYONE, STORE_VIS_EVERYONE, false},
+    {STORE_VIS_EVERYONE, STORE_VIS_EVERYONE, true},
+    {STORE_VIS_EVERYONE, STORE_VIS_CONTACTS, false},
+    {STORE_VIS_EVERYONE, STORE_VIS_CONTACTS, true},
+    {STORE_VIS_EVERYONE, STORE_VIS_NOBODY, false},
+    {STORE_VIS_EVERYONE, STORE_VIS_NOBODY, true},
+    {STORE_VIS_CONTACTS, STORE_VIS_EVERYONE, false},
+    {STORE_VIS_CONTACTS, STORE_VIS_EVERYONE, true},
+    {STORE_VIS_CONTACTS, STORE_VIS_CONTACTS, false},
+    {STORE_VIS_CONTACTS, STORE_VIS_CONTACTS, true},
+    {STORE_VIS_CONTACTS, STORE_VIS_NOBODY, false},
+    {STORE_VIS_CONTACTS, STORE_VIS_NOBODY, true},
+    {STORE_VIS_NOBODY, STORE_VIS_EVERYONE, false},
+    {STORE_VIS_NOBODY, STORE_VIS_EVERYONE, true},
+    {STORE_VIS_NOBODY, STORE_VIS_CONTACTS, false},
+    {STORE_VIS_NOBODY, STORE_VIS_CONTACTS, true},
+    {STORE_VIS_NOBODY, STORE_VIS_NOBODY, false},
+    {STORE_VIS_NOBODY, STORE_VIS_NOBODY, true},
 };
+/* clang-format on */
 
 static const struct privacy_public pub_none; /* all zero: nothing frozen or kept */
 
