@@ -55,18 +55,35 @@ struct prel {
     char viewer[];
 };
 
+/*
+ * A cached user. Every owned user with a live session has one, so the
+ * always-present part is kept small: the settings (one of the 18 possible
+ * values, as an index into settings_all[]), flags and the uid. The rest
+ * exists only while in use: the public last-seen state while not all zero
+ * (a returning user has one), on its own; and with it, as a struct pstate,
+ * while a load or write is in flight, messages are parked, relations are
+ * cached or a read failed. puser_trim() shrinks it back when that is over.
+ */
 struct puser {
-    struct hmap_node node;     /* e->pusers, by uid */
-    struct list lru;           /* e->plru */
-    struct store_privacy set;  /* cached (most private until loaded) */
-    struct store_privacy want; /* the latest value a write in flight sets */
-    bool loaded, stale;
-    uint64_t failed_at;     /* loop ms of the failed read behind stale */
-    unsigned loads, writes; /* store requests in flight */
-    struct privacy_public pub;
-    struct hmap rels;   /* struct prel; rels.count of them */
-    struct list parked; /* struct emsg.park */
-    char uid[];         /* the user */
+    struct hmap_node node;       /* e->pusers, by uid */
+    struct list lru;             /* e->plru */
+    struct privacy_public *more; /* NULL = all zero; the pub of a pstate if PU_BUSY */
+    uint8_t bits;                /* PU_SET_MASK: settings_all[] index; PU_* flags */
+    char uid[];                  /* the user */
+};
+
+#define PU_SET_MASK 0x1fu
+#define PU_LOADED   0x20u /* set holds the stored settings (else most private) */
+#define PU_STALE    0x40u /* the last read failed (pstate.failed_at says when) */
+#define PU_BUSY     0x80u /* more is the pub of a struct pstate */
+
+struct pstate {
+    struct privacy_public pub; /* first: the pstate is found from it */
+    struct store_privacy want; /* while writes: the latest value a write in flight sets */
+    unsigned loads, writes;    /* store requests in flight */
+    uint64_t failed_at;        /* while PU_STALE: loop ms of the failed read */
+    struct hmap rels;          /* struct prel; rels.count of them */
+    struct list parked;        /* struct emsg.park */
 };
 
 struct load {
@@ -87,25 +104,189 @@ static struct sub *find_sub(struct engine *e, const char *uid)
     return ENGINE_FIND(struct sub, &e->subs, uid, uid);
 }
 
+/* ---- a puser's parts: settings bits and the on-demand state ---- */
+
+/* Every settings value, at index online * 6 + last_seen * 2 + invisible:
+ * a puser keeps the index, readers get a pointer into this table. */
+/* clang-format off */
+static const struct store_privacy settings_all[18] = {
+    {STORE_VIS_EVERYONE, STORE_VIS_EVERYONE, false},
+    {STORE_VIS_EVERYONE, STORE_VIS_EVERYONE, true},
+    {STORE_VIS_EVERYONE, STORE_VIS_CONTACTS, false},
+    {STORE_VIS_EVERYONE, STORE_VIS_CONTACTS, true},
+    {STORE_VIS_EVERYONE, STORE_VIS_NOBODY, false},
+    {STORE_VIS_EVERYONE, STORE_VIS_NOBODY, true},
+    {STORE_VIS_CONTACTS, STORE_VIS_EVERYONE, false},
+    {STORE_VIS_CONTACTS, STORE_VIS_EVERYONE, true},
+    {STORE_VIS_CONTACTS, STORE_VIS_CONTACTS, false},
+    {STORE_VIS_CONTACTS, STORE_VIS_CONTACTS, true},
+    {STORE_VIS_CONTACTS, STORE_VIS_NOBODY, false},
+    {STORE_VIS_CONTACTS, STORE_VIS_NOBODY, true},
+    {STORE_VIS_NOBODY, STORE_VIS_EVERYONE, false},
+    {STORE_VIS_NOBODY, STORE_VIS_EVERYONE, true},
+    {STORE_VIS_NOBODY, STORE_VIS_CONTACTS, false},
+    {STORE_VIS_NOBODY, STORE_VIS_CONTACTS, true},
+    {STORE_VIS_NOBODY, STORE_VIS_NOBODY, false},
+    {STORE_VIS_NOBODY, STORE_VIS_NOBODY, true},
+};
+/* clang-format on */
+
+static const struct privacy_public pub_none; /* all zero: nothing frozen or kept */
+
+static unsigned vis_index(enum store_visibility v)
+{
+    return (unsigned)v <= STORE_VIS_NOBODY ? (unsigned)v : STORE_VIS_NOBODY;
+}
+
+/* The index of p in settings_all[] (a value the store never returns,
+ * out of range, counts as nobody, as everywhere else). */
+static uint8_t settings_index(const struct store_privacy *p)
+{
+    return (uint8_t)(vis_index(p->online) * 6 + vis_index(p->last_seen) * 2 +
+                     (p->invisible ? 1 : 0));
+}
+
+static const struct store_privacy *pu_set(const struct puser *pu)
+{
+    return &settings_all[pu->bits & PU_SET_MASK];
+}
+
+static void pu_set_settings(struct puser *pu, const struct store_privacy *p)
+{
+    pu->bits = (uint8_t)((pu->bits & ~PU_SET_MASK) | settings_index(p));
+}
+
+static bool pu_loaded(const struct puser *pu)
+{
+    return pu->bits & PU_LOADED;
+}
+
+static bool pu_stale(const struct puser *pu)
+{
+    return pu->bits & PU_STALE;
+}
+
+static void pu_flag(struct puser *pu, uint8_t flag, bool on)
+{
+    pu->bits = (uint8_t)(on ? pu->bits | flag : pu->bits & ~flag);
+}
+
+/* pu's pstate, or NULL while it has none. */
+static struct pstate *pu_busy(const struct puser *pu)
+{
+    return (pu->bits & PU_BUSY) ? container_of(pu->more, struct pstate, pub) : NULL;
+}
+
+/* pu's pstate, created (with the pub pu had) if it has none. Moves the
+ * pub: no pointer from pu_pub() may be held across it. */
+static struct pstate *pu_x(struct puser *pu)
+{
+    struct pstate *x = pu_busy(pu);
+
+    if (x)
+        return x;
+    x = pool_alloc(sizeof(*x));
+    list_init(&x->parked);
+    if (pu->more) {
+        x->pub = *pu->more;
+        pool_free(pu->more);
+    }
+    pu->more = &x->pub;
+    pu_flag(pu, PU_BUSY, true);
+    return x;
+}
+
+static unsigned pu_loads(const struct puser *pu)
+{
+    return pu_busy(pu) ? pu_busy(pu)->loads : 0;
+}
+
+static unsigned pu_writes(const struct puser *pu)
+{
+    return pu_busy(pu) ? pu_busy(pu)->writes : 0;
+}
+
+/* The settings the writes in flight end at (the stored ones without). */
+static const struct store_privacy *pu_want(const struct puser *pu)
+{
+    return pu_writes(pu) ? &pu_busy(pu)->want : pu_set(pu);
+}
+
+static const struct privacy_public *pu_pub(const struct puser *pu)
+{
+    return pu->more ? pu->more : &pub_none;
+}
+
+static bool pu_parked(const struct puser *pu)
+{
+    return pu_busy(pu) && !list_empty(&pu_busy(pu)->parked);
+}
+
+static size_t pu_nrels(const struct puser *pu)
+{
+    return pu_busy(pu) ? pu_busy(pu)->rels.count : 0;
+}
+
+/* Sets one of pu's public last-seen fields (at = offsetof() in struct
+ * privacy_public), allocating only for a value that is not zero. */
+static void pu_pub_set(struct puser *pu, size_t at, uint64_t v)
+{
+    if (!pu->more) {
+        if (v == 0)
+            return;
+        pu->more = pool_alloc(sizeof(*pu->more));
+    }
+    memcpy((char *)pu->more + at, &v, sizeof(v));
+}
+
+/* Shrinks pu's on-demand state to what is still in use: the pstate goes
+ * when nothing in flight, parked, cached or failed is left; the pub goes
+ * when it is all zero. Only where no caller up the stack holds a pointer
+ * into either. */
+static void puser_trim(struct puser *pu)
+{
+    struct pstate *x = pu_busy(pu);
+    struct privacy_public pub;
+
+    if (x) {
+        if (x->loads || x->writes || pu_stale(pu) || x->rels.count || !list_empty(&x->parked))
+            return;
+        pub = x->pub;
+        hmap_release(&x->rels);
+        pool_free(x);
+        pu->more = NULL;
+        pu_flag(pu, PU_BUSY, false);
+        pu_pub_set(pu, offsetof(struct privacy_public, frozen_last_seen), pub.frozen_last_seen);
+        pu_pub_set(pu, offsetof(struct privacy_public, offline_last_seen), pub.offline_last_seen);
+    }
+    if (pu->more && memcmp(pu->more, &pub_none, sizeof(pub_none)) == 0) {
+        pool_free(pu->more);
+        pu->more = NULL;
+    }
+}
+
 static struct prel *find_prel(struct puser *pu, const char *viewer)
 {
-    return ENGINE_FIND(struct prel, &pu->rels, viewer, viewer);
+    return pu_busy(pu) ? ENGINE_FIND(struct prel, &pu_busy(pu)->rels, viewer, viewer) : NULL;
 }
 
 static void rels_clear(struct puser *pu, bool keep_pending)
 {
+    struct hmap *rels = pu_busy(pu) ? &pu_busy(pu)->rels : NULL;
     struct hmap_node *n, *next;
     size_t it;
 
-    for (n = hmap_first(&pu->rels, &it); n; n = next) {
+    for (n = rels ? hmap_first(rels, &it) : NULL; n; n = next) {
         struct prel *r = container_of(n, struct prel, node);
-        next = hmap_next(&pu->rels, n, &it);
+        next = hmap_next(rels, n, &it);
         if (keep_pending && r->pending)
             continue;
-        hmap_remove(&pu->rels, n);
+        hmap_remove(rels, n);
         free(r);
     }
 }
+
+/* ---- lifetime ---- */
 
 static bool has_sessions(struct engine *e, const char *uid)
 {
@@ -114,7 +295,7 @@ static bool has_sessions(struct engine *e, const char *uid)
 
 static bool pinned(struct engine *e, struct puser *pu)
 {
-    return pu->loads || pu->writes || !list_empty(&pu->parked) || find_sub(e, pu->uid) ||
+    return pu_loads(pu) || pu_writes(pu) || pu_parked(pu) || find_sub(e, pu->uid) ||
            has_sessions(e, pu->uid);
 }
 
@@ -122,8 +303,13 @@ static void puser_free(struct engine *e, struct puser *pu)
 {
     hmap_remove(&e->pusers, &pu->node);
     list_del(&pu->lru);
-    rels_clear(pu, false);
-    hmap_release(&pu->rels);
+    if (pu_busy(pu)) {
+        rels_clear(pu, false);
+        hmap_release(&pu_busy(pu)->rels);
+        pool_free(pu_busy(pu));
+    } else {
+        pool_free(pu->more);
+    }
     e->npusers--;
     pool_free(pu);
 }
@@ -147,17 +333,19 @@ static void evict(struct engine *e)
 static struct puser *puser_get(struct engine *e, const char *uid)
 {
     struct puser *pu = find_puser(e, uid);
+    struct store_privacy most = privacy_most_private();
+    size_t n;
 
     if (pu) {
         list_del(&pu->lru);
         list_insert_tail(&e->plru, &pu->lru);
         return pu;
     }
-    pu = pool_alloc(sizeof(*pu) + strlen(uid) + 1);
-    memcpy(pu->uid, uid, strlen(uid) + 1);
-    pu->set = privacy_most_private();
-    pu->want = pu->set;
-    list_init(&pu->parked);
+    n = strlen(uid);
+    /* From offsetof(), not sizeof(): a short uid fits pool class 48. */
+    pu = pool_alloc(offsetof(struct puser, uid) + n + 1);
+    memcpy(pu->uid, uid, n + 1);
+    pu_set_settings(pu, &most);
     hmap_insert(&e->pusers, &pu->node, str_hash(pu->uid));
     list_insert_tail(&e->plru, &pu->lru);
     e->npusers++;
@@ -278,7 +466,7 @@ int engine__privacy_class(struct engine *e, const char *uid, const char *viewer,
         *contact = c;
     if (blocked)
         *blocked = b;
-    return (int)privacy_class_of(&pu->set, relation(pu, viewer, c, b));
+    return (int)privacy_class_of(pu_set(pu), relation(pu, viewer, c, b));
 }
 
 const struct store_privacy *engine__privacy_settings(struct engine *e, const char *uid,
@@ -286,8 +474,8 @@ const struct store_privacy *engine__privacy_settings(struct engine *e, const cha
 {
     struct puser *pu = puser_get(e, uid);
 
-    *pub = &pu->pub;
-    return &pu->set;
+    *pub = pu_pub(pu);
+    return pu_set(pu);
 }
 
 /* Room visibility while writes are in flight: visible only if both the
@@ -295,8 +483,7 @@ const struct store_privacy *engine__privacy_settings(struct engine *e, const cha
  * "invisible" never shows the user, even for the milliseconds of the write. */
 static bool room_visible_now(const struct puser *pu)
 {
-    return pu->loaded && privacy_room_visible(&pu->set) &&
-           (pu->writes == 0 || privacy_room_visible(&pu->want));
+    return pu_loaded(pu) && privacy_room_visible(pu_set(pu)) && privacy_room_visible(pu_want(pu));
 }
 
 bool engine__room_visible(struct engine *e, const char *uid)
@@ -320,7 +507,8 @@ static void reclassify(struct engine *e, struct puser *pu)
     list_foreach(pos, &s->viewers)
     {
         struct subv *v = container_of(pos, struct subv, link);
-        int cls = (int)privacy_class_of(&pu->set, relation(pu, v->viewer, v->contact, v->blocked));
+        int cls =
+            (int)privacy_class_of(pu_set(pu), relation(pu, v->viewer, v->contact, v->blocked));
         if (cls == v->cls)
             continue;
         s->ncls[v->cls]--;
@@ -340,21 +528,23 @@ static void reclassify(struct engine *e, struct puser *pu)
 /* New settings for pu (a load or an acknowledged write). */
 static void settings_apply(struct engine *e, struct puser *pu, const struct store_privacy *p)
 {
-    bool was_visible = pu->loaded && privacy_room_visible(&pu->set);
-    bool changed = !pu->loaded || memcmp(&pu->set, p, sizeof(*p)) != 0;
+    bool loaded = pu_loaded(pu);
+    bool was_visible = loaded && privacy_room_visible(pu_set(pu));
+    bool was_invisible = pu_set(pu)->invisible;
+    bool changed = !loaded || settings_index(pu_set(pu)) != settings_index(p);
     struct presence_view truth;
 
     if (!changed)
         return;
     presence_get_user(e->pres, pu->uid, loop_now(e->w->loop), &truth);
-    if (p->invisible && (!pu->loaded || !pu->set.invisible))
-        pu->pub.frozen_last_seen = truth.status == PRESENCE_OFFLINE ? truth.last_seen : truth.now;
-    if (!p->invisible && pu->loaded && pu->set.invisible && truth.status != PRESENCE_OFFLINE)
-        pu->pub.offline_last_seen = pu->pub.frozen_last_seen; /* its last public offline */
-    pu->set = *p;
-    if (pu->writes == 0)
-        pu->want = *p;
-    pu->loaded = true;
+    if (p->invisible && (!loaded || !was_invisible))
+        pu_pub_set(pu, offsetof(struct privacy_public, frozen_last_seen),
+                   truth.status == PRESENCE_OFFLINE ? truth.last_seen : truth.now);
+    if (!p->invisible && loaded && was_invisible && truth.status != PRESENCE_OFFLINE)
+        pu_pub_set(pu, offsetof(struct privacy_public, offline_last_seen),
+                   pu_pub(pu)->frozen_last_seen); /* its last public offline */
+    pu_set_settings(pu, p); /* without writes in flight, that is also what they want */
+    pu_flag(pu, PU_LOADED, true);
     if (was_visible != privacy_room_visible(p))
         engine__rooms_visibility(e, pu->uid, privacy_room_visible(p));
     reclassify(e, pu);
@@ -367,11 +557,12 @@ static void replay(struct engine *e, struct puser *pu)
     struct list todo;
 
     list_init(&todo);
-    while (!list_empty(&pu->parked)) {
-        struct list *l = list_first(&pu->parked);
+    while (pu_parked(pu)) {
+        struct list *l = list_first(&pu_x(pu)->parked);
         list_del(l);
         list_insert_tail(&todo, l);
     }
+    puser_trim(pu);
     while (!list_empty(&todo)) { /* pu may go meanwhile: use only the list */
         struct emsg *em = container_of(list_first(&todo), struct emsg, park);
         list_del(&em->park);
@@ -391,25 +582,25 @@ static void load_done(void *ctx, int status, const struct store_result *r)
         free(ld);
         return;
     }
-    pu->loads--;
+    pu_x(pu)->loads--;
     if (status < 0)
         log_warnx("store", "settings of %s unreadable, treated as most private: %s", ld->uid,
                   store_strerror(status));
-    pu->stale = status < 0;
-    pu->failed_at = loop_now(e->w->loop);
+    pu_flag(pu, PU_STALE, status < 0);
+    pu_x(pu)->failed_at = loop_now(e->w->loop);
     if (ld->viewer[0]) {
         struct prel *rel = find_prel(pu, ld->viewer);
         if (rel) {
             rel->pending = false;
             rel->stale = status < 0;
-            rel->failed_at = pu->failed_at;
+            rel->failed_at = pu_x(pu)->failed_at;
             rel->contact = status == 0 && r->is_contact;
             rel->blocked = status < 0 || r->blocked;
         }
     }
     free(ld);
     settings_apply(e, pu, &p);
-    if (pu->loads == 0)
+    if (pu_loads(pu) == 0)
         replay(e, pu);
 }
 
@@ -430,11 +621,11 @@ static void request_load(struct engine *e, struct puser *pu, const char *viewer)
     if (r < 0) { /* an id the store refuses: answer as a failed read */
         struct store_result res;
         memset(&res, 0, sizeof(res));
-        pu->loads++;
+        pu_x(pu)->loads++;
         load_done(ld, r, &res);
         return;
     }
-    pu->loads++;
+    pu_x(pu)->loads++;
 }
 
 static struct prel *prel_new(struct puser *pu, const char *viewer)
@@ -444,16 +635,16 @@ static struct prel *prel_new(struct puser *pu, const char *viewer)
 
     memcpy(r->viewer, viewer, n + 1);
     r->pending = true;
-    if (pu->rels.count >= RELS_MAX)
+    if (pu_nrels(pu) >= RELS_MAX)
         rels_clear(pu, true);
-    hmap_insert(&pu->rels, &r->node, str_hash(r->viewer));
+    hmap_insert(&pu_x(pu)->rels, &r->node, str_hash(r->viewer));
     return r;
 }
 
 static void park(struct puser *pu, struct emsg *em)
 {
     em->parked = true;
-    list_insert_tail(&pu->parked, &em->park);
+    list_insert_tail(&pu_x(pu)->parked, &em->park);
 }
 
 /* A failed read is answered from (most private) for RETRY_MS, so that an
@@ -463,9 +654,9 @@ static bool retry_due(struct engine *e, const struct puser *pu, const struct pre
 {
     uint64_t now = loop_now(e->w->loop);
 
-    if (pu->loads)
+    if (pu_loads(pu))
         return false;
-    return (pu->stale && now - pu->failed_at >= RETRY_MS) ||
+    return (pu_stale(pu) && now - pu_busy(pu)->failed_at >= RETRY_MS) ||
            (rel && rel->stale && now - rel->failed_at >= RETRY_MS);
 }
 
@@ -497,7 +688,7 @@ bool engine__privacy_ready(struct engine *e, struct emsg *em, const char *uid, c
         park(pu, em);
         return false;
     }
-    if (!list_empty(&pu->parked)) {
+    if (pu_parked(pu)) {
         park(pu, em);
         return false;
     }
@@ -509,8 +700,8 @@ bool engine__privacy_ready(struct engine *e, struct emsg *em, const char *uid, c
             request_load(e, pu, viewer); /* brings the settings too */
         }
         wait = true;
-    } else if (!pu->loaded) {
-        if (pu->loads == 0)
+    } else if (!pu_loaded(pu)) {
+        if (pu_loads(pu) == 0)
             request_load(e, pu, "");
         wait = true;
     } else if (retry_due(e, pu, rel)) { /* a failed read, long enough ago: read again */
@@ -518,7 +709,7 @@ bool engine__privacy_ready(struct engine *e, struct emsg *em, const char *uid, c
             rel->stale = false;
             rel->pending = true;
         }
-        pu->stale = false;
+        pu_flag(pu, PU_STALE, false);
         request_load(e, pu, need_rel ? viewer : "");
         wait = true;
     }
@@ -609,7 +800,7 @@ void engine__privacy_on_change(struct engine *e, const struct presence_view *old
     struct puser *pu = find_puser(e, cur->user);
 
     if (pu && cur->status != PRESENCE_OFFLINE && old->status == PRESENCE_OFFLINE && old->last_seen)
-        pu->pub.offline_last_seen = old->last_seen;
+        pu_pub_set(pu, offsetof(struct privacy_public, offline_last_seen), old->last_seen);
     if (s)
         republish(e, s, cur);
 }
@@ -639,7 +830,7 @@ static void notify_sessions(struct engine *e, struct puser *pu)
 {
     struct presence_session_info si[SESSIONS_MAX];
     size_t n = presence_list_sessions(e->pres, pu->uid, si, SESSIONS_MAX);
-    struct payload *f = privacy_event(&pu->set);
+    struct payload *f = privacy_event(pu_set(pu));
 
     for (size_t i = 0; i < n && i < SESSIONS_MAX; i++) {
         uint64_t conn = (uint64_t)(uintptr_t)si[i].conn_ref;
@@ -656,7 +847,7 @@ void engine__privacy_hello(struct engine *e, struct emsg *req)
     if (!engine__privacy_ready(e, req, req->uid, req->uid))
         return;
     pu = puser_get(e, req->uid);
-    send_frame_to(e, req->conn_id, privacy_event(&pu->set));
+    send_frame_to(e, req->conn_id, privacy_event(pu_set(pu)));
 }
 
 /* Answers an admin call: status code + JSON (see engine_admin.c). */
@@ -687,7 +878,7 @@ static void admin_settings(struct engine *e, const struct emsg *req, struct puse
     buf_append_str(&b, "{\"user\":");
     json_append_cstr(&b, pu->uid);
     buf_append_str(&b, ",\"privacy\":");
-    privacy_encode_settings(&pu->set, &b);
+    privacy_encode_settings(pu_set(pu), &b);
     buf_append_str(&b, "}");
     admin_answer(e, req, 200, &b);
 }
@@ -765,18 +956,21 @@ static void write_done(void *ctx, int status, const struct store_result *r)
     struct engine *e = req->eng;
     struct puser *pu = e->closing ? NULL : find_puser(e, req->uid);
     bool admin = req->op == OP_ADMIN;
+    struct pstate *x;
 
     if (!pu) {
         emsg_free(&req->msg);
         return;
     }
-    pu->writes--;
+    x = pu_x(pu);
+    x->writes--;
     if (status < 0) {
-        if (pu->writes == 0 && memcmp(&pu->want, &pu->set, sizeof(pu->set)) != 0) {
-            bool was = privacy_room_visible(&pu->want) && privacy_room_visible(&pu->set);
-            pu->want = pu->set;
-            if (pu->loaded && was != privacy_room_visible(&pu->set))
-                engine__rooms_visibility(e, pu->uid, privacy_room_visible(&pu->set));
+        /* The last write failed: what they wanted falls back to the stored
+         * settings (pu_want() does that by itself once writes is 0). */
+        if (x->writes == 0 && settings_index(&x->want) != settings_index(pu_set(pu))) {
+            bool was = privacy_room_visible(&x->want) && privacy_room_visible(pu_set(pu));
+            if (pu_loaded(pu) && was != privacy_room_visible(pu_set(pu)))
+                engine__rooms_visibility(e, pu->uid, privacy_room_visible(pu_set(pu)));
         }
         log_warnx("store", "write for %s failed: %s", req->uid, store_strerror(status));
         if (admin)
@@ -785,7 +979,7 @@ static void write_done(void *ctx, int status, const struct store_result *r)
             engine__reply_error(e, req->conn_id, "store_unavailable",
                                 "the settings could not be saved; nothing changed", req->ref);
     } else if (req->op == OP_PRIVACY || req->arg == ADMIN_SET_PRIVACY) {
-        pu->stale = false; /* the stored value is known now: the one written */
+        pu_flag(pu, PU_STALE, false); /* the stored value is known now: the one written */
         settings_apply(e, pu, &req->priv);
         notify_sessions(e, pu);
         if (admin)
@@ -798,6 +992,7 @@ static void write_done(void *ctx, int status, const struct store_result *r)
             engine__rooms_block_changed(e, req->uid, req->viewer, req->arg == ADMIN_BLOCK);
         admin_changed(e, req, "changed", r->changed);
     }
+    puser_trim(pu);
     emsg_free(&req->msg);
 }
 
@@ -840,8 +1035,10 @@ static int submit_write(struct engine *e, struct puser *pu, struct emsg *req)
         r = store_unblock(st, e->inbox, req->uid, req->viewer, write_done, req);
     }
     if (r == 0) {
-        pu->writes++;
-        req->parked = true; /* owned by the store request now */
+        struct pstate *x = pu_x(pu);
+        if (x->writes++ == 0)
+            x->want = *pu_set(pu); /* want_set() moves it on */
+        req->parked = true;        /* owned by the store request now */
     }
     return r;
 }
@@ -859,7 +1056,7 @@ static struct puser *fresh_settings(struct engine *e, struct emsg *req)
     if (!engine__privacy_ready(e, req, req->uid, req->uid))
         return NULL;
     pu = puser_get(e, req->uid);
-    if (!pu->stale)
+    if (!pu_stale(pu))
         return pu;
     if (req->reread) {
         if (req->op == OP_ADMIN)
@@ -870,7 +1067,7 @@ static struct puser *fresh_settings(struct engine *e, struct emsg *req)
         return NULL;
     }
     req->reread = true;
-    if (pu->loads == 0)
+    if (pu_loads(pu) == 0)
         request_load(e, pu, "");
     park(pu, req);
     return NULL;
@@ -881,9 +1078,10 @@ static struct puser *fresh_settings(struct engine *e, struct emsg *req)
  * a failed write shows the user again, see write_done()). */
 static void want_set(struct engine *e, struct puser *pu, const struct store_privacy *p)
 {
-    bool before = pu->loaded && privacy_room_visible(&pu->set) && privacy_room_visible(&pu->want);
+    bool before =
+        pu_loaded(pu) && privacy_room_visible(pu_set(pu)) && privacy_room_visible(&pu_x(pu)->want);
 
-    pu->want = *p;
+    pu_x(pu)->want = *p; /* a write is in flight: the pstate is there */
     if (before && !room_visible_now(pu))
         engine__rooms_visibility(e, pu->uid, false);
 }
@@ -907,7 +1105,7 @@ void engine__op_privacy(struct engine *e, struct emsg *req)
             release_hold(e, conn); /* refused */
         return;
     }
-    p = pu->writes ? pu->want : pu->set;
+    p = *pu_want(pu);
     merge(&p, req);
     req->priv = p;
     if (submit_write(e, pu, req) < 0) {
@@ -961,7 +1159,7 @@ void engine__op_admin(struct engine *e, struct emsg *req)
         return;
     }
     if (req->arg == ADMIN_SET_PRIVACY) {
-        struct store_privacy p = pu->writes ? pu->want : pu->set;
+        struct store_privacy p = *pu_want(pu);
         merge(&p, req);
         req->priv = p;
     }
@@ -1018,8 +1216,8 @@ void engine__privacy_free(struct engine *e)
     drain_inbox(e);
     while (!list_empty(&e->plru)) {
         struct puser *pu = container_of(list_first(&e->plru), struct puser, lru);
-        while (!list_empty(&pu->parked)) {
-            struct emsg *em = container_of(list_first(&pu->parked), struct emsg, park);
+        while (pu_parked(pu)) {
+            struct emsg *em = container_of(list_first(&pu_x(pu)->parked), struct emsg, park);
             list_del(&em->park);
             emsg_free(&em->msg);
         }

@@ -7,8 +7,9 @@
  * last seen and reads. It keeps two intrusive hash tables (users by id,
  * sessions by id) and arms every timer on the caller's wheel: per session
  * one timer at the earliest of its deadlines (end: TTL or reconnect grace;
- * idle; BUSY/DND and custom status expiry), per user a debounce timer. It never reads
- * a clock, never blocks and never talks to a socket. The pure parts
+ * idle; BUSY/DND and custom status expiry), per user with a change pending
+ * a debounce timer. It never reads a clock, never blocks and never talks
+ * to a socket. The pure parts
  * (validation, names, the age helper, JSON encoding) are in
  * presence_format.c.
  *
@@ -17,10 +18,24 @@
  * A heartbeat is one hash lookup, one comparison and, at most once per
  * heartbeat_min_ms per session, one field write plus one O(1) wheel move.
  * Nothing on that path allocates: timers are embedded in their sessions.
- * Every engine allocation goes through palloc()/pstrdup(), which count, so
- * tests can prove it (stats.allocations). Sessions, users and their
- * strings live as long as their connections, so they come from pool.h,
- * not malloc (they would pin the holes a join burst's transients leave).
+ * Every engine allocation goes through palloc(), which counts, so tests
+ * can prove it (stats.allocations). Sessions, users and their strings live
+ * as long as their connections, so they come from pool.h, not malloc (they
+ * would pin the holes a join burst's transients leave).
+ *
+ * ---- Memory: what an idle session costs ----
+ *
+ * Every connection holds one session and usually one user, so both keep
+ * only what every one of them needs, sized for a pool class (session 144
+ * bytes with a 32-character id, user 80 with an id of up to 6). What few
+ * of them use is allocated while in use: a session's expiries and custom
+ * status (struct extra), a user's debounce timer while armed (struct
+ * debounce). The last-seen LRU link shares its place with the engine
+ * pointer and the debounce timer, which only a live user needs. Sessions
+ * of a user are a singly linked list in start order (at most
+ * max_sessions_per_user to walk, also to count them), and that order
+ * breaks recency ties, so no start counter is kept. A detached session's
+ * grace end is kept as an offset from its last recorded beat.
  *
  * ---- Debounce and emission ----
  *
@@ -41,13 +56,14 @@
  * A session is freed only by session_end(), after it was unlinked from
  * every table and timer and after on_end returned. A user is freed only by
  * user_settle(), when it has no session, no armed debounce timer and is not
- * inside its own on_change (in_emit): it then either becomes a last-seen
+ * inside its own on_change (U_IN_EMIT): it then either becomes a last-seen
  * record on the LRU list (records beyond last_seen_max are evicted, oldest
  * offline first) or is freed at once when last_seen_max is 0. Ending a
  * session always arms its user's debounce timer first, so no callback can
  * see its user disappear. Timer callbacks never touch their timer after
  * freeing its owner, and the wheel never touches a timer after its
- * callback, so freeing from a timer callback is safe.
+ * callback, so freeing from a timer callback is safe (debounce_fired()
+ * frees its own timer first thing).
  */
 #include "presence.h"
 
@@ -59,53 +75,89 @@
 #include "list.h"
 #include "pool.h"
 
+/*
+ * The rare part of a session: expiries and the custom status. A session
+ * has one only while some of it is set (session_trim() drops it after);
+ * the last emitted custom status of a user (user.pub) is one too, with
+ * status_expires 0. The strings live in data[].
+ */
+struct extra {
+    uint64_t status_expires; /* BUSY/DND revert time, 0 = none */
+    uint64_t custom_expires; /* custom status clear time, 0 = none */
+    char *text;              /* custom text, NULL = none */
+    char *emoji;             /* custom emoji, NULL = none */
+    char data[];
+};
+
 /* The content of a view that events compare (what users see change).
  * Statuses are enum presence_status values kept in a byte each: every
  * user holds one of these. */
 struct agg {
     uint8_t status;
     uint8_t devices[PRESENCE_DEVICE_COUNT];
-    char *text;              /* NULL = none; owned in user.pub, borrowed otherwise */
-    char *emoji;             /* ditto */
-    uint64_t custom_expires; /* 0 = none */
+    struct extra *custom; /* NULL = none; owned in user.pub, borrowed otherwise */
 };
 
+/* A user's armed debounce timer: allocated while armed, so that the
+ * (many) users with nothing pending do not carry one. */
+struct debounce {
+    struct wheel_timer timer;
+    struct user *user;
+};
+
+#define U_RECORD  0x1u /* a last-seen record: lru is linked */
+#define U_ARMED   0x2u /* a change may be unpublished: debounce is armed */
+#define U_IN_EMIT 0x4u /* on_change for this user is on the stack */
+
+/*
+ * A last-seen record has no session and no change pending, and only a
+ * record is on the LRU list, so the list link shares its place with what
+ * only a live user needs: the engine (for its sessions' timers) and the
+ * debounce timer. Whoever turns a record live again (user_unrecord()) is
+ * given the engine and puts it back.
+ */
 struct user {
-    struct hmap_node node;       /* in presence.users */
-    struct list sessions;        /* struct session.link, in start order */
-    struct list lru;             /* in presence.lru while a last-seen record */
-    struct wheel_timer debounce; /* armed while a change may be unpublished */
-    struct presence *p;          /* for the timer callback */
-    unsigned nsessions;          /* length of sessions */
-    bool in_emit;                /* on_change for this user is on the stack */
-    uint64_t last_seen;          /* latest beat/activity of an ended session */
-    uint64_t version;            /* of pub; 0 = nothing emitted */
-    struct agg pub;              /* the last emitted view, strings owned */
-    size_t uid_len;
-    char uid[]; /* NUL-terminated */
+    struct hmap_node node;    /* in presence.users */
+    struct session *sessions; /* first of them, in start order (session.next) */
+    union {
+        struct list lru; /* U_RECORD: in presence.lru */
+        struct {         /* not U_RECORD */
+            struct presence *p;
+            struct debounce *debounce; /* U_ARMED */
+        };
+    };
+    uint64_t last_seen; /* latest beat/activity of an ended session */
+    uint64_t version;   /* of pub; 0 = nothing emitted */
+    struct agg pub;     /* the last emitted view, custom owned */
+    uint8_t flags;      /* U_* */
+    char uid[];         /* NUL-terminated; allocated from offsetof(), not sizeof() */
 };
 
+#define S_ACTIVE   0x1u /* not idle: ONLINE unless manual is set */
+#define S_ATTACHED 0x2u /* false while in the reconnect grace */
+
+/*
+ * Recency ties are broken by the later start, which is the later place in
+ * user.sessions: every pass that compares recency walks that list in
+ * order, so a session needs no start sequence number.
+ */
 struct session {
     struct hmap_node node;    /* in presence.sessions */
-    struct list link;         /* in user.sessions */
+    struct session *next;     /* in user.sessions */
     struct user *user;        /* owner; outlives the session */
     struct wheel_timer timer; /* at session_deadline(): see session_fired */
     void *conn_ref;           /* the caller's */
-    uint64_t seq;             /* start order, breaks recency ties */
     uint64_t connected_at;
-    uint64_t last_beat;      /* last recorded heartbeat; + TTL = end while attached */
-    uint64_t last_activity;  /* last recorded activity; + idle_ms = idle while active */
-    uint64_t grace_end;      /* end while not attached */
-    uint64_t status_expires; /* BUSY/DND revert time, 0 = none */
-    uint64_t custom_expires; /* custom status clear time, 0 = none */
-    char *text;              /* custom text, NULL = none */
-    char *emoji;             /* custom emoji, NULL = none */
-    uint8_t device;          /* enum presence_device */
-    uint8_t manual;          /* enum presence_status: BUSY or DND when set, else OFFLINE */
-    bool active;             /* not idle: ONLINE unless manual is set */
-    bool attached;           /* false while in the reconnect grace */
-    char sid[];              /* NUL-terminated; allocated from offsetof(), not sizeof(),
-                              * so that a 32-character id fits pool class 192 */
+    uint64_t last_beat;     /* last recorded heartbeat; + TTL = end while attached */
+    uint64_t last_activity; /* last recorded activity; + idle_ms = idle while active */
+    struct extra *x;        /* NULL = no expiry and no custom status */
+    uint32_t grace_ms;      /* while detached: end - last_beat (<= session_ttl_ms;
+                             * last_beat does not move while detached) */
+    uint8_t device;         /* enum presence_device */
+    uint8_t manual;         /* enum presence_status: BUSY or DND when set, else OFFLINE */
+    uint8_t flags;          /* S_* */
+    char sid[];             /* NUL-terminated; allocated from offsetof(), not sizeof(),
+                             * so that a 32-character id fits pool class 144 */
 };
 
 struct presence {
@@ -118,7 +170,6 @@ struct presence {
     struct hmap sessions; /* struct session by sid */
     struct list lru;      /* last-seen records, oldest offline first */
     uint64_t seq;         /* last version handed out */
-    uint64_t session_seq; /* last session.seq handed out */
     unsigned depth;       /* callbacks on the stack */
     struct presence_stats stats;
 };
@@ -131,21 +182,84 @@ static void *palloc(struct presence *p, size_t n)
     return pool_alloc(n);
 }
 
-static char *pstrdup(struct presence *p, const char *s)
-{
-    p->stats.allocations++;
-    return pool_strdup(s);
-}
-
 static bool is_set(const char *s)
 {
     return s != NULL && s[0] != '\0';
 }
 
-/* NULL for NULL or "": the engine stores "none" as NULL. */
-static char *pstrdup_opt(struct presence *p, const char *s)
+/* Copies the set one of s into *at, moving *at past it; NULL for NULL or
+ * "": the engine stores "none" as NULL. */
+static char *extra_str(char **at, const char *s)
 {
-    return is_set(s) ? pstrdup(p, s) : NULL;
+    size_t n;
+    char *copy = *at;
+
+    if (!is_set(s))
+        return NULL;
+    n = strlen(s) + 1;
+    memcpy(copy, s, n);
+    *at += n;
+    return copy;
+}
+
+/* A new extra with these fields (strings copied, "" or NULL = none), or
+ * NULL when all of them are none. */
+static struct extra *extra_new(struct presence *p, uint64_t status_expires, uint64_t custom_expires,
+                               const char *text, const char *emoji)
+{
+    size_t n = (is_set(text) ? strlen(text) + 1 : 0) + (is_set(emoji) ? strlen(emoji) + 1 : 0);
+    struct extra *x;
+    char *at;
+
+    if (status_expires == 0 && custom_expires == 0 && n == 0)
+        return NULL;
+    x = palloc(p, offsetof(struct extra, data) + n);
+    at = x->data;
+    x->status_expires = status_expires;
+    x->custom_expires = custom_expires;
+    x->text = extra_str(&at, text);
+    x->emoji = extra_str(&at, emoji);
+    return x;
+}
+
+static uint64_t status_expires_of(const struct session *s)
+{
+    return s->x ? s->x->status_expires : 0;
+}
+
+static uint64_t custom_expires_of(const struct extra *x)
+{
+    return x ? x->custom_expires : 0;
+}
+
+static const char *text_of(const struct extra *x)
+{
+    return x ? x->text : NULL;
+}
+
+static const char *emoji_of(const struct extra *x)
+{
+    return x ? x->emoji : NULL;
+}
+
+/* Frees s's extra once nothing in it is set. */
+static void session_trim(struct session *s)
+{
+    struct extra *x = s->x;
+
+    if (x && x->status_expires == 0 && x->custom_expires == 0 && !x->text && !x->emoji) {
+        pool_free(x);
+        s->x = NULL;
+    }
+}
+
+static void session_set_status_expires(struct presence *p, struct session *s, uint64_t at)
+{
+    if (s->x)
+        s->x->status_expires = at;
+    else
+        s->x = extra_new(p, at, 0, NULL, NULL);
+    session_trim(s);
 }
 
 /* ---- lookup ---- */
@@ -171,7 +285,7 @@ static struct user *user_find(const struct presence *p, const char *uid)
     for (struct hmap_node *x = hmap_find(&p->users, h); x; x = hmap_find_next(x, h)) {
         struct user *u = container_of(x, struct user, node);
 
-        if (u->uid_len == n && memcmp(u->uid, uid, n) == 0)
+        if (strncmp(u->uid, uid, n) == 0 && u->uid[n] == '\0')
             return u;
     }
     return NULL;
@@ -199,20 +313,34 @@ static enum presence_status session_status(const struct session *s)
 {
     if (s->manual != PRESENCE_OFFLINE)
         return (enum presence_status)s->manual;
-    return s->active ? PRESENCE_ONLINE : PRESENCE_AWAY;
+    return (s->flags & S_ACTIVE) ? PRESENCE_ONLINE : PRESENCE_AWAY;
+}
+
+static bool session_active(const struct session *s)
+{
+    return s->flags & S_ACTIVE;
+}
+
+static bool session_attached(const struct session *s)
+{
+    return s->flags & S_ATTACHED;
+}
+
+static void session_flag(struct session *s, uint8_t flag, bool on)
+{
+    s->flags = (uint8_t)(on ? s->flags | flag : s->flags & ~flag);
 }
 
 static bool session_has_custom(const struct session *s)
 {
-    return s->text != NULL || s->emoji != NULL;
+    return s->x && (s->x->text != NULL || s->x->emoji != NULL);
 }
 
-/* True when a counts as more recently active than b. */
+/* True when a counts as more recently active than b, for a started after
+ * b (later in user.sessions): ties go to the later start. */
 static bool session_newer(const struct session *a, const struct session *b)
 {
-    if (a->last_activity != b->last_activity)
-        return a->last_activity > b->last_activity;
-    return a->seq > b->seq;
+    return a->last_activity >= b->last_activity;
 }
 
 /* most-available order: online > busy > away > dnd > offline. */
@@ -229,7 +357,8 @@ static int status_rank(enum presence_status st)
 /* What a policy needs to know about a set of sessions. */
 struct merge {
     enum presence_status best;    /* by status_rank */
-    const struct session *recent; /* most recently active; NULL = empty set */
+    const struct session *recent; /* most recently active; NULL = empty set.
+                                   * Sessions are added in start order. */
     bool any_dnd;
     bool any_online;
 };
@@ -274,12 +403,9 @@ static void user_compute(const struct presence *p, const struct user *u, struct 
 {
     struct merge all = {0}, dev[PRESENCE_DEVICE_COUNT];
     const struct session *custom = NULL;
-    const struct list *pos;
 
     memset(dev, 0, sizeof(dev));
-    for (pos = u->sessions.next; pos != &u->sessions; pos = pos->next) {
-        const struct session *s = container_of(pos, struct session, link);
-
+    for (const struct session *s = u->sessions; s; s = s->next) {
         merge_add(&all, s);
         merge_add(&dev[s->device], s);
         if (session_has_custom(s) && (custom == NULL || session_newer(s, custom)))
@@ -288,9 +414,7 @@ static void user_compute(const struct presence *p, const struct user *u, struct 
     out->status = merge_result(&all, p->cfg.policy);
     for (unsigned d = 0; d < PRESENCE_DEVICE_COUNT; d++)
         out->devices[d] = merge_result(&dev[d], p->cfg.policy);
-    out->text = custom ? custom->text : NULL;
-    out->emoji = custom ? custom->emoji : NULL;
-    out->custom_expires = custom ? custom->custom_expires : 0;
+    out->custom = custom ? custom->x : NULL;
 }
 
 static bool str_equal(const char *a, const char *b)
@@ -302,19 +426,19 @@ static bool str_equal(const char *a, const char *b)
 
 static bool agg_equal(const struct agg *a, const struct agg *b)
 {
-    if (a->status != b->status || a->custom_expires != b->custom_expires)
+    if (a->status != b->status || custom_expires_of(a->custom) != custom_expires_of(b->custom))
         return false;
     if (memcmp(a->devices, b->devices, sizeof(a->devices)) != 0)
         return false;
-    return str_equal(a->text, b->text) && str_equal(a->emoji, b->emoji);
+    return str_equal(text_of(a->custom), text_of(b->custom)) &&
+           str_equal(emoji_of(a->custom), emoji_of(b->custom));
 }
 
-/* Frees the strings of an owned agg. */
+/* Frees the custom status of an owned agg. */
 static void agg_release(struct agg *a)
 {
-    pool_free(a->text);
-    pool_free(a->emoji);
-    a->text = a->emoji = NULL;
+    pool_free(a->custom);
+    a->custom = NULL;
 }
 
 /* Fills a public view from an agg (strings borrowed from it). */
@@ -326,9 +450,9 @@ static void view_fill(const struct user *u, const struct agg *a, uint64_t versio
     v->status = (enum presence_status)a->status;
     for (unsigned d = 0; d < PRESENCE_DEVICE_COUNT; d++)
         v->devices[d] = (enum presence_status)a->devices[d];
-    v->custom.text = a->text ? a->text : "";
-    v->custom.emoji = a->emoji ? a->emoji : "";
-    v->custom.expires_at = a->custom_expires;
+    v->custom.text = text_of(a->custom) ? text_of(a->custom) : "";
+    v->custom.emoji = emoji_of(a->custom) ? emoji_of(a->custom) : "";
+    v->custom.expires_at = custom_expires_of(a->custom);
     v->last_seen = a->status == PRESENCE_OFFLINE ? u->last_seen : 0;
     v->version = version;
     v->now = now;
@@ -341,26 +465,47 @@ static void debounce_fired(struct wheel_timer *t, uint64_t now);
 static struct user *user_new(struct presence *p, const char *uid)
 {
     size_t n = strlen(uid);
-    struct user *u = palloc(p, sizeof(*u) + n + 1);
+    /* From offsetof(), not sizeof(): a short uid fits pool class 96. */
+    struct user *u = palloc(p, offsetof(struct user, uid) + n + 1);
 
-    list_init(&u->sessions);
-    list_init(&u->lru);
-    wheel_timer_init(&u->debounce, debounce_fired);
     u->p = p;
-    u->uid_len = n;
     memcpy(u->uid, uid, n + 1);
     hmap_insert(&p->users, &u->node, hash_bytes(uid, n));
     return u;
 }
 
+/* Takes u off the LRU list if it is a last-seen record: live again. */
+static void user_unrecord(struct presence *p, struct user *u)
+{
+    if (u->flags & U_RECORD) {
+        list_del(&u->lru);
+        u->flags &= (uint8_t)~U_RECORD;
+        u->p = p;
+        u->debounce = NULL;
+        p->stats.records--;
+    }
+}
+
+static bool user_has_sessions(const struct user *u)
+{
+    return u->sessions != NULL;
+}
+
+/* O(sessions): for the max_sessions_per_user check only. */
+static size_t user_nsessions(const struct user *u)
+{
+    size_t n = 0;
+
+    for (const struct session *s = u->sessions; s; s = s->next)
+        n++;
+    return n;
+}
+
 static void user_free(struct presence *p, struct user *u)
 {
     /* Only settled users (no session, nothing pending) are freed. */
-    assert(u->nsessions == 0 && !wheel_is_linked(&u->debounce) && !u->in_emit);
-    if (list_is_linked(&u->lru)) {
-        list_del(&u->lru);
-        p->stats.records--;
-    }
+    assert(!user_has_sessions(u) && !(u->flags & (U_ARMED | U_IN_EMIT)));
+    user_unrecord(p, u);
     hmap_remove(&p->users, &u->node);
     agg_release(&u->pub);
     pool_free(u);
@@ -374,22 +519,20 @@ static void user_free(struct presence *p, struct user *u)
  */
 static void user_settle(struct presence *p, struct user *u)
 {
-    bool record = u->nsessions == 0 && !wheel_is_linked(&u->debounce) && !u->in_emit;
+    bool record = !user_has_sessions(u) && !(u->flags & (U_ARMED | U_IN_EMIT));
 
     if (!record) {
-        if (list_is_linked(&u->lru)) {
-            list_del(&u->lru);
-            p->stats.records--;
-        }
+        user_unrecord(p, u);
         return;
     }
-    if (list_is_linked(&u->lru))
+    if (u->flags & U_RECORD)
         return;
     if (p->cfg.last_seen_max == 0) {
         user_free(p, u);
         return;
     }
     list_insert_tail(&p->lru, &u->lru);
+    u->flags |= U_RECORD;
     p->stats.records++;
     while (p->stats.records > p->cfg.last_seen_max) {
         user_free(p, container_of(list_first(&p->lru), struct user, lru));
@@ -397,43 +540,69 @@ static void user_settle(struct presence *p, struct user *u)
     }
 }
 
-/* A change to u's view may have happened: make sure a flush is due. */
+/* A change to u's view may have happened: make sure a flush is due. A
+ * last-seen record that gets one is live again (user_settle() would take
+ * it off the LRU list anyway; the debounce pointer needs it done first). */
 static void user_touch(struct presence *p, struct user *u, uint64_t now)
 {
-    if (!wheel_is_linked(&u->debounce))
-        wheel_add(p->wheel, &u->debounce, now + p->cfg.debounce_ms);
+    struct debounce *d;
+
+    if (u->flags & U_ARMED)
+        return;
+    user_unrecord(p, u);
+    d = palloc(p, sizeof(*d));
+    wheel_timer_init(&d->timer, debounce_fired);
+    d->user = u;
+    u->debounce = d;
+    u->flags |= U_ARMED;
+    wheel_add(p->wheel, &d->timer, now + p->cfg.debounce_ms);
+}
+
+/* Unarms u's debounce timer and frees it (the wheel has unlinked it, or
+ * wheel_del() does). */
+static void user_disarm(struct user *u)
+{
+    if (!(u->flags & U_ARMED))
+        return;
+    wheel_del(&u->debounce->timer);
+    pool_free(u->debounce);
+    u->debounce = NULL;
+    u->flags &= (uint8_t)~U_ARMED;
 }
 
 /* ---- emission ---- */
 
 /*
  * The debounce timer: compare, publish a copy, then call on_change with the
- * old and new views (see the file comment for why in this order).
+ * old and new views (see the file comment for why in this order). The
+ * timer is freed first: the wheel never touches it after this callback.
  */
 static void debounce_fired(struct wheel_timer *t, uint64_t now)
 {
-    struct user *u = container_of(t, struct user, debounce);
+    struct user *u = container_of(t, struct debounce, timer)->user;
     struct presence *p = u->p;
     struct agg cur, old;
     struct presence_view vold, vcur;
     uint64_t old_version = u->version;
+    const struct extra *c;
 
+    user_disarm(u);
     user_compute(p, u, &cur);
     if (!agg_equal(&cur, &u->pub)) {
         old = u->pub;
         u->pub = cur;
-        u->pub.text = cur.text ? pstrdup(p, cur.text) : NULL;
-        u->pub.emoji = cur.emoji ? pstrdup(p, cur.emoji) : NULL;
+        c = cur.custom;
+        u->pub.custom = c ? extra_new(p, 0, c->custom_expires, c->text, c->emoji) : NULL;
         u->version = ++p->seq;
         p->stats.events++;
         if (p->on_change) {
             view_fill(u, &old, old_version, now, &vold);
             view_fill(u, &u->pub, u->version, now, &vcur);
-            u->in_emit = true;
+            u->flags |= U_IN_EMIT;
             p->depth++;
             p->on_change(p->ctx, &vold, &vcur);
             p->depth--;
-            u->in_emit = false;
+            u->flags &= (uint8_t)~U_IN_EMIT;
         }
         agg_release(&old);
     }
@@ -456,40 +625,40 @@ static void session_info(const struct session *s, struct presence_session_info *
     out->user = s->user->uid;
     out->device = (enum presence_device)s->device;
     out->status = session_status(s);
-    out->idle = !s->active;
-    out->attached = s->attached;
+    out->idle = !session_active(s);
+    out->attached = session_attached(s);
     out->conn_ref = s->conn_ref;
-    out->custom.text = s->text ? s->text : "";
-    out->custom.emoji = s->emoji ? s->emoji : "";
-    out->custom.expires_at = s->custom_expires;
-    out->status_expires_at = s->status_expires;
+    out->custom.text = text_of(s->x) ? text_of(s->x) : "";
+    out->custom.emoji = emoji_of(s->x) ? emoji_of(s->x) : "";
+    out->custom.expires_at = custom_expires_of(s->x);
+    out->status_expires_at = status_expires_of(s);
     out->connected_at = s->connected_at;
     out->last_heartbeat = s->last_beat;
     out->last_activity = s->last_activity;
 }
 
-/*
- * The earliest of s's deadlines: the end (TTL after the last recorded beat
- * while attached, grace_end while not), the idle deadline while active, and
- * the BUSY/DND and custom status expiries when set.
- */
 /* When s ends: TTL after its last recorded beat while attached, else at
  * the end of its reconnect grace. */
 static uint64_t session_end_at(const struct presence *p, const struct session *s)
 {
-    return s->attached ? s->last_beat + p->cfg.session_ttl_ms : s->grace_end;
+    return s->last_beat + (session_attached(s) ? p->cfg.session_ttl_ms : s->grace_ms);
 }
 
+/*
+ * The earliest of s's deadlines: the end (see session_end_at()), the idle
+ * deadline while active, and the BUSY/DND and custom status expiries when
+ * set.
+ */
 static uint64_t session_deadline(const struct presence *p, const struct session *s)
 {
     uint64_t at = session_end_at(p, s);
 
-    if (s->active)
+    if (session_active(s))
         at = MIN(at, s->last_activity + p->cfg.idle_ms);
-    if (s->status_expires != 0)
-        at = MIN(at, s->status_expires);
-    if (s->custom_expires != 0)
-        at = MIN(at, s->custom_expires);
+    if (status_expires_of(s) != 0)
+        at = MIN(at, status_expires_of(s));
+    if (custom_expires_of(s->x) != 0)
+        at = MIN(at, custom_expires_of(s->x));
     return at;
 }
 
@@ -504,20 +673,23 @@ static struct session *session_new(struct presence *p, struct user *u, const cha
 {
     size_t n = strlen(sid);
     struct session *s = palloc(p, offsetof(struct session, sid) + n + 1);
+    struct session **tail = &u->sessions;
 
+    user_unrecord(p, u); /* before anything may need u->p */
     s->user = u;
-    s->device = device;
+    s->device = (uint8_t)device;
     s->conn_ref = conn_ref;
-    s->seq = ++p->session_seq;
     s->connected_at = s->last_beat = s->last_activity = now;
     s->manual = PRESENCE_OFFLINE;
-    s->active = s->attached = true;
+    s->flags = S_ACTIVE | S_ATTACHED;
     memcpy(s->sid, sid, n + 1);
     wheel_timer_init(&s->timer, session_fired);
     hmap_insert(&p->sessions, &s->node, hash_bytes(sid, n));
-    list_insert_tail(&u->sessions, &s->link);
-    if (u->nsessions++ == 0)
+    if (!user_has_sessions(u))
         p->stats.users++;
+    while (*tail) /* at most max_sessions_per_user */
+        tail = &(*tail)->next;
+    *tail = s;
     p->stats.sessions++;
     session_arm(p, s);
     return s;
@@ -526,18 +698,21 @@ static struct session *session_new(struct presence *p, struct user *u, const cha
 /* Removes s from every table and timer; its user stays. */
 static void session_unlink(struct presence *p, struct session *s)
 {
+    struct session **at = &s->user->sessions;
+
     wheel_del(&s->timer);
     hmap_remove(&p->sessions, &s->node);
-    list_del(&s->link);
-    if (--s->user->nsessions == 0)
+    while (*at != s)
+        at = &(*at)->next;
+    *at = s->next;
+    if (!user_has_sessions(s->user))
         p->stats.users--;
     p->stats.sessions--;
 }
 
 static void session_free(struct session *s)
 {
-    pool_free(s->text);
-    pool_free(s->emoji);
+    pool_free(s->x);
     pool_free(s);
 }
 
@@ -571,10 +746,11 @@ static void session_end(struct presence *p, struct session *s, enum presence_end
 
 static void session_clear_custom(struct session *s)
 {
-    pool_free(s->text);
-    pool_free(s->emoji);
-    s->text = s->emoji = NULL;
-    s->custom_expires = 0;
+    if (s->x) {
+        s->x->text = s->x->emoji = NULL;
+        s->x->custom_expires = 0;
+        session_trim(s);
+    }
 }
 
 /*
@@ -590,17 +766,17 @@ static void session_fired(struct wheel_timer *t, uint64_t now)
     uint64_t end = session_end_at(p, s);
     bool expired = false;
 
-    if (s->active && s->last_activity + p->cfg.idle_ms <= now) {
-        s->active = false;
+    if (session_active(s) && s->last_activity + p->cfg.idle_ms <= now) {
+        session_flag(s, S_ACTIVE, false);
         p->stats.state_writes++;
         user_touch(p, s->user, now);
     }
-    if (s->status_expires != 0 && s->status_expires <= now) {
+    if (status_expires_of(s) != 0 && status_expires_of(s) <= now) {
         s->manual = PRESENCE_OFFLINE;
-        s->status_expires = 0;
+        session_set_status_expires(p, s, 0);
         expired = true;
     }
-    if (s->custom_expires != 0 && s->custom_expires <= now) {
+    if (custom_expires_of(s->x) != 0 && custom_expires_of(s->x) <= now) {
         session_clear_custom(s);
         expired = true;
     }
@@ -609,7 +785,7 @@ static void session_fired(struct wheel_timer *t, uint64_t now)
         user_touch(p, s->user, now);
     }
     if (end <= now) {
-        session_end(p, s, s->attached ? PRESENCE_END_TTL : PRESENCE_END_GRACE, now);
+        session_end(p, s, session_attached(s) ? PRESENCE_END_TTL : PRESENCE_END_GRACE, now);
         return;
     }
     session_arm(p, s);
@@ -637,14 +813,14 @@ static bool session_beat(struct presence *p, struct session *s, uint64_t now)
  */
 static bool session_mark_active(struct presence *p, struct session *s, uint64_t now, bool force)
 {
-    bool was_active = s->active;
+    bool was_active = session_active(s);
 
     if (!force && was_active && now < s->last_activity + p->cfg.heartbeat_min_ms)
         return false;
-    s->active = true;
+    session_flag(s, S_ACTIVE, true);
     s->last_activity = now;
     session_arm(p, s);
-    if (!was_active || s->user->nsessions > 1 || force)
+    if (!was_active || s->user->sessions->next != NULL || force)
         user_touch(p, s->user, now);
     return true;
 }
@@ -652,9 +828,9 @@ static bool session_mark_active(struct presence *p, struct session *s, uint64_t 
 /* The session's user says it is away: idle now, until the next activity. */
 static bool session_mark_idle(struct presence *p, struct session *s, uint64_t now)
 {
-    if (!s->active)
+    if (!session_active(s))
         return false;
-    s->active = false;
+    session_flag(s, S_ACTIVE, false);
     session_arm(p, s);
     user_touch(p, s->user, now);
     return true;
@@ -722,14 +898,14 @@ void presence_free(struct presence *p)
         struct user *u = container_of(n, struct user, node);
 
         next = hmap_next(&p->users, n, &it);
-        while (!list_empty(&u->sessions)) {
-            struct session *s = container_of(list_first(&u->sessions), struct session, link);
+        while (u->sessions) {
+            struct session *s = u->sessions;
 
             session_unlink(p, s);
             session_free(s);
         }
-        wheel_del(&u->debounce);
-        u->in_emit = false;
+        user_disarm(u);
+        u->flags &= (uint8_t)~U_IN_EMIT;
         user_free(p, u);
     }
     hmap_release(&p->users);
@@ -751,7 +927,7 @@ int presence_session_start(struct presence *p, const char *sid, const char *uid,
     if (session_find(p, sid) != NULL)
         return PRESENCE_E_SESSION_EXISTS;
     u = user_find(p, uid);
-    if (u != NULL && u->nsessions >= p->cfg.max_sessions_per_user)
+    if (u != NULL && user_nsessions(u) >= p->cfg.max_sessions_per_user)
         return PRESENCE_E_TOO_MANY;
     if (u == NULL)
         u = user_new(p, uid);
@@ -791,12 +967,14 @@ int presence_socket_closed(struct presence *p, const char *sid, const void *conn
         return PRESENCE_E_NO_SESSION;
     if (s->conn_ref != conn_ref)
         return PRESENCE_E_CONN;
-    if (!s->attached)
+    if (!session_attached(s))
         return 0;
-    /* A close never extends the session past its TTL. */
+    /* A close never extends the session past its TTL. Kept relative to
+     * last_beat (<= now, as every time given is monotonic), which does
+     * not move while detached: the offset is at most the TTL. */
     deadline = MIN(now + p->cfg.reconnect_grace_ms, s->last_beat + p->cfg.session_ttl_ms);
-    s->attached = false;
-    s->grace_end = deadline;
+    session_flag(s, S_ATTACHED, false);
+    s->grace_ms = deadline > s->last_beat ? (uint32_t)(deadline - s->last_beat) : 0;
     session_arm(p, s);
     p->stats.state_writes++;
     return 0;
@@ -813,9 +991,9 @@ int presence_session_resume(struct presence *p, const char *uid, const char *sid
     if (s == NULL || strcmp(s->user->uid, uid) != 0)
         return PRESENCE_E_NO_SESSION;
     if (old_conn_ref != NULL)
-        *old_conn_ref = s->attached ? s->conn_ref : NULL;
+        *old_conn_ref = session_attached(s) ? s->conn_ref : NULL;
     s->conn_ref = conn_ref;
-    s->attached = true;
+    session_flag(s, S_ATTACHED, true);
     s->last_beat = MAX(s->last_beat, now);
     session_arm(p, s);
     p->stats.state_writes++;
@@ -829,7 +1007,7 @@ static int beat_target(struct presence *p, const char *sid, struct session **out
 
     if (s == NULL)
         return PRESENCE_E_NO_SESSION;
-    if (!s->attached)
+    if (!session_attached(s))
         return PRESENCE_E_DETACHED;
     *out = s;
     return 0;
@@ -900,7 +1078,7 @@ int presence_set_status(struct presence *p, const char *sid, enum presence_statu
     if (rc != 0)
         return rc;
     s->manual = status == PRESENCE_BUSY || status == PRESENCE_DND ? status : PRESENCE_OFFLINE;
-    s->status_expires = expires_at;
+    session_set_status_expires(p, s, expires_at);
     if (status == PRESENCE_AWAY) {
         /* A user action (recency), but one that says "I am away". */
         s->last_activity = MAX(s->last_activity, now);
@@ -918,7 +1096,7 @@ int presence_set_custom(struct presence *p, const char *sid, const char *text, c
                         uint64_t expires_at, uint64_t now)
 {
     struct session *s = session_find(p, sid);
-    char *t, *e;
+    struct extra *x;
     int rc;
 
     if (s == NULL)
@@ -930,12 +1108,9 @@ int presence_set_custom(struct presence *p, const char *sid, const char *text, c
         expires_at = 0;
     else if (expires_at != 0 && expires_at <= now)
         return PRESENCE_E_BAD_EXPIRY;
-    t = pstrdup_opt(p, text);
-    e = pstrdup_opt(p, emoji);
-    session_clear_custom(s);
-    s->text = t;
-    s->emoji = e;
-    s->custom_expires = expires_at;
+    x = extra_new(p, status_expires_of(s), expires_at, text, emoji);
+    pool_free(s->x);
+    s->x = x;
     session_mark_active(p, s, now, true);
     session_arm(p, s);
     user_touch(p, s->user, now);
@@ -979,31 +1154,26 @@ size_t presence_list_sessions(const struct presence *p, const char *uid,
                               struct presence_session_info *out, size_t cap)
 {
     const struct user *u = user_find(p, uid);
-    const struct list *pos;
     size_t n = 0;
 
     if (u == NULL)
         return 0;
-    for (pos = u->sessions.next; pos != &u->sessions; pos = pos->next, n++)
+    for (const struct session *s = u->sessions; s; s = s->next, n++)
         if (n < cap)
-            session_info(container_of(pos, struct session, link), &out[n]);
+            session_info(s, &out[n]);
     return n;
 }
 
 int presence_last_seen(const struct presence *p, const char *uid, uint64_t *at)
 {
     const struct user *u = user_find(p, uid);
-    const struct list *pos;
     uint64_t seen;
 
     if (u == NULL)
         return PRESENCE_E_UNKNOWN_USER;
     seen = u->last_seen;
-    for (pos = u->sessions.next; pos != &u->sessions; pos = pos->next) {
-        const struct session *s = container_of(pos, struct session, link);
-
+    for (const struct session *s = u->sessions; s; s = s->next)
         seen = MAX(seen, MAX(s->last_beat, s->last_activity));
-    }
     *at = seen;
     return 0;
 }

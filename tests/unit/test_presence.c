@@ -2021,6 +2021,142 @@ static void test_randomized_against_model(void **state)
 
 /* ---- scale ---- */
 
+/* ---- state kept on demand ---- */
+
+/* Expiries and custom statuses live apart from the session while set;
+ * setting, clearing and expiring them in any order keeps each intact. */
+static void test_rare_state_on_demand(void **state)
+{
+    struct fx *f = fx_new();
+    struct presence_session_info si;
+    struct presence_stats before;
+    uint64_t t = T0;
+
+    (void)state;
+    start(f, "s1", "u1", PRESENCE_DEVICE_DESKTOP);
+    flush(f);
+    /* Busy until +10 s, then a custom status until +5 s: both kept. */
+    assert_int_equal(presence_set_status(f->p, "s1", PRESENCE_BUSY, t + 10 * SEC, f->now), 0);
+    assert_int_equal(presence_set_custom(f->p, "s1", "lunch", ":pizza:", t + 5 * SEC, f->now), 0);
+    assert_int_equal(presence_get_session(f->p, "s1", &si), 0);
+    assert_int_equal(si.status, PRESENCE_BUSY);
+    assert_int_equal(si.status_expires_at, t + 10 * SEC);
+    assert_string_equal(si.custom.text, "lunch");
+    assert_string_equal(si.custom.emoji, ":pizza:");
+    assert_int_equal(si.custom.expires_at, t + 5 * SEC);
+    flush(f);
+    assert_string_equal(view(f, "u1").custom.text, "lunch");
+    /* The custom status expires first; the status expiry stays. */
+    run_to(f, t + 5 * SEC);
+    assert_int_equal(presence_get_session(f->p, "s1", &si), 0);
+    assert_string_equal(si.custom.text, "");
+    assert_string_equal(si.custom.emoji, "");
+    assert_int_equal(si.custom.expires_at, 0);
+    assert_int_equal(si.status, PRESENCE_BUSY);
+    assert_int_equal(si.status_expires_at, t + 10 * SEC);
+    flush(f);
+    assert_string_equal(view(f, "u1").custom.text, "");
+    assert_int_equal(view(f, "u1").status, PRESENCE_BUSY);
+    run_to(f, t + 10 * SEC);
+    assert_int_equal(presence_get_session(f->p, "s1", &si), 0);
+    assert_int_equal(si.status, PRESENCE_ONLINE);
+    assert_int_equal(si.status_expires_at, 0);
+    /* A custom status without expiry survives a status expiry, and
+     * clearing it leaves a status expiry alone. */
+    assert_int_equal(presence_set_custom(f->p, "s1", NULL, ":x:", 0, f->now), 0);
+    assert_int_equal(presence_set_status(f->p, "s1", PRESENCE_DND, f->now + SEC, f->now), 0);
+    step(f, SEC);
+    assert_int_equal(presence_get_session(f->p, "s1", &si), 0);
+    assert_int_equal(si.status, PRESENCE_ONLINE);
+    assert_string_equal(si.custom.emoji, ":x:");
+    assert_string_equal(si.custom.text, "");
+    assert_int_equal(presence_set_status(f->p, "s1", PRESENCE_DND, f->now + SEC, f->now), 0);
+    assert_int_equal(presence_set_custom(f->p, "s1", "", "", 0, f->now), 0);
+    assert_int_equal(presence_get_session(f->p, "s1", &si), 0);
+    assert_int_equal(si.status, PRESENCE_DND);
+    assert_int_equal(si.status_expires_at, f->now + SEC);
+    assert_string_equal(si.custom.emoji, "");
+    flush(f);
+    assert_int_equal(view(f, "u1").status, PRESENCE_DND);
+    assert_string_equal(view(f, "u1").custom.emoji, "");
+    /* Back to nothing rare: heartbeats still never allocate. */
+    step(f, SEC);
+    assert_int_equal(session_status(f, "s1"), PRESENCE_ONLINE);
+    flush(f);
+    before = stats(f);
+    for (int i = 0; i < 10; i++) {
+        step(f, 5 * SEC);
+        assert_int_equal(presence_heartbeat(f->p, "s1", f->now), 0);
+    }
+    assert_int_equal(stats(f).allocations, before.allocations);
+    fx_free(f);
+}
+
+/* The debounce timer shares its place with the last-seen LRU link: a
+ * record that comes back, or that a callback revives, moves between them. */
+static void test_record_revived_and_debounced(void **state)
+{
+    struct fx *f = fx_new();
+    struct presence_view v;
+
+    (void)state;
+    start(f, "s1", "u1", PRESENCE_DEVICE_WEB);
+    flush(f);
+    assert_int_equal(presence_session_end(f->p, "s1", f->now), 0);
+    flush(f);
+    assert_int_equal(stats(f).records, 1);
+    v = view(f, "u1");
+    assert_int_equal(v.status, PRESENCE_OFFLINE);
+    assert_true(v.last_seen > 0);
+    /* Back online: no longer a record, its debounce armed. */
+    start(f, "s2", "u1", PRESENCE_DEVICE_MOBILE);
+    assert_int_equal(stats(f).records, 0);
+    flush(f);
+    assert_int_equal(view(f, "u1").status, PRESENCE_ONLINE);
+    assert_int_equal(view(f, "u1").devices[PRESENCE_DEVICE_MOBILE], PRESENCE_ONLINE);
+    /* Ended inside the window: no event, a record again, still known. */
+    clear(f);
+    assert_int_equal(presence_session_start(f->p, "s3", "u1", PRESENCE_DEVICE_WEB, conn(1), f->now),
+                     0);
+    assert_int_equal(presence_session_end(f->p, "s3", f->now), 0);
+    flush(f);
+    assert_int_equal(f->events, 0);
+    assert_int_equal(presence_session_end(f->p, "s2", f->now), 0);
+    flush(f);
+    assert_int_equal(f->events, 1);
+    assert_int_equal(stats(f).records, 1);
+    fx_free(f);
+}
+
+/* Ties in recency go to the later start, also for the custom status. */
+static void test_recency_ties_by_start_order(void **state)
+{
+    struct presence_config cfg;
+    struct fx *f;
+
+    (void)state;
+    presence_config_init(&cfg);
+    cfg.policy = PRESENCE_POLICY_MOST_RECENT;
+    f = fx_new_cfg(&cfg);
+    start(f, "a", "u", PRESENCE_DEVICE_WEB);
+    start(f, "b", "u", PRESENCE_DEVICE_MOBILE);
+    start(f, "c", "u", PRESENCE_DEVICE_DESKTOP);
+    /* Same activity time for all three: the latest start, c, decides. */
+    assert_int_equal(presence_set_custom(f->p, "a", "from a", NULL, 0, f->now), 0);
+    assert_int_equal(presence_set_custom(f->p, "c", "from c", NULL, 0, f->now), 0);
+    assert_int_equal(presence_set_status(f->p, "b", PRESENCE_DND, 0, f->now), 0);
+    assert_int_equal(presence_set_status(f->p, "c", PRESENCE_BUSY, 0, f->now), 0);
+    flush(f);
+    assert_int_equal(view(f, "u").status, PRESENCE_BUSY);
+    assert_string_equal(view(f, "u").custom.text, "from c");
+    /* c ends: b is now the latest start among equals. */
+    assert_int_equal(presence_session_end(f->p, "c", f->now), 0);
+    flush(f);
+    assert_int_equal(view(f, "u").status, PRESENCE_DND);
+    assert_string_equal(view(f, "u").custom.text, "from a");
+    fx_free(f);
+}
+
 static void test_100k_sessions_heartbeats_never_allocate(void **state)
 {
     enum { N = 100000 };
@@ -2097,6 +2233,9 @@ int main(void)
         cmocka_unit_test(test_free_with_live_state),
         cmocka_unit_test(test_names_errors_config),
         cmocka_unit_test(test_randomized_against_model),
+        cmocka_unit_test(test_rare_state_on_demand),
+        cmocka_unit_test(test_record_revived_and_debounced),
+        cmocka_unit_test(test_recency_ties_by_start_order),
         cmocka_unit_test(test_100k_sessions_heartbeats_never_allocate),
     };
 
