@@ -8,6 +8,9 @@
  * protocol leaves unconsumed are copied into the connection's own buffer,
  * which exists only while a message is partial (idle connections own no
  * input memory).
+ * Memory: an idle connection is struct conn and the protocol room after
+ * it (CONN_PROTO_ROOM), one pool object; leftover input, queued output
+ * and the soft-limit timer live in a busy part allocated on demand.
  * Output: conn_write() copies small writes into a private tail chunk;
  * conn_write_payload() queues a reference to a shared, pre-encoded payload.
  * Nothing is written at once: the connection is put on the worker's
@@ -86,8 +89,8 @@ struct conn_pool {
     uint64_t linger_ms;        /* close-after-flush deadline */
     size_t max_input;          /* leftover input cap; above it the conn is closed */
     struct list all;           /* every live connection */
-    struct list pending;       /* connections with urgent output to flush */
-    struct list bulk;          /* connections with only bulk output (CONN_BULK) */
+    struct list pending;       /* busy parts of connections with urgent output to flush */
+    struct list bulk;          /* ditto, with only bulk output (CONN_BULK) */
     struct list closed;        /* deferred frees */
     size_t count;              /* live connections */
     atomic_uint *shared_count; /* optional: process-wide count, decremented on free */
@@ -105,7 +108,7 @@ struct conn_pool {
 #define CONN_OVERFLOWED  0x08u /* output limit tripped */
 #define CONN_READ_PAUSED 0x10u /* input is discarded (after EOF or close-after) */
 #define CONN_SHUT_WR     0x20u /* our side shut down; waiting for the peer's EOF */
-#define CONN_BULK        0x40u /* link_pending is on pool->bulk, not pool->pending */
+#define CONN_BULK        0x40u /* on pool->bulk, not pool->pending */
 
 /* The peer's address, binary: family 0 (unknown), AF_INET or AF_INET6. */
 struct conn_addr {
@@ -122,29 +125,47 @@ struct conn_chunk {
     size_t off;        /* bytes of p already written */
 };
 
+/*
+ * The connection. An idle one (nothing partial in, nothing queued out, no
+ * limit being watched) is just this struct: the state of a busy one
+ * (leftover input, the output ring, its place on a flush list, the
+ * soft-limit timer) is one struct conn_busy (conn.c), allocated when the
+ * connection gets busy and freed when it is idle again.
+ */
 struct conn {
     uint64_t id;                /* unique per process: worker << 48 | seq */
-    int fd;                     /* owned; closed on free */
-    unsigned flags;             /* CONN_* */
-    struct loop_io io;          /* epoll watcher */
+    struct loop_io io;          /* epoll watcher; io.fd is the socket, owned,
+                                 * closed by conn_close() (then -1) */
     struct conn_pool *pool;     /* borrowed; outlives c */
     const struct conn_ops *ops; /* current protocol */
     void *proto;                /* protocol state, owned by ops */
-    struct buf in;              /* leftover input; empty while idle */
-    struct conn_chunk *out;     /* ring of queued chunks; NULL while idle */
-    uint32_t out_head;          /* index of the first chunk */
-    uint32_t out_count;         /* chunks queued */
-    uint32_t out_cap;           /* ring size (power of two) */
-    size_t out_bytes;           /* unwritten bytes queued */
-    uint64_t soft_since;        /* loop ms when soft limit was first exceeded; 0 if below */
+    struct conn_busy *busy;     /* while busy (conn.c), else NULL */
     struct wheel_timer timer;   /* protocol timer (header timeout, ping, ...);
                                  * the linger deadline once CONN_CLOSE_AFTER */
-    struct conn_soft *soft;     /* while over the soft limit: the timer that re-checks
-                                 * it when its window ends (conn.c); else NULL */
-    struct list link_all;       /* pool->all */
-    struct list link_pending;   /* pool->pending, pool->bulk or pool->closed */
+    struct list link_all;       /* pool->all while live, pool->closed once closed */
     struct conn_addr peer;      /* for logs and rate-limit keys (conn_peer) */
+    uint8_t flags;              /* CONN_* */
 };
+
+/*
+ * Bytes allocated right after every struct conn for the state of the
+ * protocol that ends up owning the connection (conn_room()): WebSocket
+ * keeps its struct wsconn there, so that a WebSocket connection, which
+ * lives long, is one allocation. Zero-filled by conn_new(); a protocol
+ * that takes it over clears what it uses.
+ */
+#define CONN_PROTO_ROOM 48
+
+static inline void *conn_proto_room(struct conn *c)
+{
+    return c + 1;
+}
+
+/* The connection whose room is room (from conn_proto_room). */
+static inline struct conn *conn_from_proto_room(const void *room)
+{
+    return (struct conn *)room - 1;
+}
 
 /* Initialises pool storage; aborts on OOM. */
 void conn_pool_init(struct conn_pool *pool, struct loop *l, struct metrics *m, unsigned worker_id);
@@ -165,7 +186,11 @@ void conn_write_payload_bulk(struct conn *c, struct payload *p);
 void conn_close(struct conn *c);
 /* Stops reading; closes once queued output is written or after linger_ms. */
 void conn_close_after_flush(struct conn *c);
-bool conn_is_closing(const struct conn *c); /* closing or close-after-flush */
+bool conn_is_closing(const struct conn *c);   /* closing or close-after-flush */
+size_t conn_input_len(const struct conn *c);  /* leftover input bytes kept */
+size_t conn_output_len(const struct conn *c); /* unwritten output bytes queued */
+/* Loop ms when the output queue went over the soft limit; 0 while below. */
+uint64_t conn_soft_since(const struct conn *c);
 /* Arms c->timer (ops->on_timer) delay_ms from now; re-arms if armed.
  * Both are no-ops once closing (c->timer is then the linger deadline). */
 void conn_timer_start(struct conn *c, uint64_t delay_ms);

@@ -32,12 +32,12 @@ struct loop_io;
 typedef void loop_io_cb(struct loop_io *io, uint32_t events);
 typedef void loop_hook_cb(struct loop *l, void *data);
 
-/* Zero-fill before first use; fd < 0 when not started. */
+/* Zero-fill before first use. 16 bytes: one is embedded in every
+ * connection. */
 struct loop_io {
-    int fd;           /* watched descriptor (not owned) */
-    uint32_t events;  /* interest set currently registered */
-    loop_io_cb *cb;   /* called with ready events */
-    bool _registered; /* private */
+    loop_io_cb *cb;  /* called with ready events; NULL while not registered */
+    int fd;          /* watched descriptor (not owned) */
+    uint32_t events; /* interest set currently registered */
 };
 
 #define LOOP_MAX_HOOKS 8

@@ -17,12 +17,12 @@
  * ignored. Any protocol violation sends the matching close code (1002,
  * 1007, 1009) and ends the connection; the server closes TCP first.
  *
- * Memory: an idle WebSocket costs struct conn (about 300 bytes) plus one
- * struct wsconn (about 100 bytes), no buffers; about 460 bytes of RSS each
- * were measured for 5000 idle connections. A reassembly buffer exists only
- * while a message is partial, never grows past max_message (nor past the
- * message's size once its last frame declared it) and is freed once the
- * message is delivered.
+ * Memory: struct wsconn (48 bytes) lives in its connection's protocol
+ * room (conn.h), so an idle WebSocket is one 176-byte pool object and no
+ * buffers. The state of a partially received frame or message, with its
+ * reassembly buffer, exists only from such a frame until the message is
+ * delivered; the buffer never grows past max_message (nor past the
+ * message's size once its last frame declared it).
  * Complete frames up to 2 KiB are unmasked on the stack: no allocation.
  *
  * Liveness: after ping_interval_ms without any input the server sends a
@@ -50,15 +50,19 @@
 struct wsconn;
 
 struct ws_opts {
-    size_t max_message;        /* reassembled message limit in bytes (0 = none) -> 1009 */
-    uint64_t ping_interval_ms; /* silence before a server ping (0 = never ping) */
-    uint64_t pong_timeout_ms;  /* then this long for any input (0 = ping_interval_ms) */
+    size_t max_message; /* reassembled message limit in bytes (0 = none) -> 1009 */
+    /* Silence before a server ping (0 = never ping), then this long for
+     * any input (0 = ping_interval_ms). Both below 2^32 ms (49 days): the
+     * time of the last input is kept in 32 bits. */
+    uint64_t ping_interval_ms;
+    uint64_t pong_timeout_ms;
     /* Comma-separated Origin allow-list; "*" allows any. A request whose
      * Origin equals its own Host (same origin) and a request without
      * Origin (not a browser) are always allowed. NULL = empty list. */
     const char *allowed_origins;
-    const char *const *subprotocols; /* supported, NULL-terminated, may be NULL */
-    uint64_t close_timeout_ms;       /* wait for the peer's close (0 = 2000) */
+    /* Supported, NULL-terminated, may be NULL; the first 255 count. */
+    const char *const *subprotocols;
+    uint64_t close_timeout_ms; /* wait for the peer's close (0 = 2000) */
 };
 
 /* Application callbacks. (p, n) are borrowed: valid until the callback
