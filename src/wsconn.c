@@ -741,3 +741,8 @@ const char *ws_subprotocol(const struct wsconn *ws)
 {
     return ws->subprotocol ? ws->opts->subprotocols[ws->subprotocol - 1] : NULL;
 }
+
+bool ws_has_partial_input(const struct wsconn *ws)
+{
+    return ws->rx != NULL;
+}

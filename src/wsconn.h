@@ -117,6 +117,10 @@ void ws_set_user_data(struct wsconn *ws, void *data); /* owned by the app */
 /* The negotiated subprotocol (an entry of o->subprotocols), or NULL. */
 const char *ws_subprotocol(const struct wsconn *ws);
 
+/* Whether ws holds partial-input state (a frame not handled whole, or a
+ * message still open): what an idle connection never has. */
+bool ws_has_partial_input(const struct wsconn *ws);
+
 #ifdef PRESENCED_TESTING
 /* Test builds only (echo.c): echoes every message back with its opcode. */
 extern const struct ws_app echo_app;

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_wsconn.c - WebSocket connections over a real socketpair and loop:
+ * the partial-input state exists only while a frame or message is
+ * partial (whole small frames never create it), messages split at every
+ * byte or in fragments arrive whole, large frames are reassembled, the
+ * subprotocol is kept, and partial state is released on close.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "httpd.h"
+#include "util.h"
+#include "worker.h"
+#include "ws.h"
+#include "wsconn.h"
+
+struct fixture {
+    struct worker w;
+    int peer; /* the test's end of the socketpair */
+    struct conn *c;
+    struct wsconn *ws;
+};
+
+/* What the application saw. */
+static char got[8192];
+static size_t got_len;
+static int messages, closes;
+static bool got_binary;
+static unsigned close_code;
+
+static void on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
+{
+    (void)ws;
+    assert_true(n <= sizeof(got));
+    memcpy(got, p, n);
+    got_len = n;
+    got_binary = binary;
+    messages++;
+}
+
+static void on_close(struct wsconn *ws, unsigned code)
+{
+    (void)ws;
+    close_code = code;
+    closes++;
+}
+
+static const struct ws_app app = {.on_message = on_message, .on_close = on_close};
+static const char *const protos[] = {"other.v1", "presenced.v1", NULL};
+static const struct ws_opts opts = {.max_message = 65536, .subprotocols = protos};
+
+static const char upgrade[] = "GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
+                              "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                              "Sec-WebSocket-Protocol: presenced.v1\r\n\r\n";
+
+/* Reads what the server wrote so far (the socket is non-blocking). */
+static size_t read_peer(struct fixture *f, char *out, size_t cap)
+{
+    size_t got_n = 0;
+
+    for (;;) {
+        ssize_t n = read(f->peer, out + got_n, cap - got_n);
+        if (n <= 0)
+            return got_n;
+        got_n += (size_t)n;
+    }
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    struct http_request req;
+    struct httpd_conn *h;
+    char out[1024];
+    int sv[2];
+
+    f->w.loop = loop_new();
+    conn_pool_init(&f->w.pool, f->w.loop, &f->w.metrics, 0);
+    loop_add_hook(f->w.loop, conn_pool_flush, &f->w.pool);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    f->peer = sv[1];
+    h = httpd_conn_new(&f->w);
+    f->c = conn_new(&f->w.pool, sv[0], &httpd_ops, h);
+    assert_true(http_parse_request(upgrade, sizeof(upgrade) - 1, 0, &req) > 0);
+    f->ws = ws_upgrade(f->c, &req, &opts, &app, NULL);
+    assert_non_null(f->ws);
+    free(h); /* what httpd does once its handler returns */
+    conn_pool_flush(f->w.loop, &f->w.pool);
+    out[read_peer(f, out, sizeof(out) - 1)] = '\0';
+    assert_non_null(strstr(out, "101 Switching Protocols"));
+    got_len = 0;
+    messages = closes = 0;
+    close_code = 0;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+
+    conn_pool_release(&f->w.pool);
+    loop_free(f->w.loop);
+    close(f->peer);
+    free(f);
+    return 0;
+}
+
+/* A masked client frame of (p, n) into out; returns its size. */
+static size_t client_frame(uint8_t *out, unsigned op, bool fin, const void *p, size_t n)
+{
+    static const uint8_t mask[4] = {0x37, 0xfa, 0x21, 0x3d};
+    size_t h = 0;
+
+    out[h++] = (uint8_t)((fin ? 0x80u : 0) | op);
+    if (n < 126) {
+        out[h++] = (uint8_t)(0x80u | n);
+    } else {
+        out[h++] = 0x80u | 126u;
+        out[h++] = (uint8_t)(n >> 8);
+        out[h++] = (uint8_t)n;
+    }
+    memcpy(out + h, mask, 4);
+    h += 4;
+    ws_mask_copy(out + h, p, n, mask, 0);
+    return h + n;
+}
+
+static void send_peer(struct fixture *f, const void *p, size_t n)
+{
+    assert_int_equal(write(f->peer, p, n), (ssize_t)n);
+    loop_run_once(f->w.loop, 100);
+}
+
+static void test_upgrade_keeps_the_subprotocol(void **state)
+{
+    struct fixture *f = *state;
+
+    assert_string_equal(ws_subprotocol(f->ws), "presenced.v1");
+    assert_ptr_equal(ws_conn(f->ws), f->c);
+    assert_ptr_equal(ws_from_conn(f->c), f->ws);
+    assert_false(ws_has_partial_input(f->ws));
+}
+
+static void test_whole_small_frame_has_no_partial_state(void **state)
+{
+    struct fixture *f = *state;
+    uint8_t fr[64];
+
+    send_peer(f, fr, client_frame(fr, WS_OP_TEXT, true, "{\"type\":\"hb\"}", 13));
+    assert_int_equal(messages, 1);
+    assert_int_equal(got_len, 13);
+    assert_memory_equal(got, "{\"type\":\"hb\"}", 13);
+    assert_false(ws_has_partial_input(f->ws));
+    assert_null(f->c->busy); /* nothing left over, nothing queued */
+}
+
+static void test_frame_split_at_every_byte(void **state)
+{
+    struct fixture *f = *state;
+    uint8_t fr[512];
+    char text[300];
+    size_t n;
+
+    for (size_t i = 0; i < sizeof(text); i++)
+        text[i] = (char)('a' + i % 26);
+    n = client_frame(fr, WS_OP_TEXT, true, text, sizeof(text));
+    for (size_t i = 0; i + 1 < n; i++) {
+        send_peer(f, fr + i, 1);
+        assert_int_equal(messages, 0);
+    }
+    assert_true(ws_has_partial_input(f->ws)); /* inside the payload */
+    send_peer(f, fr + n - 1, 1);
+    assert_int_equal(messages, 1);
+    assert_int_equal(got_len, sizeof(text));
+    assert_memory_equal(got, text, sizeof(text));
+    assert_false(ws_has_partial_input(f->ws));
+}
+
+static void test_fragments_are_reassembled(void **state)
+{
+    struct fixture *f = *state;
+    uint8_t fr[128];
+    size_t n = 0;
+
+    n += client_frame(fr + n, WS_OP_BINARY, false, "abc", 3);
+    send_peer(f, fr, n);
+    assert_true(ws_has_partial_input(f->ws));       /* a message is open */
+    n = client_frame(fr, WS_OP_PING, true, "p", 1); /* control frames interleave */
+    n += client_frame(fr + n, WS_OP_CONT, false, "", 0);
+    n += client_frame(fr + n, WS_OP_CONT, true, "defg", 4);
+    send_peer(f, fr, n);
+    assert_int_equal(messages, 1);
+    assert_true(got_binary);
+    assert_int_equal(got_len, 7);
+    assert_memory_equal(got, "abcdefg", 7);
+    assert_false(ws_has_partial_input(f->ws));
+}
+
+static void test_large_frame_is_reassembled(void **state)
+{
+    struct fixture *f = *state;
+    static uint8_t fr[6000];
+    static char data[5000];
+
+    memset(data, 'x', sizeof(data));
+    data[4999] = 'y';
+    send_peer(f, fr, client_frame(fr, WS_OP_TEXT, true, data, sizeof(data)));
+    assert_int_equal(messages, 1);
+    assert_int_equal(got_len, 5000);
+    assert_int_equal(got[4999], 'y');
+    assert_false(ws_has_partial_input(f->ws));
+}
+
+static void test_bad_text_across_fragments_closes_1007(void **state)
+{
+    struct fixture *f = *state;
+    uint8_t fr[64];
+    char out[256];
+    size_t n;
+
+    n = client_frame(fr, WS_OP_TEXT, false, "ok\xc3", 3);
+    n += client_frame(fr + n, WS_OP_CONT, true, "(", 1); /* not a continuation byte */
+    send_peer(f, fr, n);
+    assert_int_equal(messages, 0);
+    n = read_peer(f, out, sizeof(out));
+    assert_true(n >= 4);
+    assert_int_equal((uint8_t)out[0], 0x88); /* close */
+    assert_int_equal(((uint8_t)out[2] << 8) | (uint8_t)out[3], 1007);
+}
+
+static void test_close_with_a_partial_message(void **state)
+{
+    struct fixture *f = *state;
+    uint8_t fr[512];
+    char text[200];
+
+    memset(text, 'z', sizeof(text));
+    send_peer(f, fr, client_frame(fr, WS_OP_TEXT, true, text, sizeof(text)) - 50);
+    assert_true(ws_has_partial_input(f->ws));
+    shutdown(f->peer, SHUT_WR);
+    loop_run_once(f->w.loop, 100);
+    loop_run_once(f->w.loop, 100);
+    conn_pool_flush(f->w.loop, &f->w.pool);
+    assert_int_equal(messages, 0);
+    assert_int_equal(closes, 1); /* freed with its partial state (ASan: no leak) */
+    assert_int_equal(close_code, 1006);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_upgrade_keeps_the_subprotocol, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_whole_small_frame_has_no_partial_state, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_frame_split_at_every_byte, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fragments_are_reassembled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_frame_is_reassembled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_text_across_fragments_closes_1007, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_close_with_a_partial_message, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
