@@ -33,6 +33,8 @@ struct fixture {
 /* What the application saw. */
 static char got[8192];
 static size_t got_len;
+static char all[65536]; /* every message, concatenated */
+static size_t all_len;
 static int messages, closes;
 static bool got_binary;
 static unsigned close_code;
@@ -43,6 +45,9 @@ static void on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
     assert_true(n <= sizeof(got));
     memcpy(got, p, n);
     got_len = n;
+    assert_true(all_len + n <= sizeof(all));
+    memcpy(all + all_len, p, n);
+    all_len += n;
     got_binary = binary;
     messages++;
 }
@@ -98,7 +103,7 @@ static int setup(void **state)
     conn_pool_flush(f->w.loop, &f->w.pool);
     out[read_peer(f, out, sizeof(out) - 1)] = '\0';
     assert_non_null(strstr(out, "101 Switching Protocols"));
-    got_len = 0;
+    got_len = all_len = 0;
     messages = closes = 0;
     close_code = 0;
     *state = f;
@@ -239,6 +244,53 @@ static void test_bad_text_across_fragments_closes_1007(void **state)
     assert_int_equal(((uint8_t)out[2] << 8) | (uint8_t)out[3], 1007);
 }
 
+/* A client byte stream and the messages it should deliver. */
+struct script {
+    uint8_t bytes[8192];
+    size_t n;
+    char want[8192]; /* the data messages, concatenated */
+    size_t want_len;
+    int messages;
+};
+
+static void script_add(struct script *s, unsigned op, bool fin, const void *p, size_t len)
+{
+    s->n += client_frame(s->bytes + s->n, op, fin, p, len);
+    if (op >= WS_OP_CLOSE)
+        return;
+    memcpy(s->want + s->want_len, p, len);
+    s->want_len += len;
+    s->messages += fin;
+}
+
+/* Whole, fragmented and large messages back to back, cut into reads of
+ * every size from 1 to 40 bytes: each cut delivers the same messages. */
+static void test_any_cut_of_a_mixed_stream(void **state)
+{
+    struct fixture *f = *state;
+    static struct script s;
+    static char big[3000], pongs[4096];
+
+    memset(big, 'b', sizeof(big));
+    script_add(&s, WS_OP_TEXT, true, "hb", 2);
+    script_add(&s, WS_OP_TEXT, false, "fr", 2);
+    script_add(&s, WS_OP_PING, true, "x", 1);
+    script_add(&s, WS_OP_CONT, true, "ag", 2);
+    script_add(&s, WS_OP_BINARY, true, big, sizeof(big));
+    script_add(&s, WS_OP_TEXT, true, "\xc3\xa9t\xc3\xa9", 6);
+    for (size_t cut = 1; cut <= 40; cut++) {
+        all_len = 0;
+        messages = 0;
+        for (size_t off = 0; off < s.n; off += cut)
+            send_peer(f, s.bytes + off, MIN(cut, s.n - off));
+        assert_int_equal(messages, s.messages);
+        assert_int_equal(all_len, s.want_len);
+        assert_memory_equal(all, s.want, s.want_len);
+        assert_false(ws_has_partial_input(f->ws));
+        read_peer(f, pongs, sizeof(pongs));
+    }
+}
+
 static void test_close_with_a_partial_message(void **state)
 {
     struct fixture *f = *state;
@@ -268,6 +320,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_large_frame_is_reassembled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_text_across_fragments_closes_1007, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_any_cut_of_a_mixed_stream, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_a_partial_message, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
