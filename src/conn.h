@@ -154,7 +154,7 @@ struct conn {
  * lives long, is one allocation. Zero-filled by conn_new(); a protocol
  * that takes it over clears what it uses.
  */
-#define CONN_PROTO_ROOM 48
+#define CONN_PROTO_ROOM 32
 
 static inline void *conn_proto_room(struct conn *c)
 {

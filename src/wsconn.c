@@ -18,6 +18,8 @@
 #include "wsconn.h"
 
 #include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -60,20 +62,38 @@ struct ws_rx {
 };
 
 /*
+ * What the connections upgraded with one (opts, app) pair share: their
+ * conn_ops (ws_conn_ops), which c->ops points at, and the pair, found from
+ * c->ops, so that a wsconn holds no pointer to either. A process has one
+ * per endpoint (/v1/ws, and /test/echo and /test/broadcast in test
+ * builds). Added under ws_endpoints_lock, never removed (the pair's
+ * pointers are only compared once its connections are gone), read
+ * without the lock: an entry is complete before it is published.
+ */
+struct ws_endpoint {
+    struct conn_ops ops;        /* ws_conn_ops */
+    const struct ws_opts *opts; /* borrowed, as given to ws_upgrade */
+    const struct ws_app *app;   /* ditto */
+    struct ws_endpoint *next;   /* ws_endpoints */
+};
+
+static _Atomic(struct ws_endpoint *) ws_endpoints;
+static pthread_mutex_t ws_endpoints_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/*
  * Lives in the connection's protocol room (conn_proto_room): allocated and
- * freed with its struct conn, which it therefore needs no pointer to.
+ * freed with its struct conn, which it therefore needs no pointer to; its
+ * options and callbacks are its endpoint's (c->ops).
  */
 struct wsconn {
-    const struct ws_opts *opts; /* borrowed */
-    const struct ws_app *app;   /* borrowed */
-    void *app_data;             /* from ws_upgrade */
-    void *user_data;            /* the application's, owned by it */
-    struct ws_rx *rx;           /* while a frame or message is partial, else NULL */
-    uint32_t last_rx_ms;        /* loop time of the last input, mod 2^32 */
-    uint16_t close_code;        /* first close code sent or received; 0 = none */
-    uint8_t subprotocol;        /* 1 + index in opts->subprotocols; 0 = none */
-    bool close_sent : 1;        /* our close frame is queued: no more data frames */
-    bool ping_out : 1;          /* a ping is out and no input arrived since */
+    void *app_data;      /* from ws_upgrade */
+    void *user_data;     /* the application's, owned by it */
+    struct ws_rx *rx;    /* while a frame or message is partial, else NULL */
+    uint32_t last_rx_ms; /* loop time of the last input, mod 2^32 */
+    uint16_t close_code; /* first close code sent or received; 0 = none */
+    uint8_t subprotocol; /* 1 + index in opts->subprotocols; 0 = none */
+    bool close_sent : 1; /* our close frame is queued: no more data frames */
+    bool ping_out : 1;   /* a ping is out and no input arrived since */
 };
 
 _Static_assert(sizeof(struct wsconn) <= CONN_PROTO_ROOM, "struct wsconn must fit the conn's room");
@@ -83,6 +103,50 @@ static const struct conn_ops ws_conn_ops;
 static struct conn *conn_of(const struct wsconn *ws)
 {
     return conn_from_proto_room(ws);
+}
+
+static const struct ws_endpoint *endpoint_of(const struct wsconn *ws)
+{
+    return container_of(conn_of(ws)->ops, struct ws_endpoint, ops);
+}
+
+static const struct ws_opts *opts_of(const struct wsconn *ws)
+{
+    return endpoint_of(ws)->opts;
+}
+
+static const struct ws_app *app_of(const struct wsconn *ws)
+{
+    return endpoint_of(ws)->app;
+}
+
+static struct ws_endpoint *endpoint_find(struct ws_endpoint *e, const struct ws_opts *o,
+                                         const struct ws_app *app)
+{
+    for (; e; e = e->next)
+        if (e->opts == o && e->app == app)
+            return e;
+    return NULL;
+}
+
+/* The endpoint of (o, app), added on first use. */
+static const struct ws_endpoint *endpoint_get(const struct ws_opts *o, const struct ws_app *app)
+{
+    struct ws_endpoint *head = atomic_load_explicit(&ws_endpoints, memory_order_acquire);
+    struct ws_endpoint *e = endpoint_find(head, o, app);
+
+    if (e)
+        return e;
+    pthread_mutex_lock(&ws_endpoints_lock);
+    head = atomic_load_explicit(&ws_endpoints, memory_order_acquire);
+    e = endpoint_find(head, o, app);
+    if (!e) {
+        e = xmalloc(sizeof(*e));
+        *e = (struct ws_endpoint){.ops = ws_conn_ops, .opts = o, .app = app, .next = head};
+        atomic_store_explicit(&ws_endpoints, e, memory_order_release);
+    }
+    pthread_mutex_unlock(&ws_endpoints_lock);
+    return e;
 }
 
 static struct metrics *metrics_of(const struct wsconn *ws)
@@ -300,7 +364,9 @@ static void write_101(struct conn *c, const char *accept, const char *subprotoco
 
 static uint64_t pong_timeout(const struct wsconn *ws)
 {
-    return ws->opts->pong_timeout_ms ? ws->opts->pong_timeout_ms : ws->opts->ping_interval_ms;
+    const struct ws_opts *o = opts_of(ws);
+
+    return o->pong_timeout_ms ? o->pong_timeout_ms : o->ping_interval_ms;
 }
 
 struct wsconn *ws_upgrade(struct conn *c, const struct http_request *req, const struct ws_opts *o,
@@ -319,14 +385,12 @@ struct wsconn *ws_upgrade(struct conn *c, const struct http_request *req, const 
     assert(o->ping_interval_ms < UINT32_MAX && o->pong_timeout_ms < UINT32_MAX);
     ws = conn_proto_room(c);
     memset(ws, 0, sizeof(*ws));
-    ws->opts = o;
-    ws->app = app;
     ws->app_data = app_data;
     ws->subprotocol = choose_subprotocol(req, o);
     ws->last_rx_ms = (uint32_t)loop_now(c->pool->loop);
     httpd_taken_over(c);
+    conn_set_ops(c, &endpoint_get(o, app)->ops, ws); /* before opts_of(ws) */
     write_101(c, accept, ws_subprotocol(ws));
-    conn_set_ops(c, &ws_conn_ops, ws);
     METRIC_ADD(metrics_of(ws), conns_ws, 1);
     if (o->ping_interval_ms)
         conn_timer_start(c, o->ping_interval_ms);
@@ -366,7 +430,7 @@ static void drop_msg(struct wsconn *ws)
 
 static bool too_big(const struct wsconn *ws, uint64_t len)
 {
-    size_t max = ws->opts->max_message, have = ws->rx ? ws->rx->msg_len : 0;
+    size_t max = opts_of(ws)->max_message, have = ws->rx ? ws->rx->msg_len : 0;
 
     return max && (len > max || have > max - len);
 }
@@ -376,7 +440,7 @@ static bool too_big(const struct wsconn *ws, uint64_t len)
 static void reserve(struct wsconn *ws, size_t k)
 {
     struct ws_rx *rx = ws->rx;
-    size_t need = rx->msg_len + k, cap, limit = ws->opts->max_message;
+    size_t need = rx->msg_len + k, cap, limit = opts_of(ws)->max_message;
 
     if (need <= rx->msg_cap)
         return;
@@ -393,7 +457,7 @@ static void reserve(struct wsconn *ws, size_t k)
 
 static void deliver(struct wsconn *ws, unsigned op, const char *p, size_t n)
 {
-    ws->app->on_message(ws, op == WS_OP_BINARY, p ? p : "", n);
+    app_of(ws)->on_message(ws, op == WS_OP_BINARY, p ? p : "", n);
 }
 
 /* The last frame of a message has all arrived: delivers it and frees the
@@ -612,7 +676,7 @@ static void ws_on_overflow(struct conn *c)
 static void ws_on_timer(struct conn *c)
 {
     struct wsconn *ws = c->proto;
-    uint64_t idle, interval = ws->opts->ping_interval_ms;
+    uint64_t idle, interval = opts_of(ws)->ping_interval_ms;
     char peer[CONN_PEER_MAX];
 
     if (ws->close_sent) {
@@ -647,8 +711,8 @@ static void ws_on_close(struct conn *c)
 
     metrics_count_close(metrics_of(ws), code);
     METRIC_SUB(metrics_of(ws), conns_ws, 1);
-    if (ws->app->on_close)
-        ws->app->on_close(ws, code);
+    if (app_of(ws)->on_close)
+        app_of(ws)->on_close(ws, code);
     free(ws->rx);
     ws->rx = NULL; /* the room is freed with c */
 }
@@ -694,7 +758,7 @@ void ws_send_payload_bulk(struct wsconn *ws, struct payload *framed)
 
 void ws_close(struct wsconn *ws, unsigned code, const char *reason)
 {
-    uint64_t t = ws->opts->close_timeout_ms;
+    uint64_t t = opts_of(ws)->close_timeout_ms;
 
     if (ws->close_sent || conn_is_closing(conn_of(ws)))
         return;
@@ -709,7 +773,7 @@ void ws_going_away(struct wsconn *ws)
 
 bool ws_is_ws(const struct conn *c)
 {
-    return c->ops == &ws_conn_ops;
+    return c->ops->on_data == ws_conn_ops.on_data; /* c->ops is an endpoint's copy */
 }
 
 struct wsconn *ws_from_conn(struct conn *c)
@@ -739,7 +803,7 @@ void ws_set_user_data(struct wsconn *ws, void *data)
 
 const char *ws_subprotocol(const struct wsconn *ws)
 {
-    return ws->subprotocol ? ws->opts->subprotocols[ws->subprotocol - 1] : NULL;
+    return ws->subprotocol ? opts_of(ws)->subprotocols[ws->subprotocol - 1] : NULL;
 }
 
 bool ws_has_partial_input(const struct wsconn *ws)

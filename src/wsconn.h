@@ -17,8 +17,8 @@
  * ignored. Any protocol violation sends the matching close code (1002,
  * 1007, 1009) and ends the connection; the server closes TCP first.
  *
- * Memory: struct wsconn (48 bytes) lives in its connection's protocol
- * room (conn.h), so an idle WebSocket is one 176-byte pool object and no
+ * Memory: struct wsconn (32 bytes) lives in its connection's protocol
+ * room (conn.h), so an idle WebSocket is one 160-byte pool object and no
  * buffers. The state of a partially received frame or message, with its
  * reassembly buffer, exists only from such a frame until the message is
  * delivered; the buffer never grows past max_message (nor past the
@@ -83,9 +83,11 @@ struct ws_app {
  * 426 with Sec-WebSocket-Version: 13) and returns NULL; no callback fires.
  * On success writes the 101, takes c over (httpd_taken_over, conn_set_ops),
  * calls app->on_open and returns the wsconn, owned by c and freed with it.
- * o and app are borrowed and must outlive the connection; app_data is
- * returned by ws_app_data(). Bytes pipelined after the request head reach
- * the frame parser through conn.c. */
+ * o and app are borrowed and must outlive the connection (the pair is
+ * kept for the process and shared by every connection upgraded with it:
+ * compared by address, so a later pair at the same addresses is the
+ * same endpoint); app_data is returned by ws_app_data(). Bytes pipelined after the request head
+ * reach the frame parser through conn.c. */
 struct wsconn *ws_upgrade(struct conn *c, const struct http_request *req, const struct ws_opts *o,
                           const struct ws_app *app, void *app_data);
 

@@ -309,11 +309,11 @@ static void test_ring_grows_past_its_inline_chunks(void **state)
 }
 
 /* What an idle connection costs: struct conn and the protocol room, one
- * 176-byte pool object (docs/architecture.md "Memory"). */
+ * 160-byte pool object (docs/architecture.md, conn.c/h). */
 static void test_idle_connection_size(void **state)
 {
     (void)state;
-    assert_true(sizeof(struct conn) + CONN_PROTO_ROOM <= 176);
+    assert_true(sizeof(struct conn) + CONN_PROTO_ROOM <= 160);
     assert_int_equal(sizeof(struct loop_io), 16);
 }
 

@@ -81,28 +81,41 @@ static size_t read_peer(struct fixture *f, char *out, size_t cap)
     }
 }
 
+/* A connection upgraded with o on f's worker; its peer end in *peer. */
+static struct wsconn *upgrade_conn(struct fixture *f, const struct ws_opts *o, int *peer)
+{
+    struct http_request req;
+    struct httpd_conn *h;
+    struct wsconn *ws;
+    char out[1024];
+    int sv[2];
+    size_t n;
+
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    *peer = sv[1];
+    h = httpd_conn_new(&f->w);
+    f->c = conn_new(&f->w.pool, sv[0], &httpd_ops, h);
+    assert_true(http_parse_request(upgrade, sizeof(upgrade) - 1, 0, &req) > 0);
+    ws = ws_upgrade(f->c, &req, o, &app, NULL);
+    assert_non_null(ws);
+    free(h); /* what httpd does once its handler returns */
+    conn_pool_flush(f->w.loop, &f->w.pool);
+    n = 0;
+    for (ssize_t k; (k = read(*peer, out + n, sizeof(out) - 1 - n)) > 0;)
+        n += (size_t)k;
+    out[n] = '\0';
+    assert_non_null(strstr(out, "101 Switching Protocols"));
+    return ws;
+}
+
 static int setup(void **state)
 {
     struct fixture *f = calloc(1, sizeof(*f));
-    struct http_request req;
-    struct httpd_conn *h;
-    char out[1024];
-    int sv[2];
 
     f->w.loop = loop_new();
     conn_pool_init(&f->w.pool, f->w.loop, &f->w.metrics, 0);
     loop_add_hook(f->w.loop, conn_pool_flush, &f->w.pool);
-    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
-    f->peer = sv[1];
-    h = httpd_conn_new(&f->w);
-    f->c = conn_new(&f->w.pool, sv[0], &httpd_ops, h);
-    assert_true(http_parse_request(upgrade, sizeof(upgrade) - 1, 0, &req) > 0);
-    f->ws = ws_upgrade(f->c, &req, &opts, &app, NULL);
-    assert_non_null(f->ws);
-    free(h); /* what httpd does once its handler returns */
-    conn_pool_flush(f->w.loop, &f->w.pool);
-    out[read_peer(f, out, sizeof(out) - 1)] = '\0';
-    assert_non_null(strstr(out, "101 Switching Protocols"));
+    f->ws = upgrade_conn(f, &opts, &f->peer);
     got_len = all_len = 0;
     messages = closes = 0;
     close_code = 0;
@@ -291,6 +304,31 @@ static void test_any_cut_of_a_mixed_stream(void **state)
     }
 }
 
+/* Connections upgraded with other options (another endpoint) keep them. */
+static void test_endpoints_keep_their_own_options(void **state)
+{
+    static const struct ws_opts small = {.max_message = 10};
+    struct fixture *f = *state;
+    struct conn *first = f->c;
+    struct wsconn *ws2;
+    uint8_t fr[64];
+    char out[64];
+    int peer2;
+
+    ws2 = upgrade_conn(f, &small, &peer2);
+    assert_null(ws_subprotocol(ws2)); /* small offers none */
+    assert_true(ws_is_ws(f->c) && ws_is_ws(first));
+    assert_ptr_not_equal(f->c->ops, first->ops);
+    assert_int_equal(write(peer2, fr, client_frame(fr, WS_OP_TEXT, true, "0123456789ab", 12)), 18);
+    send_peer(f, fr, client_frame(fr, WS_OP_TEXT, true, "0123456789ab", 12));
+    assert_int_equal(messages, 1); /* the first connection's limit is 65536 */
+    assert_true(read(peer2, out, sizeof(out)) >= 4);
+    assert_int_equal((uint8_t)out[0], 0x88);
+    assert_int_equal(((uint8_t)out[2] << 8) | (uint8_t)out[3], 1009);
+    assert_string_equal(ws_subprotocol(f->ws), "presenced.v1");
+    close(peer2);
+}
+
 static void test_close_with_a_partial_message(void **state)
 {
     struct fixture *f = *state;
@@ -321,6 +359,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_text_across_fragments_closes_1007, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_any_cut_of_a_mixed_stream, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_endpoints_keep_their_own_options, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_a_partial_message, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
