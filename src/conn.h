@@ -149,7 +149,7 @@ struct conn {
 
 /*
  * Bytes allocated right after every struct conn for the state of the
- * protocol that ends up owning the connection (conn_room()): WebSocket
+ * protocol that ends up owning the connection (conn_proto_room()): WebSocket
  * keeps its struct wsconn there, so that a WebSocket connection, which
  * lives long, is one allocation. Zero-filled by conn_new(); a protocol
  * that takes it over clears what it uses.
