@@ -53,6 +53,7 @@
 static void conn_on_io(struct loop_io *io, uint32_t events);
 static void conn_on_timer(struct wheel_timer *t, uint64_t now);
 static void conn_on_soft(struct wheel_timer *t, uint64_t now);
+static void peer_clear(struct conn *c);
 
 /* Chunks the busy part holds itself: a queue that never holds more needs
  * no ring of its own (the common case: a reply or an event or two). */
@@ -176,6 +177,7 @@ static void conn_free(struct conn *c)
     if (c->ops->on_close)
         c->ops->on_close(c);
     busy_free(c);
+    peer_clear(c);
     if (c->pool->shared_count)
         atomic_fetch_sub(c->pool->shared_count, 1);
     pool_free(c);
@@ -475,29 +477,55 @@ void conn_timer_stop(struct conn *c)
     wheel_del(&c->timer);
 }
 
+static void peer_clear(struct conn *c)
+{
+    if (c->peer_family == AF_INET6 && !c->peer_v4mapped)
+        pool_free(c->peer_ip.v6);
+    c->peer_ip.v6 = NULL;
+    c->peer_port = 0;
+    c->peer_family = 0;
+    c->peer_v4mapped = false;
+}
+
 void conn_set_peer(struct conn *c, const struct sockaddr *sa)
 {
-    memset(&c->peer, 0, sizeof(c->peer));
+    peer_clear(c);
     if (sa->sa_family == AF_INET) {
         const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)sa;
-        c->peer.family = AF_INET;
-        c->peer.port = ntohs(in4->sin_port);
-        memcpy(c->peer.ip, &in4->sin_addr, 4);
+        c->peer_family = AF_INET;
+        c->peer_port = ntohs(in4->sin_port);
+        memcpy(c->peer_ip.v4, &in4->sin_addr, 4);
     } else if (sa->sa_family == AF_INET6) {
         const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
-        c->peer.family = AF_INET6;
-        c->peer.port = ntohs(in6->sin6_port);
-        memcpy(c->peer.ip, &in6->sin6_addr, 16);
+        c->peer_family = AF_INET6;
+        c->peer_port = ntohs(in6->sin6_port);
+        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+            c->peer_v4mapped = true;
+            memcpy(c->peer_ip.v4, in6->sin6_addr.s6_addr + 12, 4);
+        } else {
+            c->peer_ip.v6 = pool_alloc(16);
+            memcpy(c->peer_ip.v6, &in6->sin6_addr, 16);
+        }
     }
 }
 
 char *conn_peer(const struct conn *c, char out[CONN_PEER_MAX])
 {
     char ip[INET6_ADDRSTRLEN] = "?";
+    struct in6_addr a6 = {0};
 
-    if (c->peer.family == AF_INET || c->peer.family == AF_INET6)
-        inet_ntop(c->peer.family, c->peer.ip, ip, sizeof(ip));
-    snprintf(out, CONN_PEER_MAX, "%s:%d", ip, c->peer.family ? c->peer.port : 0);
+    if (c->peer_family == AF_INET) {
+        inet_ntop(AF_INET, c->peer_ip.v4, ip, sizeof(ip));
+    } else if (c->peer_family == AF_INET6) {
+        if (c->peer_v4mapped) {
+            a6.s6_addr[10] = a6.s6_addr[11] = 0xff;
+            memcpy(a6.s6_addr + 12, c->peer_ip.v4, 4);
+        } else {
+            memcpy(&a6, c->peer_ip.v6, 16);
+        }
+        inet_ntop(AF_INET6, &a6, ip, sizeof(ip));
+    }
+    snprintf(out, CONN_PEER_MAX, "%s:%d", ip, c->peer_family ? c->peer_port : 0);
     return out;
 }
 

@@ -36,8 +36,9 @@
  * protocol timer has no use then and cannot be armed); the soft-limit
  * timer is allocated only while the queue is over the soft limit, so an
  * idle connection carries one timer.
- * Peer: the address is kept in binary (struct conn_addr, 20 bytes) and
- * formatted only when a log line or a rate-limit key needs it.
+ * Peer: the address is kept in binary (IPv4 in 4 bytes, other IPv6 in
+ * 16 of its own) and formatted only when a log line or a rate-limit key
+ * needs it.
  * Code that iterates connections may close any of them.
  */
 #ifndef CONN_H
@@ -110,11 +111,12 @@ struct conn_pool {
 #define CONN_SHUT_WR     0x20u /* our side shut down; waiting for the peer's EOF */
 #define CONN_BULK        0x40u /* on pool->bulk, not pool->pending */
 
-/* The peer's address, binary: family 0 (unknown), AF_INET or AF_INET6. */
-struct conn_addr {
-    uint8_t family;
-    uint16_t port;  /* host order */
-    uint8_t ip[16]; /* IPv4 in the first 4 bytes */
+/* The peer's IP address, binary: IPv4 inline, and so is an IPv4-mapped
+ * IPv6 address (what a dual-stack listener reports for an IPv4 client);
+ * any other IPv6 address, rarer, in 16 bytes of its own. */
+union conn_ip {
+    uint8_t v4[4]; /* peer_family AF_INET, or AF_INET6 with peer_v4mapped */
+    uint8_t *v6;   /* peer_family AF_INET6 otherwise: pool_alloc'd, owned */
 };
 
 /* "ip:port" (IPv6 unbracketed, "?:0" when unknown) fits in this with its NUL. */
@@ -143,7 +145,10 @@ struct conn {
     struct wheel_timer timer;   /* protocol timer (header timeout, ping, ...);
                                  * the linger deadline once CONN_CLOSE_AFTER */
     struct list link_all;       /* pool->all while live, pool->closed once closed */
-    struct conn_addr peer;      /* for logs and rate-limit keys (conn_peer) */
+    union conn_ip peer_ip;      /* the peer, for logs and rate-limit keys (conn_peer) */
+    uint16_t peer_port;         /* host order */
+    uint8_t peer_family;        /* 0 (unknown), AF_INET or AF_INET6 */
+    bool peer_v4mapped;         /* AF_INET6 ::ffff:a.b.c.d, kept in peer_ip.v4 */
     uint8_t flags;              /* CONN_* */
 };
 
@@ -154,7 +159,7 @@ struct conn {
  * lives long, is one allocation. Zero-filled by conn_new(); a protocol
  * that takes it over clears what it uses.
  */
-#define CONN_PROTO_ROOM 32
+#define CONN_PROTO_ROOM 24
 
 static inline void *conn_proto_room(struct conn *c)
 {
@@ -202,10 +207,10 @@ void conn_pause_input(struct conn *c, bool pause);
 /* Presents the buffered leftover input to the protocol again (after it
  * paused, e.g. an HTTP request answered later). Not from inside on_data. */
 void conn_replay_input(struct conn *c);
-/* Records the peer's address (from accept) in c->peer: an AF_INET or
+/* Records the peer's address (from accept) in c->peer_*: an AF_INET or
  * AF_INET6 sockaddr, anything else as unknown. */
 void conn_set_peer(struct conn *c, const struct sockaddr *sa);
-/* Formats c->peer as "ip:port" into out and returns out. */
+/* Formats the peer as "ip:port" into out and returns out. */
 char *conn_peer(const struct conn *c, char out[CONN_PEER_MAX]);
 /* Switches protocol (e.g. HTTP -> WebSocket). Old proto state must already be released. */
 void conn_set_ops(struct conn *c, const struct conn_ops *ops, void *proto);

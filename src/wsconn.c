@@ -80,20 +80,28 @@ struct ws_endpoint {
 static _Atomic(struct ws_endpoint *) ws_endpoints;
 static pthread_mutex_t ws_endpoints_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* app_data and user_data once the application sets user data other than
+ * its app_data (the engine's user data is its app_data: it needs none). */
+struct ws_data {
+    void *app_data;  /* from ws_upgrade */
+    void *user_data; /* the application's, owned by it */
+};
+
 /*
  * Lives in the connection's protocol room (conn_proto_room): allocated and
  * freed with its struct conn, which it therefore needs no pointer to; its
  * options and callbacks are its endpoint's (c->ops).
  */
 struct wsconn {
-    void *app_data;      /* from ws_upgrade */
-    void *user_data;     /* the application's, owned by it */
-    struct ws_rx *rx;    /* while a frame or message is partial, else NULL */
-    uint32_t last_rx_ms; /* loop time of the last input, mod 2^32 */
-    uint16_t close_code; /* first close code sent or received; 0 = none */
-    uint8_t subprotocol; /* 1 + index in opts->subprotocols; 0 = none */
-    bool close_sent : 1; /* our close frame is queued: no more data frames */
-    bool ping_out : 1;   /* a ping is out and no input arrived since */
+    void *data;           /* app_data; a struct ws_data once data_pair */
+    struct ws_rx *rx;     /* while a frame or message is partial, else NULL */
+    uint32_t last_rx_ms;  /* loop time of the last input, mod 2^32 */
+    uint16_t close_code;  /* first close code sent or received; 0 = none */
+    uint8_t subprotocol;  /* 1 + index in opts->subprotocols; 0 = none */
+    bool close_sent : 1;  /* our close frame is queued: no more data frames */
+    bool ping_out : 1;    /* a ping is out and no input arrived since */
+    bool user_is_app : 1; /* the user data is app_data (unless data_pair) */
+    bool data_pair : 1;   /* data is a struct ws_data (malloc'd, owned) */
 };
 
 _Static_assert(sizeof(struct wsconn) <= CONN_PROTO_ROOM, "struct wsconn must fit the conn's room");
@@ -385,7 +393,7 @@ struct wsconn *ws_upgrade(struct conn *c, const struct http_request *req, const 
     assert(o->ping_interval_ms < UINT32_MAX && o->pong_timeout_ms < UINT32_MAX);
     ws = conn_proto_room(c);
     memset(ws, 0, sizeof(*ws));
-    ws->app_data = app_data;
+    ws->data = app_data;
     ws->subprotocol = choose_subprotocol(req, o);
     ws->last_rx_ms = (uint32_t)loop_now(c->pool->loop);
     httpd_taken_over(c);
@@ -715,6 +723,8 @@ static void ws_on_close(struct conn *c)
         app_of(ws)->on_close(ws, code);
     free(ws->rx);
     ws->rx = NULL; /* the room is freed with c */
+    if (ws->data_pair)
+        free(ws->data);
 }
 
 static const struct conn_ops ws_conn_ops = {
@@ -788,17 +798,32 @@ struct conn *ws_conn(const struct wsconn *ws)
 
 void *ws_app_data(const struct wsconn *ws)
 {
-    return ws->app_data;
+    return ws->data_pair ? ((struct ws_data *)ws->data)->app_data : ws->data;
 }
 
 void *ws_user_data(const struct wsconn *ws)
 {
-    return ws->user_data;
+    if (ws->data_pair)
+        return ((struct ws_data *)ws->data)->user_data;
+    return ws->user_is_app ? ws->data : NULL;
 }
 
+/* User data equal to app_data (or NULL) is a flag; anything else makes
+ * data a struct ws_data for the rest of the connection. */
 void ws_set_user_data(struct wsconn *ws, void *data)
 {
-    ws->user_data = data;
+    struct ws_data *pair;
+
+    if (ws->data_pair) {
+        ((struct ws_data *)ws->data)->user_data = data;
+    } else if (!data || data == ws->data) {
+        ws->user_is_app = data != NULL;
+    } else {
+        pair = xmalloc(sizeof(*pair));
+        *pair = (struct ws_data){.app_data = ws->data, .user_data = data};
+        ws->data = pair;
+        ws->data_pair = true;
+    }
 }
 
 const char *ws_subprotocol(const struct wsconn *ws)

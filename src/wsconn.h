@@ -17,8 +17,8 @@
  * ignored. Any protocol violation sends the matching close code (1002,
  * 1007, 1009) and ends the connection; the server closes TCP first.
  *
- * Memory: struct wsconn (32 bytes) lives in its connection's protocol
- * room (conn.h), so an idle WebSocket is one 160-byte pool object and no
+ * Memory: struct wsconn (24 bytes) lives in its connection's protocol
+ * room (conn.h), so an idle WebSocket is one 144-byte pool object and no
  * buffers. The state of a partially received frame or message, with its
  * reassembly buffer, exists only from such a frame until the message is
  * delivered; the buffer never grows past max_message (nor past the
@@ -113,9 +113,11 @@ bool ws_is_ws(const struct conn *c);
 struct wsconn *ws_from_conn(struct conn *c);
 
 struct conn *ws_conn(const struct wsconn *ws);
-void *ws_app_data(const struct wsconn *ws);           /* as given to ws_upgrade */
-void *ws_user_data(const struct wsconn *ws);          /* NULL until set */
-void ws_set_user_data(struct wsconn *ws, void *data); /* owned by the app */
+void *ws_app_data(const struct wsconn *ws);  /* as given to ws_upgrade */
+void *ws_user_data(const struct wsconn *ws); /* NULL until set */
+/* Owned by the app. User data equal to app_data (or NULL) costs nothing;
+ * any other makes both move into a 16-byte allocation of their own. */
+void ws_set_user_data(struct wsconn *ws, void *data);
 /* The negotiated subprotocol (an entry of o->subprotocols), or NULL. */
 const char *ws_subprotocol(const struct wsconn *ws);
 

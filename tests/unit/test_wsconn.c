@@ -81,8 +81,10 @@ static size_t read_peer(struct fixture *f, char *out, size_t cap)
     }
 }
 
-/* A connection upgraded with o on f's worker; its peer end in *peer. */
-static struct wsconn *upgrade_conn(struct fixture *f, const struct ws_opts *o, int *peer)
+/* A connection upgraded with (o, app_data) on f's worker; its peer end
+ * in *peer. */
+static struct wsconn *upgrade_conn(struct fixture *f, const struct ws_opts *o, void *app_data,
+                                   int *peer)
 {
     struct http_request req;
     struct httpd_conn *h;
@@ -96,7 +98,7 @@ static struct wsconn *upgrade_conn(struct fixture *f, const struct ws_opts *o, i
     h = httpd_conn_new(&f->w);
     f->c = conn_new(&f->w.pool, sv[0], &httpd_ops, h);
     assert_true(http_parse_request(upgrade, sizeof(upgrade) - 1, 0, &req) > 0);
-    ws = ws_upgrade(f->c, &req, o, &app, NULL);
+    ws = ws_upgrade(f->c, &req, o, &app, app_data);
     assert_non_null(ws);
     free(h); /* what httpd does once its handler returns */
     conn_pool_flush(f->w.loop, &f->w.pool);
@@ -115,7 +117,7 @@ static int setup(void **state)
     f->w.loop = loop_new();
     conn_pool_init(&f->w.pool, f->w.loop, &f->w.metrics, 0);
     loop_add_hook(f->w.loop, conn_pool_flush, &f->w.pool);
-    f->ws = upgrade_conn(f, &opts, &f->peer);
+    f->ws = upgrade_conn(f, &opts, NULL, &f->peer);
     got_len = all_len = 0;
     messages = closes = 0;
     close_code = 0;
@@ -315,7 +317,7 @@ static void test_endpoints_keep_their_own_options(void **state)
     char out[64];
     int peer2;
 
-    ws2 = upgrade_conn(f, &small, &peer2);
+    ws2 = upgrade_conn(f, &small, NULL, &peer2);
     assert_null(ws_subprotocol(ws2)); /* small offers none */
     assert_true(ws_is_ws(f->c) && ws_is_ws(first));
     assert_ptr_not_equal(f->c->ops, first->ops);
@@ -326,6 +328,36 @@ static void test_endpoints_keep_their_own_options(void **state)
     assert_int_equal((uint8_t)out[0], 0x88);
     assert_int_equal(((uint8_t)out[2] << 8) | (uint8_t)out[3], 1009);
     assert_string_equal(ws_subprotocol(f->ws), "presenced.v1");
+    close(peer2);
+}
+
+/* User data equal to app_data (the engine's way) needs no room of its
+ * own; other user data moves both into an allocation (freed with ws). */
+static void test_app_and_user_data(void **state)
+{
+    struct fixture *f = *state;
+    struct wsconn *ws2;
+    int a, b, peer2;
+
+    assert_null(ws_app_data(f->ws)); /* setup passed NULL */
+    assert_null(ws_user_data(f->ws));
+    ws_set_user_data(f->ws, &b);
+    assert_ptr_equal(ws_user_data(f->ws), &b);
+    assert_null(ws_app_data(f->ws));
+
+    ws2 = upgrade_conn(f, &opts, &a, &peer2);
+    assert_ptr_equal(ws_app_data(ws2), &a);
+    assert_null(ws_user_data(ws2));
+    ws_set_user_data(ws2, &a);
+    assert_ptr_equal(ws_user_data(ws2), &a);
+    ws_set_user_data(ws2, NULL);
+    assert_null(ws_user_data(ws2));
+    ws_set_user_data(ws2, &b);
+    assert_ptr_equal(ws_user_data(ws2), &b);
+    assert_ptr_equal(ws_app_data(ws2), &a);
+    ws_set_user_data(ws2, &a);
+    assert_ptr_equal(ws_user_data(ws2), &a);
+    assert_ptr_equal(ws_app_data(ws2), &a);
     close(peer2);
 }
 
@@ -360,6 +392,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_any_cut_of_a_mixed_stream, setup, teardown),
         cmocka_unit_test_setup_teardown(test_endpoints_keep_their_own_options, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_app_and_user_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_a_partial_message, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
