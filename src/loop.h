@@ -69,7 +69,8 @@ struct loop_io {
 struct loop *loop_new(void);    /* aborts on OOM or when epoll fails */
 void loop_free(struct loop *l); /* NULL is a no-op; does not close watched fds */
 
-/* Registers io for fd with interest events; returns 0 or -errno. */
+/* Registers io for fd with interest events and cb (not NULL); returns 0
+ * or -errno (io is then not registered). */
 int loop_io_start(struct loop *l, struct loop_io *io, int fd, uint32_t events, loop_io_cb *cb);
 /* Changes the interest set; a no-op when unchanged. Returns 0 or -errno. */
 int loop_io_set(struct loop *l, struct loop_io *io, uint32_t events);
