@@ -3,9 +3,10 @@
  * conn.c - connection I/O: shared read buffer, coalesced writev output,
  * output limits and deferred close.
  *
- * Read path: conn_on_io -> read() into pool->rbuf (or append to c->in when
- * a partial message is pending) -> ops->on_data, repeated while the
- * protocol switches (HTTP upgrade) -> leftover bytes copied into c->in.
+ * Read path: conn_on_io -> read() into pool->rbuf (or append to the
+ * leftover input when a partial message is pending) -> ops->on_data,
+ * repeated while the protocol switches (HTTP upgrade) -> leftover bytes
+ * copied into the busy part (below).
  * Write path: conn_write/conn_write_payload queue chunks and put c on
  * pool->pending; conn_pool_flush (before sleep) does one writev per
  * pending connection, arms EPOLLOUT only after a short write, and frees
@@ -21,6 +22,11 @@
  * the peer's EOF came first (a WebSocket client answering our close frame
  * and hanging up), there is nothing to wait for: close() once the output
  * is written, without the shutdown.
+ * Busy part: the leftover input, the output ring, the flush-list link and
+ * the soft-limit timer live in one struct conn_busy that exists only
+ * while one of them is in use, so an idle connection is struct conn alone.
+ * The ring's first chunks are inside it: queuing a reply costs the same
+ * allocations as before it existed (this struct instead of a ring).
  */
 #include "conn.h"
 
@@ -47,12 +53,34 @@
 static void conn_on_io(struct loop_io *io, uint32_t events);
 static void conn_on_timer(struct wheel_timer *t, uint64_t now);
 static void conn_on_soft(struct wheel_timer *t, uint64_t now);
+static void peer_clear(struct conn *c);
+
+/* Chunks the busy part holds itself: a queue that never holds more needs
+ * no ring of its own (the common case: a reply or an event or two). */
+#define CONN_RING_INLINE 4u
 
 /* The soft-window timer, out of line: only a connection over the soft
  * limit (a slow reader) has one. */
 struct conn_soft {
     struct wheel_timer timer;
     struct conn *c;
+    uint64_t since; /* loop ms when the queue went over the soft limit */
+};
+
+/* The state of a busy connection, allocated by busy_get() and freed by
+ * busy_release() once none of it is in use: an idle connection (most of
+ * them, most of the time) has none. */
+struct conn_busy {
+    struct conn *c;         /* back pointer, for the flush lists */
+    struct list link;       /* pool->pending or pool->bulk (CONN_BULK) */
+    struct buf in;          /* leftover input; empty when none */
+    struct conn_soft *soft; /* while over the soft limit, else NULL */
+    struct conn_chunk *out; /* ring of queued chunks: ring[], or heap once grown */
+    size_t out_bytes;       /* unwritten bytes queued */
+    uint32_t out_head;      /* index of the first chunk */
+    uint32_t out_count;     /* chunks queued */
+    uint32_t out_cap;       /* ring size (power of two) */
+    struct conn_chunk ring[CONN_RING_INLINE];
 };
 
 void conn_pool_init(struct conn_pool *pool, struct loop *l, struct metrics *m, unsigned worker_id)
@@ -73,22 +101,83 @@ void conn_pool_init(struct conn_pool *pool, struct loop *l, struct metrics *m, u
     pool->rbuf = xmalloc(pool->rbuf_size);
 }
 
-static void out_drop_all(struct conn *c)
+/* ---- the busy part ---- */
+
+static struct conn_busy *busy_get(struct conn *c)
 {
-    for (uint32_t i = 0; i < c->out_count; i++)
-        payload_unref(c->out[(c->out_head + i) & (c->out_cap - 1)].p);
-    free(c->out);
-    c->out = NULL;
-    c->out_head = c->out_count = c->out_cap = 0;
-    c->out_bytes = 0;
+    struct conn_busy *b = c->busy;
+
+    if (b)
+        return b;
+    b = xmalloc(sizeof(*b));
+    b->c = c;
+    list_init(&b->link);
+    b->in = (struct buf){0};
+    b->soft = NULL;
+    b->out = b->ring;
+    b->out_bytes = 0;
+    b->out_head = b->out_count = 0;
+    b->out_cap = CONN_RING_INLINE;
+    c->busy = b;
+    return b;
+}
+
+static void out_drop_all(struct conn_busy *b)
+{
+    for (uint32_t i = 0; i < b->out_count; i++)
+        payload_unref(b->out[(b->out_head + i) & (b->out_cap - 1)].p);
+    if (b->out != b->ring)
+        free(b->out);
+    b->out = b->ring;
+    b->out_cap = CONN_RING_INLINE;
+    b->out_head = b->out_count = 0;
+    b->out_bytes = 0;
+}
+
+static void soft_stop(struct conn_busy *b)
+{
+    if (!b->soft)
+        return;
+    wheel_del(&b->soft->timer);
+    free(b->soft);
+    b->soft = NULL;
+}
+
+/* Frees c's busy part whatever it holds. */
+static void busy_free(struct conn *c)
+{
+    struct conn_busy *b = c->busy;
+
+    if (!b)
+        return;
+    list_del(&b->link);
+    soft_stop(b);
+    out_drop_all(b);
+    buf_release(&b->in);
+    free(b);
+    c->busy = NULL;
+}
+
+/* Frees c's busy part if nothing in it is in use any more. */
+static void busy_release(struct conn *c)
+{
+    const struct conn_busy *b = c->busy;
+
+    if (b && b->in.len == 0 && b->out_count == 0 && !b->soft && !list_is_linked(&b->link))
+        busy_free(c);
+}
+
+static uint32_t out_count(const struct conn *c)
+{
+    return c->busy ? c->busy->out_count : 0;
 }
 
 static void conn_free(struct conn *c)
 {
     if (c->ops->on_close)
         c->ops->on_close(c);
-    out_drop_all(c);
-    buf_release(&c->in);
+    busy_free(c);
+    peer_clear(c);
     if (c->pool->shared_count)
         atomic_fetch_sub(c->pool->shared_count, 1);
     pool_free(c);
@@ -105,7 +194,7 @@ void conn_pool_release(struct conn_pool *pool)
     list_foreach_safe(pos, tmp, &pool->closed)
     {
         list_del(pos);
-        conn_free(container_of(pos, struct conn, link_pending));
+        conn_free(container_of(pos, struct conn, link_all));
     }
     free(pool->rbuf);
     pool->rbuf = NULL;
@@ -113,16 +202,15 @@ void conn_pool_release(struct conn_pool *pool)
 
 struct conn *conn_new(struct conn_pool *pool, int fd, const struct conn_ops *ops, void *proto)
 {
-    struct conn *c = pool_alloc(sizeof(*c));
+    struct conn *c = pool_alloc(sizeof(*c) + CONN_PROTO_ROOM);
 
     c->id = ((uint64_t)pool->worker_id << 48) | pool->next_seq++;
-    c->fd = fd;
+    c->io.fd = fd;
     c->pool = pool;
     c->ops = ops;
     c->proto = proto;
     wheel_timer_init(&c->timer, conn_on_timer);
     list_init(&c->link_all);
-    list_init(&c->link_pending);
     list_insert_tail(&pool->all, &c->link_all);
     pool->count++;
     if (loop_io_start(pool->loop, &c->io, fd, EPOLLIN | EPOLLRDHUP, conn_on_io) < 0) {
@@ -135,41 +223,46 @@ struct conn *conn_new(struct conn_pool *pool, int fd, const struct conn_ops *ops
 /* Urgent: flushed at the end of this iteration (off the bulk list if on it). */
 static void mark_pending(struct conn *c)
 {
+    struct conn_busy *b = busy_get(c);
+
     if (c->flags & CONN_BULK) {
-        list_del(&c->link_pending);
+        list_del(&b->link);
         c->flags &= ~CONN_BULK;
     }
-    if (!list_is_linked(&c->link_pending))
-        list_insert_tail(&c->pool->pending, &c->link_pending);
+    if (!list_is_linked(&b->link))
+        list_insert_tail(&c->pool->pending, &b->link);
 }
 
 /* Bulk: flushed within an iteration's slice, unless already pending. */
 static void mark_bulk(struct conn *c)
 {
-    if (list_is_linked(&c->link_pending))
+    struct conn_busy *b = busy_get(c);
+
+    if (list_is_linked(&b->link))
         return;
-    list_insert_tail(&c->pool->bulk, &c->link_pending);
+    list_insert_tail(&c->pool->bulk, &b->link);
     c->flags |= CONN_BULK;
 }
 
 static void unmark(struct conn *c)
 {
-    list_del(&c->link_pending);
+    if (c->busy)
+        list_del(&c->busy->link);
     c->flags &= ~CONN_BULK;
 }
 
 /* Keeps only a partially written head chunk, so that the byte stream
  * stays well-formed when a close frame is appended after an overflow. */
-static void out_drop_unstarted(struct conn *c)
+static void out_drop_unstarted(struct conn_busy *b)
 {
-    uint32_t keep = (c->out_count > 0 && c->out[c->out_head].off > 0) ? 1 : 0;
+    uint32_t keep = (b->out_count > 0 && b->out[b->out_head].off > 0) ? 1 : 0;
 
-    for (uint32_t i = keep; i < c->out_count; i++) {
-        struct conn_chunk *ch = &c->out[(c->out_head + i) & (c->out_cap - 1)];
-        c->out_bytes -= ch->p->len - ch->off;
+    for (uint32_t i = keep; i < b->out_count; i++) {
+        struct conn_chunk *ch = &b->out[(b->out_head + i) & (b->out_cap - 1)];
+        b->out_bytes -= ch->p->len - ch->off;
         payload_unref(ch->p);
     }
-    c->out_count = keep;
+    b->out_count = keep;
 }
 
 static void overflow(struct conn *c)
@@ -181,57 +274,48 @@ static void overflow(struct conn *c)
     c->flags |= CONN_OVERFLOWED;
     METRIC_ADD(c->pool->metrics, output_limit_closes, 1);
     log_info("conn", "output limit exceeded, closing conn=%llu queued=%zu peer=%s",
-             (unsigned long long)c->id, c->out_bytes, conn_peer(c, peer));
-    out_drop_unstarted(c);
+             (unsigned long long)c->id, conn_output_len(c), conn_peer(c, peer));
+    out_drop_unstarted(c->busy);
     if (c->ops->on_overflow)
         c->ops->on_overflow(c);
     conn_close_after_flush(c);
 }
 
-/* Arms c's soft-window timer delay_ms from now, allocating it if needed. */
-static void soft_start(struct conn *c, uint64_t delay_ms)
+/* Starts c's soft window at now, with the timer that re-checks the limit
+ * when it ends: a reader that stalls gets no more writes to trigger a check. */
+static void soft_start(struct conn *c, uint64_t now)
 {
-    if (!c->soft) {
-        c->soft = xmalloc(sizeof(*c->soft));
-        wheel_timer_init(&c->soft->timer, conn_on_soft);
-        c->soft->c = c;
-    }
-    loop_timer_start(c->pool->loop, &c->soft->timer, delay_ms);
+    struct conn_soft *s = xmalloc(sizeof(*s));
+
+    wheel_timer_init(&s->timer, conn_on_soft);
+    s->c = c;
+    s->since = now;
+    c->busy->soft = s;
+    loop_timer_start(c->pool->loop, &s->timer, c->pool->out_soft_ms + 1);
 }
 
-static void soft_stop(struct conn *c)
-{
-    if (!c->soft)
-        return;
-    wheel_del(&c->soft->timer);
-    free(c->soft);
-    c->soft = NULL;
-}
-
+/* Called with output queued (c->busy exists). */
 static void check_limits(struct conn *c)
 {
     struct conn_pool *pool = c->pool;
+    struct conn_busy *b = c->busy;
     uint64_t now;
 
     if (c->flags & CONN_OVERFLOWED)
         return;
-    if (pool->out_hard_limit && c->out_bytes > pool->out_hard_limit) {
+    if (pool->out_hard_limit && b->out_bytes > pool->out_hard_limit) {
         overflow(c);
         return;
     }
-    if (!pool->out_soft_limit || c->out_bytes <= pool->out_soft_limit) {
-        c->soft_since = 0;
-        soft_stop(c);
+    if (!pool->out_soft_limit || b->out_bytes <= pool->out_soft_limit) {
+        soft_stop(b);
         return;
     }
     now = loop_now(pool->loop);
-    if (c->soft_since == 0) {
-        c->soft_since = now ? now : 1;
-        /* A reader that stalls gets no more writes to trigger a check. */
-        soft_start(c, pool->out_soft_ms + 1);
-    } else if (now - c->soft_since >= pool->out_soft_ms) {
+    if (!b->soft)
+        soft_start(c, now);
+    else if (now - b->soft->since >= pool->out_soft_ms)
         overflow(c);
-    }
 }
 
 static bool accepts_output(const struct conn *c)
@@ -239,49 +323,50 @@ static bool accepts_output(const struct conn *c)
     return !(c->flags & (CONN_CLOSING | CONN_CLOSE_AFTER));
 }
 
-static void out_push(struct conn *c, struct payload *p)
+static void out_push(struct conn_busy *b, struct payload *p)
 {
-    if (c->out_count == c->out_cap) {
-        uint32_t ncap = c->out_cap ? c->out_cap * 2 : 4;
+    if (b->out_count == b->out_cap) {
+        uint32_t ncap = b->out_cap * 2;
         struct conn_chunk *n = xmalloc(sizeof(*n) * ncap);
-        for (uint32_t i = 0; i < c->out_count; i++)
-            n[i] = c->out[(c->out_head + i) & (c->out_cap - 1)];
-        free(c->out);
-        c->out = n;
-        c->out_head = 0;
-        c->out_cap = ncap;
+        for (uint32_t i = 0; i < b->out_count; i++)
+            n[i] = b->out[(b->out_head + i) & (b->out_cap - 1)];
+        if (b->out != b->ring)
+            free(b->out);
+        b->out = n;
+        b->out_head = 0;
+        b->out_cap = ncap;
     }
-    c->out[(c->out_head + c->out_count) & (c->out_cap - 1)] = (struct conn_chunk){p, 0};
-    c->out_count++;
+    b->out[(b->out_head + b->out_count) & (b->out_cap - 1)] = (struct conn_chunk){p, 0};
+    b->out_count++;
 }
 
 /* The tail chunk if it is private to this queue and has room, else NULL. */
-static struct payload *writable_tail(struct conn *c)
+static struct payload *writable_tail(struct conn_busy *b)
 {
     struct conn_chunk *t;
 
-    if (c->out_count == 0)
+    if (b->out_count == 0)
         return NULL;
-    t = &c->out[(c->out_head + c->out_count - 1) & (c->out_cap - 1)];
+    t = &b->out[(b->out_head + b->out_count - 1) & (b->out_cap - 1)];
     if (atomic_load_explicit(&t->p->refs, memory_order_acquire) != 1 || t->p->len == t->p->cap)
         return NULL;
     return t->p;
 }
 
-static void queue_bytes(struct conn *c, const char *p, size_t n)
+static void queue_bytes(struct conn_busy *b, const char *p, size_t n)
 {
     while (n > 0) {
-        struct payload *t = writable_tail(c);
+        struct payload *t = writable_tail(b);
         size_t k;
 
         if (!t) {
             t = payload_new(MAX(n, CONN_CHUNK_SIZE));
-            out_push(c, t);
+            out_push(b, t);
         }
         k = payload_append(t, p, n);
         p += k;
         n -= k;
-        c->out_bytes += k;
+        b->out_bytes += k;
     }
 }
 
@@ -289,27 +374,27 @@ void conn_write(struct conn *c, const void *p, size_t n)
 {
     if (!accepts_output(c) || n == 0)
         return;
-    queue_bytes(c, p, n);
+    queue_bytes(busy_get(c), p, n);
     mark_pending(c);
     check_limits(c);
 }
 
-static void queue_payload(struct conn *c, struct payload *p)
+static void queue_payload(struct conn_busy *b, struct payload *p)
 {
     /* Tiny shared payloads are cheaper copied than referenced. */
-    if (p->len <= 64 && writable_tail(c)) {
-        queue_bytes(c, p->data, p->len);
+    if (p->len <= 64 && writable_tail(b)) {
+        queue_bytes(b, p->data, p->len);
         return;
     }
-    out_push(c, payload_ref(p));
-    c->out_bytes += p->len;
+    out_push(b, payload_ref(p));
+    b->out_bytes += p->len;
 }
 
 void conn_write_payload(struct conn *c, struct payload *p)
 {
     if (!accepts_output(c) || p->len == 0)
         return;
-    queue_payload(c, p);
+    queue_payload(busy_get(c), p);
     mark_pending(c);
     check_limits(c);
 }
@@ -318,11 +403,13 @@ void conn_write_payload_bulk(struct conn *c, struct payload *p)
 {
     if (!accepts_output(c) || p->len == 0)
         return;
-    queue_payload(c, p);
+    queue_payload(busy_get(c), p);
     mark_bulk(c);
     check_limits(c);
 }
 
+/* Drops queued output and the soft timer; leftover input stays until the
+ * free, as a protocol may still be reading it (conn_close() from on_data). */
 void conn_close(struct conn *c)
 {
     if (c->flags & CONN_CLOSING)
@@ -331,16 +418,19 @@ void conn_close(struct conn *c)
     /* The fd goes now (close() also leaves epoll: no EPOLL_CTL_DEL), the
      * struct at the deferred free. */
     loop_io_forget(&c->io);
-    close(c->fd);
-    c->fd = -1;
+    close(c->io.fd);
+    c->io.fd = -1;
     wheel_del(&c->timer);
-    soft_stop(c);
     unmark(c);
+    if (c->busy) {
+        soft_stop(c->busy);
+        out_drop_all(c->busy);
+        busy_release(c);
+    }
     list_del(&c->link_all);
-    out_drop_all(c);
     c->pool->count--;
     METRIC_ADD(c->pool->metrics, conns_closed, 1);
-    list_insert_tail(&c->pool->closed, &c->link_pending);
+    list_insert_tail(&c->pool->closed, &c->link_all);
 }
 
 void conn_close_after_flush(struct conn *c)
@@ -358,6 +448,21 @@ bool conn_is_closing(const struct conn *c)
     return (c->flags & (CONN_CLOSING | CONN_CLOSE_AFTER)) != 0;
 }
 
+size_t conn_input_len(const struct conn *c)
+{
+    return c->busy ? c->busy->in.len : 0;
+}
+
+size_t conn_output_len(const struct conn *c)
+{
+    return c->busy ? c->busy->out_bytes : 0;
+}
+
+uint64_t conn_soft_since(const struct conn *c)
+{
+    return c->busy && c->busy->soft ? c->busy->soft->since : 0;
+}
+
 void conn_timer_start(struct conn *c, uint64_t delay_ms)
 {
     if (c->flags & (CONN_CLOSING | CONN_CLOSE_AFTER))
@@ -372,29 +477,55 @@ void conn_timer_stop(struct conn *c)
     wheel_del(&c->timer);
 }
 
+static void peer_clear(struct conn *c)
+{
+    if (c->peer_family == AF_INET6 && !c->peer_v4mapped)
+        pool_free(c->peer_ip.v6);
+    c->peer_ip.v6 = NULL;
+    c->peer_port = 0;
+    c->peer_family = 0;
+    c->peer_v4mapped = false;
+}
+
 void conn_set_peer(struct conn *c, const struct sockaddr *sa)
 {
-    memset(&c->peer, 0, sizeof(c->peer));
+    peer_clear(c);
     if (sa->sa_family == AF_INET) {
         const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)sa;
-        c->peer.family = AF_INET;
-        c->peer.port = ntohs(in4->sin_port);
-        memcpy(c->peer.ip, &in4->sin_addr, 4);
+        c->peer_family = AF_INET;
+        c->peer_port = ntohs(in4->sin_port);
+        memcpy(c->peer_ip.v4, &in4->sin_addr, 4);
     } else if (sa->sa_family == AF_INET6) {
         const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
-        c->peer.family = AF_INET6;
-        c->peer.port = ntohs(in6->sin6_port);
-        memcpy(c->peer.ip, &in6->sin6_addr, 16);
+        c->peer_family = AF_INET6;
+        c->peer_port = ntohs(in6->sin6_port);
+        if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+            c->peer_v4mapped = true;
+            memcpy(c->peer_ip.v4, in6->sin6_addr.s6_addr + 12, 4);
+        } else {
+            c->peer_ip.v6 = pool_alloc(16);
+            memcpy(c->peer_ip.v6, &in6->sin6_addr, 16);
+        }
     }
 }
 
 char *conn_peer(const struct conn *c, char out[CONN_PEER_MAX])
 {
     char ip[INET6_ADDRSTRLEN] = "?";
+    struct in6_addr a6 = {0};
 
-    if (c->peer.family == AF_INET || c->peer.family == AF_INET6)
-        inet_ntop(c->peer.family, c->peer.ip, ip, sizeof(ip));
-    snprintf(out, CONN_PEER_MAX, "%s:%d", ip, c->peer.family ? c->peer.port : 0);
+    if (c->peer_family == AF_INET) {
+        inet_ntop(AF_INET, c->peer_ip.v4, ip, sizeof(ip));
+    } else if (c->peer_family == AF_INET6) {
+        if (c->peer_v4mapped) {
+            a6.s6_addr[10] = a6.s6_addr[11] = 0xff;
+            memcpy(a6.s6_addr + 12, c->peer_ip.v4, 4);
+        } else {
+            memcpy(&a6, c->peer_ip.v6, 16);
+        }
+        inet_ntop(AF_INET6, &a6, ip, sizeof(ip));
+    }
+    snprintf(out, CONN_PEER_MAX, "%s:%d", ip, c->peer_family ? c->peer_port : 0);
     return out;
 }
 
@@ -419,9 +550,12 @@ static void conn_on_timer(struct wheel_timer *t, uint64_t now)
 
 static void conn_on_soft(struct wheel_timer *t, uint64_t now)
 {
+    struct conn *c = container_of(t, struct conn_soft, timer)->c;
+
     (void)now;
     /* May free the timer (soft_stop): nothing touches t afterwards. */
-    check_limits(container_of(t, struct conn_soft, timer)->c);
+    check_limits(c);
+    busy_release(c);
 }
 
 /* ---- read path ---- */
@@ -443,27 +577,43 @@ static size_t deliver(struct conn *c, const char *p, size_t n)
     return off;
 }
 
+/* After input was consumed: frees the leftover buffer once empty (idle
+ * connections own no input memory), closes c when it holds too much. */
+static void input_done(struct conn *c)
+{
+    struct conn_busy *b = c->busy;
+
+    if (!b)
+        return;
+    if (b->in.len == 0) {
+        buf_release(&b->in);
+        busy_release(c);
+    } else if (b->in.len > c->pool->max_input) {
+        conn_close(c);
+    }
+}
+
+/* The busy part cannot go away under deliver() while it presents the
+ * leftover buffer: it is kept while in.len > 0 (conn_close included). */
 static void on_input(struct conn *c, const char *p, size_t n)
 {
+    struct conn_busy *b = c->busy;
     size_t used;
 
     if (c->flags & CONN_READ_PAUSED)
         return; /* closing gracefully: input is discarded */
-    if (c->in.len == 0) {
+    if (!b || b->in.len == 0) {
         used = deliver(c, p, n);
         if (used < n && !(c->flags & (CONN_CLOSING | CONN_READ_PAUSED)))
-            buf_append(&c->in, p + used, n - used);
+            buf_append(&busy_get(c)->in, p + used, n - used);
     } else {
-        buf_append(&c->in, p, n);
-        used = deliver(c, c->in.data, c->in.len);
+        buf_append(&b->in, p, n);
+        used = deliver(c, b->in.data, b->in.len);
         if (c->flags & CONN_CLOSING)
             return;
-        buf_consume(&c->in, used);
+        buf_consume(&b->in, used);
     }
-    if (c->in.len == 0 && c->in.cap > 0)
-        buf_release(&c->in); /* idle connections own no input memory */
-    else if (c->in.len > c->pool->max_input)
-        conn_close(c);
+    input_done(c);
 }
 
 void conn_pause_input(struct conn *c, bool pause)
@@ -478,16 +628,19 @@ void conn_pause_input(struct conn *c, bool pause)
 
 void conn_replay_input(struct conn *c)
 {
+    struct conn_busy *b = c->busy;
     size_t used;
 
-    if (c->in.len == 0 || (c->flags & (CONN_CLOSING | CONN_READ_PAUSED)))
+    if (!b || b->in.len == 0 || (c->flags & (CONN_CLOSING | CONN_READ_PAUSED)))
         return;
-    used = deliver(c, c->in.data, c->in.len);
+    used = deliver(c, b->in.data, b->in.len);
     if (c->flags & CONN_CLOSING)
         return;
-    buf_consume(&c->in, used);
-    if (c->in.len == 0)
-        buf_release(&c->in);
+    buf_consume(&b->in, used);
+    if (b->in.len == 0) {
+        buf_release(&b->in);
+        busy_release(c);
+    }
 }
 
 static void on_eof(struct conn *c)
@@ -495,7 +648,7 @@ static void on_eof(struct conn *c)
     if (c->flags & (CONN_SHUT_WR | CONN_CLOSE_AFTER)) {
         /* Both sides are done once nothing is left to send: close() sends
          * our FIN (the input is drained, so no RST). */
-        if ((c->flags & CONN_SHUT_WR) || c->out_count == 0) {
+        if ((c->flags & CONN_SHUT_WR) || out_count(c) == 0) {
             conn_close(c);
             return;
         }
@@ -516,7 +669,7 @@ static void read_some(struct conn *c)
     struct conn_pool *pool = c->pool;
 
     for (int i = 0; i < CONN_READS_PER_EVENT && !(c->flags & CONN_CLOSING); i++) {
-        ssize_t n = read(c->fd, pool->rbuf, pool->rbuf_size);
+        ssize_t n = read(c->io.fd, pool->rbuf, pool->rbuf_size);
 
         if (n > 0) {
             METRIC_ADD(pool->metrics, bytes_in, (uint64_t)n);
@@ -546,23 +699,23 @@ static void conn_on_io(struct loop_io *io, uint32_t events)
 
 /* ---- write path ---- */
 
-static size_t fill_iov(const struct conn *c, struct iovec *iov)
+static size_t fill_iov(const struct conn_busy *b, struct iovec *iov)
 {
-    size_t n = MIN(c->out_count, CONN_IOV_MAX);
+    size_t n = MIN(b->out_count, CONN_IOV_MAX);
 
     for (size_t i = 0; i < n; i++) {
-        const struct conn_chunk *ch = &c->out[(c->out_head + i) & (c->out_cap - 1)];
+        const struct conn_chunk *ch = &b->out[(b->out_head + i) & (b->out_cap - 1)];
         iov[i].iov_base = ch->p->data + ch->off;
         iov[i].iov_len = ch->p->len - ch->off;
     }
     return n;
 }
 
-static void advance(struct conn *c, size_t n)
+static void advance(struct conn_busy *b, size_t n)
 {
-    c->out_bytes -= n;
+    b->out_bytes -= n;
     while (n > 0) {
-        struct conn_chunk *ch = &c->out[c->out_head];
+        struct conn_chunk *ch = &b->out[b->out_head];
         size_t left = ch->p->len - ch->off;
 
         if (n < left) {
@@ -571,8 +724,8 @@ static void advance(struct conn *c, size_t n)
         }
         n -= left;
         payload_unref(ch->p);
-        c->out_head = (c->out_head + 1) & (c->out_cap - 1);
-        c->out_count--;
+        b->out_head = (b->out_head + 1) & (b->out_cap - 1);
+        b->out_count--;
     }
 }
 
@@ -599,17 +752,19 @@ static void finish_close(struct conn *c)
     c->flags |= CONN_SHUT_WR;
     /* After the peer's EOF (no EPOLLIN any more) close() alone is the
      * graceful end; before it, half-close and wait for the EOF. */
-    if (!(c->io.events & EPOLLIN) || shutdown(c->fd, SHUT_WR) < 0)
+    if (!(c->io.events & EPOLLIN) || shutdown(c->io.fd, SHUT_WR) < 0)
         conn_close(c);
 }
 
+/* c is busy (it was on a flush list); it may be idle afterwards. */
 static void flush_one(struct conn *c)
 {
+    struct conn_busy *b = c->busy;
     struct iovec iov[CONN_IOV_MAX];
     ssize_t n;
 
-    if (c->out_count > 0) {
-        n = writev(c->fd, iov, (int)fill_iov(c, iov));
+    if (b->out_count > 0) {
+        n = writev(c->io.fd, iov, (int)fill_iov(b, iov));
         METRIC_ADD(c->pool->metrics, writev_calls, 1);
         if (n < 0 && errno != EAGAIN && errno != EINTR) {
             conn_close(c);
@@ -617,22 +772,20 @@ static void flush_one(struct conn *c)
         }
         if (n > 0) {
             METRIC_ADD(c->pool->metrics, bytes_out, (uint64_t)n);
-            advance(c, (size_t)n);
+            advance(b, (size_t)n);
         }
     }
-    if (c->out_count > 0) {
+    if (b->out_count > 0) {
         set_want_write(c, true);
         check_limits(c);
         return;
     }
-    free(c->out); /* idle connections own no output memory */
-    c->out = NULL;
-    c->out_cap = c->out_head = 0;
-    c->soft_since = 0;
-    soft_stop(c);
+    out_drop_all(b); /* the empty ring: back to the inline one */
+    soft_stop(b);
     set_want_write(c, false);
     if (c->flags & CONN_CLOSE_AFTER)
         finish_close(c);
+    busy_release(c); /* idle connections own no output memory */
 }
 
 /* Whether the iteration's slice for deferrable work is spent, after done
@@ -655,14 +808,14 @@ void conn_pool_flush(struct loop *l, void *arg)
 
     list_foreach_safe(pos, tmp, &pool->pending)
     {
-        struct conn *c = container_of(pos, struct conn, link_pending);
+        struct conn *c = container_of(pos, struct conn_busy, link)->c;
 
         list_del(pos);
         flush_one(c);
     }
     list_foreach_safe(pos, tmp, &pool->bulk)
     {
-        struct conn *c = container_of(pos, struct conn, link_pending);
+        struct conn *c = container_of(pos, struct conn_busy, link)->c;
 
         if (slice_spent(l, done++))
             break;
@@ -675,6 +828,6 @@ void conn_pool_flush(struct loop *l, void *arg)
         if (slice_spent(l, done++))
             break;
         list_del(pos);
-        conn_free(container_of(pos, struct conn, link_pending));
+        conn_free(container_of(pos, struct conn, link_all));
     }
 }

@@ -8,6 +8,9 @@
  * protocol leaves unconsumed are copied into the connection's own buffer,
  * which exists only while a message is partial (idle connections own no
  * input memory).
+ * Memory: an idle connection is struct conn and the protocol room after
+ * it (CONN_PROTO_ROOM), one pool object; leftover input, queued output
+ * and the soft-limit timer live in a busy part allocated on demand.
  * Output: conn_write() copies small writes into a private tail chunk;
  * conn_write_payload() queues a reference to a shared, pre-encoded payload.
  * Nothing is written at once: the connection is put on the worker's
@@ -33,8 +36,9 @@
  * protocol timer has no use then and cannot be armed); the soft-limit
  * timer is allocated only while the queue is over the soft limit, so an
  * idle connection carries one timer.
- * Peer: the address is kept in binary (struct conn_addr, 20 bytes) and
- * formatted only when a log line or a rate-limit key needs it.
+ * Peer: the address is kept in binary (IPv4 in 4 bytes, other IPv6 in
+ * 16 of its own) and formatted only when a log line or a rate-limit key
+ * needs it.
  * Code that iterates connections may close any of them.
  */
 #ifndef CONN_H
@@ -86,8 +90,8 @@ struct conn_pool {
     uint64_t linger_ms;        /* close-after-flush deadline */
     size_t max_input;          /* leftover input cap; above it the conn is closed */
     struct list all;           /* every live connection */
-    struct list pending;       /* connections with urgent output to flush */
-    struct list bulk;          /* connections with only bulk output (CONN_BULK) */
+    struct list pending;       /* busy parts of connections with urgent output to flush */
+    struct list bulk;          /* ditto, with only bulk output (CONN_BULK) */
     struct list closed;        /* deferred frees */
     size_t count;              /* live connections */
     atomic_uint *shared_count; /* optional: process-wide count, decremented on free */
@@ -105,13 +109,14 @@ struct conn_pool {
 #define CONN_OVERFLOWED  0x08u /* output limit tripped */
 #define CONN_READ_PAUSED 0x10u /* input is discarded (after EOF or close-after) */
 #define CONN_SHUT_WR     0x20u /* our side shut down; waiting for the peer's EOF */
-#define CONN_BULK        0x40u /* link_pending is on pool->bulk, not pool->pending */
+#define CONN_BULK        0x40u /* on pool->bulk, not pool->pending */
 
-/* The peer's address, binary: family 0 (unknown), AF_INET or AF_INET6. */
-struct conn_addr {
-    uint8_t family;
-    uint16_t port;  /* host order */
-    uint8_t ip[16]; /* IPv4 in the first 4 bytes */
+/* The peer's IP address, binary: IPv4 inline, and so is an IPv4-mapped
+ * IPv6 address (what a dual-stack listener reports for an IPv4 client);
+ * any other IPv6 address, rarer, in 16 bytes of its own. */
+union conn_ip {
+    uint8_t v4[4]; /* peer_family AF_INET, or AF_INET6 with peer_v4mapped */
+    uint8_t *v6;   /* peer_family AF_INET6 otherwise: pool_alloc'd, owned */
 };
 
 /* "ip:port" (IPv6 unbracketed, "?:0" when unknown) fits in this with its NUL. */
@@ -122,29 +127,50 @@ struct conn_chunk {
     size_t off;        /* bytes of p already written */
 };
 
+/*
+ * The connection. An idle one (nothing partial in, nothing queued out, no
+ * limit being watched) is just this struct: the state of a busy one
+ * (leftover input, the output ring, its place on a flush list, the
+ * soft-limit timer) is one struct conn_busy (conn.c), allocated when the
+ * connection gets busy and freed when it is idle again.
+ */
 struct conn {
     uint64_t id;                /* unique per process: worker << 48 | seq */
-    int fd;                     /* owned; closed on free */
-    unsigned flags;             /* CONN_* */
-    struct loop_io io;          /* epoll watcher */
+    struct loop_io io;          /* epoll watcher; io.fd is the socket, owned,
+                                 * closed by conn_close() (then -1) */
     struct conn_pool *pool;     /* borrowed; outlives c */
     const struct conn_ops *ops; /* current protocol */
     void *proto;                /* protocol state, owned by ops */
-    struct buf in;              /* leftover input; empty while idle */
-    struct conn_chunk *out;     /* ring of queued chunks; NULL while idle */
-    uint32_t out_head;          /* index of the first chunk */
-    uint32_t out_count;         /* chunks queued */
-    uint32_t out_cap;           /* ring size (power of two) */
-    size_t out_bytes;           /* unwritten bytes queued */
-    uint64_t soft_since;        /* loop ms when soft limit was first exceeded; 0 if below */
+    struct conn_busy *busy;     /* while busy (conn.c), else NULL */
     struct wheel_timer timer;   /* protocol timer (header timeout, ping, ...);
                                  * the linger deadline once CONN_CLOSE_AFTER */
-    struct conn_soft *soft;     /* while over the soft limit: the timer that re-checks
-                                 * it when its window ends (conn.c); else NULL */
-    struct list link_all;       /* pool->all */
-    struct list link_pending;   /* pool->pending, pool->bulk or pool->closed */
-    struct conn_addr peer;      /* for logs and rate-limit keys (conn_peer) */
+    struct list link_all;       /* pool->all while live, pool->closed once closed */
+    union conn_ip peer_ip;      /* the peer, for logs and rate-limit keys (conn_peer) */
+    uint16_t peer_port;         /* host order */
+    uint8_t peer_family;        /* 0 (unknown), AF_INET or AF_INET6 */
+    bool peer_v4mapped;         /* AF_INET6 ::ffff:a.b.c.d, kept in peer_ip.v4 */
+    uint8_t flags;              /* CONN_* */
 };
+
+/*
+ * Bytes allocated right after every struct conn for the state of the
+ * protocol that ends up owning the connection (conn_proto_room()): WebSocket
+ * keeps its struct wsconn there, so that a WebSocket connection, which
+ * lives long, is one allocation. Zero-filled by conn_new(); a protocol
+ * that takes it over clears what it uses.
+ */
+#define CONN_PROTO_ROOM 24
+
+static inline void *conn_proto_room(struct conn *c)
+{
+    return c + 1;
+}
+
+/* The connection whose room is room (from conn_proto_room). */
+static inline struct conn *conn_from_proto_room(const void *room)
+{
+    return (struct conn *)room - 1;
+}
 
 /* Initialises pool storage; aborts on OOM. */
 void conn_pool_init(struct conn_pool *pool, struct loop *l, struct metrics *m, unsigned worker_id);
@@ -165,7 +191,11 @@ void conn_write_payload_bulk(struct conn *c, struct payload *p);
 void conn_close(struct conn *c);
 /* Stops reading; closes once queued output is written or after linger_ms. */
 void conn_close_after_flush(struct conn *c);
-bool conn_is_closing(const struct conn *c); /* closing or close-after-flush */
+bool conn_is_closing(const struct conn *c);   /* closing or close-after-flush */
+size_t conn_input_len(const struct conn *c);  /* leftover input bytes kept */
+size_t conn_output_len(const struct conn *c); /* unwritten output bytes queued */
+/* Loop ms when the output queue went over the soft limit; 0 while below. */
+uint64_t conn_soft_since(const struct conn *c);
 /* Arms c->timer (ops->on_timer) delay_ms from now; re-arms if armed.
  * Both are no-ops once closing (c->timer is then the linger deadline). */
 void conn_timer_start(struct conn *c, uint64_t delay_ms);
@@ -177,10 +207,10 @@ void conn_pause_input(struct conn *c, bool pause);
 /* Presents the buffered leftover input to the protocol again (after it
  * paused, e.g. an HTTP request answered later). Not from inside on_data. */
 void conn_replay_input(struct conn *c);
-/* Records the peer's address (from accept) in c->peer: an AF_INET or
+/* Records the peer's address (from accept) in c->peer_*: an AF_INET or
  * AF_INET6 sockaddr, anything else as unknown. */
 void conn_set_peer(struct conn *c, const struct sockaddr *sa);
-/* Formats c->peer as "ip:port" into out and returns out. */
+/* Formats the peer as "ip:port" into out and returns out. */
 char *conn_peer(const struct conn *c, char out[CONN_PEER_MAX]);
 /* Switches protocol (e.g. HTTP -> WebSocket). Old proto state must already be released. */
 void conn_set_ops(struct conn *c, const struct conn_ops *ops, void *proto);

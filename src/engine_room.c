@@ -805,7 +805,7 @@ static bool congested(const struct client *c)
     const struct conn *conn = c->ws ? ws_conn(c->ws) : sse_conn(c->x->sse);
     size_t soft = conn->pool->out_soft_limit;
 
-    return soft && conn->out_bytes > soft / 2;
+    return soft && conn_output_len(conn) > soft / 2;
 }
 
 static void on_event(struct engine *e, struct emsg *em)

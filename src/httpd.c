@@ -177,7 +177,7 @@ void httpd_drain(struct conn *c)
         h->keep_alive = 0; /* answered later, with Connection: close */
         return;
     }
-    if (h->state == HTTPD_WAITING || c->in.len == 0)
+    if (h->state == HTTPD_WAITING || conn_input_len(c) == 0)
         conn_close_after_flush(c);
 }
 
@@ -315,8 +315,8 @@ static void httpd_on_timer(struct conn *c)
         return;
     }
     log_info("http", "request timeout conn=%llu peer=%s received=%zu", (unsigned long long)c->id,
-             conn_peer(c, peer), c->in.len);
-    if (c->in.len == 0 && h->req_seq == 0) {
+             conn_peer(c, peer), conn_input_len(c));
+    if (conn_input_len(c) == 0 && h->req_seq == 0) {
         conn_close(c); /* never sent a byte: nothing to answer */
         return;
     }

@@ -85,11 +85,10 @@ int loop_io_start(struct loop *l, struct loop_io *io, int fd, uint32_t events, l
     struct epoll_event ev = {.events = events, .data.ptr = io};
 
     io->fd = fd;
-    io->cb = cb;
     if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
         return -errno;
     io->events = events;
-    io->_registered = true;
+    io->cb = cb;
     return 0;
 }
 
@@ -97,7 +96,7 @@ int loop_io_set(struct loop *l, struct loop_io *io, uint32_t events)
 {
     struct epoll_event ev = {.events = events, .data.ptr = io};
 
-    if (!io->_registered || io->events == events)
+    if (!io->cb || io->events == events)
         return 0;
     if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, io->fd, &ev) < 0)
         return -errno;
@@ -107,16 +106,16 @@ int loop_io_set(struct loop *l, struct loop_io *io, uint32_t events)
 
 void loop_io_stop(struct loop *l, struct loop_io *io)
 {
-    if (!io->_registered)
+    if (!io->cb)
         return;
     epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
-    io->_registered = false;
+    io->cb = NULL;
     io->events = 0;
 }
 
 void loop_io_forget(struct loop_io *io)
 {
-    io->_registered = false;
+    io->cb = NULL;
     io->events = 0;
 }
 
@@ -177,7 +176,7 @@ static void dispatch(struct loop *l, int n)
             drain_wakefd(l);
             continue;
         }
-        if (io->_registered)
+        if (io->cb) /* NULL: stopped or forgotten by an earlier callback */
             io->cb(io, l->events[i].events);
     }
 }

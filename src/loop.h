@@ -32,12 +32,12 @@ struct loop_io;
 typedef void loop_io_cb(struct loop_io *io, uint32_t events);
 typedef void loop_hook_cb(struct loop *l, void *data);
 
-/* Zero-fill before first use; fd < 0 when not started. */
+/* Zero-fill before first use. 16 bytes: one is embedded in every
+ * connection. */
 struct loop_io {
-    int fd;           /* watched descriptor (not owned) */
-    uint32_t events;  /* interest set currently registered */
-    loop_io_cb *cb;   /* called with ready events */
-    bool _registered; /* private */
+    loop_io_cb *cb;  /* called with ready events; NULL while not registered */
+    int fd;          /* watched descriptor (not owned) */
+    uint32_t events; /* interest set currently registered */
 };
 
 #define LOOP_MAX_HOOKS 8
@@ -69,7 +69,8 @@ struct loop_io {
 struct loop *loop_new(void);    /* aborts on OOM or when epoll fails */
 void loop_free(struct loop *l); /* NULL is a no-op; does not close watched fds */
 
-/* Registers io for fd with interest events; returns 0 or -errno. */
+/* Registers io for fd with interest events and cb (not NULL); returns 0
+ * or -errno (io is then not registered). */
 int loop_io_start(struct loop *l, struct loop_io *io, int fd, uint32_t events, loop_io_cb *cb);
 /* Changes the interest set; a no-op when unchanged. Returns 0 or -errno. */
 int loop_io_set(struct loop *l, struct loop_io *io, uint32_t events);

@@ -17,6 +17,9 @@
  */
 #include "wsconn.h"
 
+#include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -34,35 +37,129 @@
 #define WS_MIN_BUFFER               256u /* first reassembly allocation */
 #define WS_DEFAULT_CLOSE_TIMEOUT_MS 2000u
 
-struct wsconn {
-    struct conn *conn;          /* borrowed: the connection owns this struct */
-    const struct ws_opts *opts; /* borrowed */
-    const struct ws_app *app;   /* borrowed */
-    void *app_data;             /* from ws_upgrade */
-    void *user_data;            /* the application's, owned by it */
-    const char *subprotocol;    /* an entry of opts->subprotocols, or NULL */
-    char *msg;                  /* reassembly buffer; NULL between messages */
-    size_t msg_len;             /* unmasked bytes of the open message in msg */
-    size_t msg_cap;             /* bytes allocated for msg */
-    uint64_t frame_left;        /* payload bytes of the current data frame to come */
-    uint64_t last_rx_ms;        /* loop time of the last input */
-    uint32_t utf8;              /* validator state of the open text message */
-    uint8_t mask[4];            /* masking key of the current data frame */
-    uint16_t close_code;        /* first close code sent or received; 0 = none */
-    uint8_t msg_opcode;         /* WS_OP_TEXT/BINARY while a message is open, else 0 */
-    uint8_t mask_off;           /* payload offset of the next byte, mod 4 */
-    bool in_payload;            /* inside a data frame's payload */
-    bool frame_fin;             /* the current data frame ends its message */
-    uint16_t frames;            /* data frames of the open message (capped) */
-    bool close_sent;            /* our close frame is queued: no more data frames */
-    bool ping_out;              /* a ping is out and no input arrived since */
+/* Subprotocols of ws_opts.subprotocols that can be chosen: the choice is
+ * kept as a one-byte index. */
+#define WS_MAX_SUBPROTOCOLS 255u
+
+/*
+ * The state of a frame or message still arriving, out of line: it exists
+ * only from a data frame that is not handled whole (rx_whole) until its
+ * message has been delivered, so an idle connection has none. The
+ * reassembly buffer is its tail, allocated with it and grown with it.
+ */
+struct ws_rx {
+    uint64_t frame_left; /* payload bytes of the current data frame to come */
+    size_t msg_len;      /* unmasked bytes of the open message in msg */
+    size_t msg_cap;      /* bytes allocated for msg */
+    uint32_t utf8;       /* validator state of the open text message */
+    uint8_t mask[4];     /* masking key of the current data frame */
+    uint16_t frames;     /* data frames of the open message (capped) */
+    uint8_t msg_opcode;  /* WS_OP_TEXT/BINARY while a message is open, else 0 */
+    uint8_t mask_off;    /* payload offset of the next byte, mod 4 */
+    bool in_payload;     /* inside a data frame's payload */
+    bool frame_fin;      /* the current data frame ends its message */
+    char msg[];          /* reassembly buffer: msg_cap bytes */
 };
+
+/*
+ * What the connections upgraded with one (opts, app) pair share: their
+ * conn_ops (ws_conn_ops), which c->ops points at, and the pair, found from
+ * c->ops, so that a wsconn holds no pointer to either. A process has one
+ * per endpoint (/v1/ws, and /test/echo and /test/broadcast in test
+ * builds). Added under ws_endpoints_lock, never removed (the pair's
+ * pointers are only compared once its connections are gone), read
+ * without the lock: an entry is complete before it is published.
+ */
+struct ws_endpoint {
+    struct conn_ops ops;        /* ws_conn_ops */
+    const struct ws_opts *opts; /* borrowed, as given to ws_upgrade */
+    const struct ws_app *app;   /* ditto */
+    struct ws_endpoint *next;   /* ws_endpoints */
+};
+
+static _Atomic(struct ws_endpoint *) ws_endpoints;
+static pthread_mutex_t ws_endpoints_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* app_data and user_data once the application sets user data other than
+ * its app_data (the engine's user data is its app_data: it needs none). */
+struct ws_data {
+    void *app_data;  /* from ws_upgrade */
+    void *user_data; /* the application's, owned by it */
+};
+
+/*
+ * Lives in the connection's protocol room (conn_proto_room): allocated and
+ * freed with its struct conn, which it therefore needs no pointer to; its
+ * options and callbacks are its endpoint's (c->ops).
+ */
+struct wsconn {
+    void *data;           /* app_data; a struct ws_data once data_pair */
+    struct ws_rx *rx;     /* while a frame or message is partial, else NULL */
+    uint32_t last_rx_ms;  /* loop time of the last input, mod 2^32 */
+    uint16_t close_code;  /* first close code sent or received; 0 = none */
+    uint8_t subprotocol;  /* 1 + index in opts->subprotocols; 0 = none */
+    bool close_sent : 1;  /* our close frame is queued: no more data frames */
+    bool ping_out : 1;    /* a ping is out and no input arrived since */
+    bool user_is_app : 1; /* the user data is app_data (unless data_pair) */
+    bool data_pair : 1;   /* data is a struct ws_data (malloc'd, owned) */
+};
+
+_Static_assert(sizeof(struct wsconn) <= CONN_PROTO_ROOM, "struct wsconn must fit the conn's room");
 
 static const struct conn_ops ws_conn_ops;
 
+static struct conn *conn_of(const struct wsconn *ws)
+{
+    return conn_from_proto_room(ws);
+}
+
+static const struct ws_endpoint *endpoint_of(const struct wsconn *ws)
+{
+    return container_of(conn_of(ws)->ops, struct ws_endpoint, ops);
+}
+
+static const struct ws_opts *opts_of(const struct wsconn *ws)
+{
+    return endpoint_of(ws)->opts;
+}
+
+static const struct ws_app *app_of(const struct wsconn *ws)
+{
+    return endpoint_of(ws)->app;
+}
+
+static struct ws_endpoint *endpoint_find(struct ws_endpoint *e, const struct ws_opts *o,
+                                         const struct ws_app *app)
+{
+    for (; e; e = e->next)
+        if (e->opts == o && e->app == app)
+            return e;
+    return NULL;
+}
+
+/* The endpoint of (o, app), added on first use. */
+static const struct ws_endpoint *endpoint_get(const struct ws_opts *o, const struct ws_app *app)
+{
+    struct ws_endpoint *head = atomic_load_explicit(&ws_endpoints, memory_order_acquire);
+    struct ws_endpoint *e = endpoint_find(head, o, app);
+
+    if (e)
+        return e;
+    pthread_mutex_lock(&ws_endpoints_lock);
+    head = atomic_load_explicit(&ws_endpoints, memory_order_acquire);
+    e = endpoint_find(head, o, app);
+    if (!e) {
+        e = xmalloc(sizeof(*e));
+        *e = (struct ws_endpoint){.ops = ws_conn_ops, .opts = o, .app = app, .next = head};
+        atomic_store_explicit(&ws_endpoints, e, memory_order_release);
+    }
+    pthread_mutex_unlock(&ws_endpoints_lock);
+    return e;
+}
+
 static struct metrics *metrics_of(const struct wsconn *ws)
 {
-    return ws->conn->pool->metrics;
+    return conn_of(ws)->pool->metrics;
 }
 
 /* ---- output ---- */
@@ -71,7 +168,7 @@ static struct metrics *metrics_of(const struct wsconn *ws)
  * so an output-limit trip can never leave a header without its payload. */
 static void send_frame(struct wsconn *ws, unsigned op, const void *p, size_t n)
 {
-    struct conn *c = ws->conn;
+    struct conn *c = conn_of(ws);
     struct payload *pl;
 
     if (conn_is_closing(c))
@@ -109,9 +206,9 @@ static void send_close(struct wsconn *ws, unsigned code, const char *reason)
  * code, then TCP close once it is written. */
 static void fail(struct wsconn *ws, ssize_t err)
 {
-    log_debug("ws", "failing conn=%llu: %s", (unsigned long long)ws->conn->id, ws_strerror(err));
+    log_debug("ws", "failing conn=%llu: %s", (unsigned long long)conn_of(ws)->id, ws_strerror(err));
     send_close(ws, ws_error_close_code(err), ws_strerror(err));
-    conn_close_after_flush(ws->conn);
+    conn_close_after_flush(conn_of(ws));
 }
 
 /* ---- opening handshake ---- */
@@ -179,22 +276,28 @@ static bool origin_allowed(const struct http_request *req, const struct ws_opts 
     return false;
 }
 
-static const char *server_protocol(const struct ws_opts *o, const char *p, size_t n)
+/* 1 + the index in o->subprotocols of (p, n), or 0 when not supported. */
+static uint8_t server_protocol(const struct ws_opts *o, const char *p, size_t n)
 {
-    for (const char *const *s = o->subprotocols; s && *s; s++)
-        if (strlen(*s) == n && memcmp(*s, p, n) == 0)
-            return *s;
-    return NULL;
+    for (unsigned i = 0; o->subprotocols && o->subprotocols[i] && i < WS_MAX_SUBPROTOCOLS; i++) {
+        const char *s = o->subprotocols[i];
+
+        if (strlen(s) == n && memcmp(s, p, n) == 0)
+            return (uint8_t)(i + 1);
+    }
+    return 0;
 }
 
 /* The first subprotocol the client offers (every Sec-WebSocket-Protocol
- * header, in order) that the server supports, or NULL. */
-static const char *choose_subprotocol(const struct http_request *req, const struct ws_opts *o)
+ * header, in order) that the server supports, as 1 + its index in
+ * o->subprotocols, or 0 for none. */
+static uint8_t choose_subprotocol(const struct http_request *req, const struct ws_opts *o)
 {
     for (size_t i = 0; i < req->nheaders; i++) {
         const struct http_header *h = &req->headers[i];
-        const char *list = h->value, *item, *found;
+        const char *list = h->value, *item;
         size_t n = h->value_len, len;
+        uint8_t found;
 
         if (!token_eq(h->name, h->name_len, "Sec-WebSocket-Protocol", 22))
             continue;
@@ -202,7 +305,7 @@ static const char *choose_subprotocol(const struct http_request *req, const stru
             if ((found = server_protocol(o, item, len)))
                 return found;
     }
-    return NULL;
+    return 0;
 }
 
 static bool header_has(const struct http_request *req, const char *name, const char *token)
@@ -269,7 +372,9 @@ static void write_101(struct conn *c, const char *accept, const char *subprotoco
 
 static uint64_t pong_timeout(const struct wsconn *ws)
 {
-    return ws->opts->pong_timeout_ms ? ws->opts->pong_timeout_ms : ws->opts->ping_interval_ms;
+    const struct ws_opts *o = opts_of(ws);
+
+    return o->pong_timeout_ms ? o->pong_timeout_ms : o->ping_interval_ms;
 }
 
 struct wsconn *ws_upgrade(struct conn *c, const struct http_request *req, const struct ws_opts *o,
@@ -284,17 +389,16 @@ struct wsconn *ws_upgrade(struct conn *c, const struct http_request *req, const 
         reject(c, status, why);
         return NULL;
     }
-    ws = pool_alloc(sizeof(*ws));
-    ws->conn = c;
-    ws->opts = o;
-    ws->app = app;
-    ws->app_data = app_data;
+    /* Config bounds both to an hour; last_rx_ms needs them below 2^32. */
+    assert(o->ping_interval_ms < UINT32_MAX && o->pong_timeout_ms < UINT32_MAX);
+    ws = conn_proto_room(c);
+    memset(ws, 0, sizeof(*ws));
+    ws->data = app_data;
     ws->subprotocol = choose_subprotocol(req, o);
-    ws->utf8 = UTF8_ACCEPT;
-    ws->last_rx_ms = loop_now(c->pool->loop);
+    ws->last_rx_ms = (uint32_t)loop_now(c->pool->loop);
     httpd_taken_over(c);
-    write_101(c, accept, ws->subprotocol);
-    conn_set_ops(c, &ws_conn_ops, ws);
+    conn_set_ops(c, &endpoint_get(o, app)->ops, ws); /* before opts_of(ws) */
+    write_101(c, accept, ws_subprotocol(ws));
     METRIC_ADD(metrics_of(ws), conns_ws, 1);
     if (o->ping_interval_ms)
         conn_timer_start(c, o->ping_interval_ms);
@@ -305,96 +409,125 @@ struct wsconn *ws_upgrade(struct conn *c, const struct http_request *req, const 
 
 /* ---- input: messages ---- */
 
-static void release_msg(struct wsconn *ws)
+static struct ws_rx *rx_new(struct wsconn *ws)
 {
-    free(ws->msg);
-    ws->msg = NULL;
-    ws->msg_len = ws->msg_cap = 0;
+    struct ws_rx *rx = xmalloc(sizeof(*rx));
+
+    *rx = (struct ws_rx){.utf8 = UTF8_ACCEPT};
+    ws->rx = rx;
+    return rx;
+}
+
+/* Frees the partial-input state once no message is open and no frame is
+ * partial: an idle connection has none. */
+static void rx_release(struct wsconn *ws)
+{
+    if (ws->rx && !ws->rx->in_payload && !ws->rx->msg_opcode) {
+        free(ws->rx);
+        ws->rx = NULL;
+    }
+}
+
+/* Drops the reassembled bytes and their buffer (closing: not wanted). */
+static void drop_msg(struct wsconn *ws)
+{
+    if (ws->rx->msg_cap)
+        ws->rx = xrealloc(ws->rx, sizeof(*ws->rx));
+    ws->rx->msg_len = ws->rx->msg_cap = 0;
 }
 
 static bool too_big(const struct wsconn *ws, uint64_t len)
 {
-    size_t max = ws->opts->max_message;
+    size_t max = opts_of(ws)->max_message, have = ws->rx ? ws->rx->msg_len : 0;
 
-    return max && (len > max || ws->msg_len > max - len);
+    return max && (len > max || have > max - len);
 }
 
 /* Makes room for k more bytes, doubling, but never past max_message, nor
  * past the message's total once its last frame has declared it. */
 static void reserve(struct wsconn *ws, size_t k)
 {
-    size_t need = ws->msg_len + k, cap, limit = ws->opts->max_message;
+    struct ws_rx *rx = ws->rx;
+    size_t need = rx->msg_len + k, cap, limit = opts_of(ws)->max_message;
 
-    if (need <= ws->msg_cap)
+    if (need <= rx->msg_cap)
         return;
-    if (ws->frame_fin)
-        limit = (size_t)((uint64_t)ws->msg_len + ws->frame_left);
+    if (rx->frame_fin)
+        limit = (size_t)((uint64_t)rx->msg_len + rx->frame_left);
     else if (!limit)
-        limit = SIZE_MAX;
-    cap = MAX(need, MAX(ws->msg_cap * 2, (size_t)WS_MIN_BUFFER));
+        limit = SIZE_MAX - sizeof(*rx);
+    cap = MAX(need, MAX(rx->msg_cap * 2, (size_t)WS_MIN_BUFFER));
     cap = MIN(cap, limit);
-    ws->msg = xrealloc(ws->msg, cap);
-    ws->msg_cap = cap;
+    rx = xrealloc(rx, sizeof(*rx) + cap);
+    rx->msg_cap = cap;
+    ws->rx = rx;
 }
 
 static void deliver(struct wsconn *ws, unsigned op, const char *p, size_t n)
 {
-    ws->app->on_message(ws, op == WS_OP_BINARY, p ? p : "", n);
+    app_of(ws)->on_message(ws, op == WS_OP_BINARY, p ? p : "", n);
 }
 
-/* The last frame of a message has all arrived. */
+/* The last frame of a message has all arrived: delivers it and frees the
+ * partial-input state. */
 static void message_end(struct wsconn *ws)
 {
-    unsigned op = ws->msg_opcode;
+    struct ws_rx *rx = ws->rx;
+    unsigned op = rx->msg_opcode;
 
-    ws->msg_opcode = 0;
-    if (!ws->close_sent && op == WS_OP_TEXT && ws->utf8 != UTF8_ACCEPT)
+    rx->msg_opcode = 0;
+    if (!ws->close_sent && op == WS_OP_TEXT && rx->utf8 != UTF8_ACCEPT)
         fail(ws, WS_E_UTF8); /* the text ends inside a character */
     else if (!ws->close_sent)
-        deliver(ws, op, ws->msg, ws->msg_len);
-    release_msg(ws);
+        deliver(ws, op, rx->msg_cap ? rx->msg : NULL, rx->msg_len);
+    rx_release(ws);
 }
 
 /* Unmasks and validates k payload bytes into the reassembly buffer.
  * Returns false when they are invalid text (the connection is failed). */
 static bool absorb(struct wsconn *ws, const char *p, size_t k)
 {
+    struct ws_rx *rx;
     char *dst;
 
     reserve(ws, k);
-    dst = ws->msg + ws->msg_len;
-    ws_mask_copy(dst, p, k, ws->mask, ws->mask_off);
-    if (ws->msg_opcode == WS_OP_TEXT) {
-        ws->utf8 = utf8_step(ws->utf8, dst, k);
-        if (ws->utf8 == UTF8_REJECT) {
+    rx = ws->rx;
+    dst = rx->msg + rx->msg_len;
+    ws_mask_copy(dst, p, k, rx->mask, rx->mask_off);
+    if (rx->msg_opcode == WS_OP_TEXT) {
+        rx->utf8 = utf8_step(rx->utf8, dst, k);
+        if (rx->utf8 == UTF8_REJECT) {
             fail(ws, WS_E_UTF8);
             return false;
         }
     }
-    ws->msg_len += k;
+    rx->msg_len += k;
     return true;
 }
 
 /* Payload bytes of the current data frame. Returns the bytes consumed. */
 static size_t rx_payload(struct wsconn *ws, const char *p, size_t n)
 {
-    size_t k = (size_t)MIN((uint64_t)n, ws->frame_left);
+    size_t k = (size_t)MIN((uint64_t)n, ws->rx->frame_left);
+    struct ws_rx *rx;
 
     if (ws->close_sent)
-        release_msg(ws); /* closing: data is no longer wanted */
+        drop_msg(ws); /* closing: data is no longer wanted */
     else if (!absorb(ws, p, k))
         return k;
-    ws->frame_left -= k;
-    ws->mask_off = (uint8_t)((ws->mask_off + k) & 3);
-    if (ws->frame_left == 0) {
-        ws->in_payload = false;
-        if (ws->frame_fin)
+    rx = ws->rx;
+    rx->frame_left -= k;
+    rx->mask_off = (uint8_t)((rx->mask_off + k) & 3);
+    if (rx->frame_left == 0) {
+        rx->in_payload = false;
+        if (rx->frame_fin)
             message_end(ws);
     }
     return k;
 }
 
-/* A complete, unfragmented, small frame: unmasked on the stack. */
+/* A complete, unfragmented, small frame: unmasked on the stack, with no
+ * partial-input state (ws->rx stays NULL). */
 static void rx_whole(struct wsconn *ws, const struct ws_frame *f, const char *p)
 {
     char tmp[WS_STACK_MESSAGE];
@@ -417,18 +550,21 @@ static void rx_whole(struct wsconn *ws, const struct ws_frame *f, const char *p)
 static size_t rx_data(struct wsconn *ws, const struct ws_frame *f, size_t h, const char *p,
                       size_t n)
 {
-    if (f->opcode == WS_OP_CONT && !ws->msg_opcode) {
+    struct ws_rx *rx = ws->rx;
+    unsigned open = rx ? rx->msg_opcode : 0, frames;
+
+    if (f->opcode == WS_OP_CONT && !open) {
         fail(ws, WS_E_CONTINUATION);
         return 0;
     }
-    if (f->opcode != WS_OP_CONT && ws->msg_opcode) {
+    if (f->opcode != WS_OP_CONT && open) {
         fail(ws, WS_E_FRAGMENT_OPEN);
         return 0;
     }
     /* Many tiny (even empty) fragments cost work per frame without ever
      * reaching the size limit: a message has at most WS_MAX_FRAGMENTS. */
-    ws->frames = f->opcode != WS_OP_CONT ? 1 : (uint16_t)(ws->frames + 1);
-    if (too_big(ws, f->len) || ws->frames > WS_MAX_FRAGMENTS) {
+    frames = f->opcode != WS_OP_CONT ? 1 : rx->frames + 1u;
+    if (too_big(ws, f->len) || frames > WS_MAX_FRAGMENTS) {
         fail(ws, WS_E_TOO_BIG);
         return 0;
     }
@@ -436,15 +572,18 @@ static size_t rx_data(struct wsconn *ws, const struct ws_frame *f, size_t h, con
         rx_whole(ws, f, p);
         return h + (size_t)f->len;
     }
+    if (!rx)
+        rx = rx_new(ws);
+    rx->frames = (uint16_t)frames;
     if (f->opcode != WS_OP_CONT) {
-        ws->msg_opcode = (uint8_t)f->opcode;
-        ws->utf8 = UTF8_ACCEPT;
+        rx->msg_opcode = (uint8_t)f->opcode;
+        rx->utf8 = UTF8_ACCEPT;
     }
-    memcpy(ws->mask, f->mask, 4);
-    ws->mask_off = 0;
-    ws->frame_left = f->len;
-    ws->frame_fin = f->fin;
-    ws->in_payload = f->len > 0;
+    memcpy(rx->mask, f->mask, 4);
+    rx->mask_off = 0;
+    rx->frame_left = f->len;
+    rx->frame_fin = f->fin;
+    rx->in_payload = f->len > 0;
     if (f->len == 0 && f->fin)
         message_end(ws);
     return h;
@@ -458,7 +597,7 @@ static void rx_close(struct wsconn *ws, const uint8_t *p, size_t n)
     int err;
 
     if (ws->close_sent) {
-        conn_close_after_flush(ws->conn); /* the closing handshake is complete */
+        conn_close_after_flush(conn_of(ws)); /* the closing handshake is complete */
         return;
     }
     err = ws_parse_close(p, n, &code);
@@ -468,7 +607,7 @@ static void rx_close(struct wsconn *ws, const uint8_t *p, size_t n)
     }
     ws->close_code = (uint16_t)code;
     send_close(ws, code == WS_CLOSE_NO_STATUS ? WS_CLOSE_NORMAL : code, NULL);
-    conn_close_after_flush(ws->conn);
+    conn_close_after_flush(conn_of(ws));
 }
 
 static void rx_control(struct wsconn *ws, const struct ws_frame *f, const char *p)
@@ -517,11 +656,11 @@ static size_t ws_on_data(struct conn *c, const char *p, size_t n)
     struct wsconn *ws = c->proto;
     size_t off = 0;
 
-    ws->last_rx_ms = loop_now(c->pool->loop);
+    ws->last_rx_ms = (uint32_t)loop_now(c->pool->loop);
     ws->ping_out = false;
     while (off < n && !conn_is_closing(c)) {
-        size_t k =
-            ws->in_payload ? rx_payload(ws, p + off, n - off) : rx_frame(ws, p + off, n - off);
+        bool in_payload = ws->rx && ws->rx->in_payload;
+        size_t k = in_payload ? rx_payload(ws, p + off, n - off) : rx_frame(ws, p + off, n - off);
         if (k == 0)
             break;
         off += k;
@@ -545,7 +684,7 @@ static void ws_on_overflow(struct conn *c)
 static void ws_on_timer(struct conn *c)
 {
     struct wsconn *ws = c->proto;
-    uint64_t idle, interval = ws->opts->ping_interval_ms;
+    uint64_t idle, interval = opts_of(ws)->ping_interval_ms;
     char peer[CONN_PEER_MAX];
 
     if (ws->close_sent) {
@@ -561,7 +700,9 @@ static void ws_on_timer(struct conn *c)
     }
     if (!interval)
         return;
-    idle = loop_now(c->pool->loop) - ws->last_rx_ms;
+    /* Exact in 32 bits: the timer fires within ping_interval_ms or
+     * pong_timeout_ms (< 2^32, ws_opts) of the last input. */
+    idle = (uint32_t)((uint32_t)loop_now(c->pool->loop) - ws->last_rx_ms);
     if (idle < interval) {
         conn_timer_start(c, interval - idle);
         return;
@@ -578,10 +719,12 @@ static void ws_on_close(struct conn *c)
 
     metrics_count_close(metrics_of(ws), code);
     METRIC_SUB(metrics_of(ws), conns_ws, 1);
-    if (ws->app->on_close)
-        ws->app->on_close(ws, code);
-    free(ws->msg);
-    pool_free(ws);
+    if (app_of(ws)->on_close)
+        app_of(ws)->on_close(ws, code);
+    free(ws->rx);
+    ws->rx = NULL; /* the room is freed with c */
+    if (ws->data_pair)
+        free(ws->data);
 }
 
 static const struct conn_ops ws_conn_ops = {
@@ -609,28 +752,28 @@ void ws_send_binary(struct wsconn *ws, const void *p, size_t n)
 
 void ws_send_payload(struct wsconn *ws, struct payload *framed)
 {
-    if (ws->close_sent || conn_is_closing(ws->conn))
+    if (ws->close_sent || conn_is_closing(conn_of(ws)))
         return;
     METRIC_ADD(metrics_of(ws), frames_out, 1);
-    conn_write_payload(ws->conn, framed);
+    conn_write_payload(conn_of(ws), framed);
 }
 
 void ws_send_payload_bulk(struct wsconn *ws, struct payload *framed)
 {
-    if (ws->close_sent || conn_is_closing(ws->conn))
+    if (ws->close_sent || conn_is_closing(conn_of(ws)))
         return;
     METRIC_ADD(metrics_of(ws), frames_out, 1);
-    conn_write_payload_bulk(ws->conn, framed);
+    conn_write_payload_bulk(conn_of(ws), framed);
 }
 
 void ws_close(struct wsconn *ws, unsigned code, const char *reason)
 {
-    uint64_t t = ws->opts->close_timeout_ms;
+    uint64_t t = opts_of(ws)->close_timeout_ms;
 
-    if (ws->close_sent || conn_is_closing(ws->conn))
+    if (ws->close_sent || conn_is_closing(conn_of(ws)))
         return;
     send_close(ws, code, reason);
-    conn_timer_start(ws->conn, t ? t : WS_DEFAULT_CLOSE_TIMEOUT_MS);
+    conn_timer_start(conn_of(ws), t ? t : WS_DEFAULT_CLOSE_TIMEOUT_MS);
 }
 
 void ws_going_away(struct wsconn *ws)
@@ -640,7 +783,7 @@ void ws_going_away(struct wsconn *ws)
 
 bool ws_is_ws(const struct conn *c)
 {
-    return c->ops == &ws_conn_ops;
+    return c->ops->on_data == ws_conn_ops.on_data; /* c->ops is an endpoint's copy */
 }
 
 struct wsconn *ws_from_conn(struct conn *c)
@@ -650,25 +793,45 @@ struct wsconn *ws_from_conn(struct conn *c)
 
 struct conn *ws_conn(const struct wsconn *ws)
 {
-    return ws->conn;
+    return conn_of(ws);
 }
 
 void *ws_app_data(const struct wsconn *ws)
 {
-    return ws->app_data;
+    return ws->data_pair ? ((struct ws_data *)ws->data)->app_data : ws->data;
 }
 
 void *ws_user_data(const struct wsconn *ws)
 {
-    return ws->user_data;
+    if (ws->data_pair)
+        return ((struct ws_data *)ws->data)->user_data;
+    return ws->user_is_app ? ws->data : NULL;
 }
 
+/* User data equal to app_data (or NULL) is a flag; anything else makes
+ * data a struct ws_data for the rest of the connection. */
 void ws_set_user_data(struct wsconn *ws, void *data)
 {
-    ws->user_data = data;
+    struct ws_data *pair;
+
+    if (ws->data_pair) {
+        ((struct ws_data *)ws->data)->user_data = data;
+    } else if (!data || data == ws->data) {
+        ws->user_is_app = data != NULL;
+    } else {
+        pair = xmalloc(sizeof(*pair));
+        *pair = (struct ws_data){.app_data = ws->data, .user_data = data};
+        ws->data = pair;
+        ws->data_pair = true;
+    }
 }
 
 const char *ws_subprotocol(const struct wsconn *ws)
 {
-    return ws->subprotocol;
+    return ws->subprotocol ? opts_of(ws)->subprotocols[ws->subprotocol - 1] : NULL;
+}
+
+bool ws_has_partial_input(const struct wsconn *ws)
+{
+    return ws->rx != NULL;
 }

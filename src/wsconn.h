@@ -17,12 +17,12 @@
  * ignored. Any protocol violation sends the matching close code (1002,
  * 1007, 1009) and ends the connection; the server closes TCP first.
  *
- * Memory: an idle WebSocket costs struct conn (about 300 bytes) plus one
- * struct wsconn (about 100 bytes), no buffers; about 460 bytes of RSS each
- * were measured for 5000 idle connections. A reassembly buffer exists only
- * while a message is partial, never grows past max_message (nor past the
- * message's size once its last frame declared it) and is freed once the
- * message is delivered.
+ * Memory: struct wsconn (24 bytes) lives in its connection's protocol
+ * room (conn.h), so an idle WebSocket is one 144-byte pool object and no
+ * buffers. The state of a partially received frame or message, with its
+ * reassembly buffer, exists only from such a frame until the message is
+ * delivered; the buffer never grows past max_message (nor past the
+ * message's size once its last frame declared it).
  * Complete frames up to 2 KiB are unmasked on the stack: no allocation.
  *
  * Liveness: after ping_interval_ms without any input the server sends a
@@ -50,15 +50,19 @@
 struct wsconn;
 
 struct ws_opts {
-    size_t max_message;        /* reassembled message limit in bytes (0 = none) -> 1009 */
-    uint64_t ping_interval_ms; /* silence before a server ping (0 = never ping) */
-    uint64_t pong_timeout_ms;  /* then this long for any input (0 = ping_interval_ms) */
+    size_t max_message; /* reassembled message limit in bytes (0 = none) -> 1009 */
+    /* Silence before a server ping (0 = never ping), then this long for
+     * any input (0 = ping_interval_ms). Both below 2^32 ms (49 days): the
+     * time of the last input is kept in 32 bits. */
+    uint64_t ping_interval_ms;
+    uint64_t pong_timeout_ms;
     /* Comma-separated Origin allow-list; "*" allows any. A request whose
      * Origin equals its own Host (same origin) and a request without
      * Origin (not a browser) are always allowed. NULL = empty list. */
     const char *allowed_origins;
-    const char *const *subprotocols; /* supported, NULL-terminated, may be NULL */
-    uint64_t close_timeout_ms;       /* wait for the peer's close (0 = 2000) */
+    /* Supported, NULL-terminated, may be NULL; the first 255 count. */
+    const char *const *subprotocols;
+    uint64_t close_timeout_ms; /* wait for the peer's close (0 = 2000) */
 };
 
 /* Application callbacks. (p, n) are borrowed: valid until the callback
@@ -79,9 +83,11 @@ struct ws_app {
  * 426 with Sec-WebSocket-Version: 13) and returns NULL; no callback fires.
  * On success writes the 101, takes c over (httpd_taken_over, conn_set_ops),
  * calls app->on_open and returns the wsconn, owned by c and freed with it.
- * o and app are borrowed and must outlive the connection; app_data is
- * returned by ws_app_data(). Bytes pipelined after the request head reach
- * the frame parser through conn.c. */
+ * o and app are borrowed and must outlive the connection (the pair is
+ * kept for the process and shared by every connection upgraded with it:
+ * compared by address, so a later pair at the same addresses is the
+ * same endpoint); app_data is returned by ws_app_data(). Bytes pipelined after the request head
+ * reach the frame parser through conn.c. */
 struct wsconn *ws_upgrade(struct conn *c, const struct http_request *req, const struct ws_opts *o,
                           const struct ws_app *app, void *app_data);
 
@@ -107,11 +113,17 @@ bool ws_is_ws(const struct conn *c);
 struct wsconn *ws_from_conn(struct conn *c);
 
 struct conn *ws_conn(const struct wsconn *ws);
-void *ws_app_data(const struct wsconn *ws);           /* as given to ws_upgrade */
-void *ws_user_data(const struct wsconn *ws);          /* NULL until set */
-void ws_set_user_data(struct wsconn *ws, void *data); /* owned by the app */
+void *ws_app_data(const struct wsconn *ws);  /* as given to ws_upgrade */
+void *ws_user_data(const struct wsconn *ws); /* NULL until set */
+/* Owned by the app. User data equal to app_data (or NULL) costs nothing;
+ * any other makes both move into a 16-byte allocation of their own. */
+void ws_set_user_data(struct wsconn *ws, void *data);
 /* The negotiated subprotocol (an entry of o->subprotocols), or NULL. */
 const char *ws_subprotocol(const struct wsconn *ws);
+
+/* Whether ws holds partial-input state (a frame not handled whole, or a
+ * message still open): what an idle connection never has. */
+bool ws_has_partial_input(const struct wsconn *ws);
 
 #ifdef PRESENCED_TESTING
 /* Test builds only (echo.c): echoes every message back with its opcode. */

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -143,13 +145,13 @@ static void test_many_writes_one_writev(void **state)
 
     for (int i = 0; i < 100; i++)
         conn_write(c, "0123456789", 10);
-    assert_int_equal(c->out_bytes, 1000);
+    assert_int_equal(conn_output_len(c), 1000);
     conn_pool_flush(f->loop, &f->pool);
     assert_int_equal(METRIC_GET(&f->metrics, writev_calls), 1);
     n = read_peer(f, out, sizeof(out));
     assert_int_equal(n, 1000);
     assert_memory_equal(out + 990, "0123456789", 10);
-    assert_null(c->out); /* idle again: no output memory */
+    assert_null(c->busy); /* idle again: no output memory */
 }
 
 static void test_shared_payload_is_referenced(void **state)
@@ -189,10 +191,10 @@ static void test_hard_limit_trips_overflow_and_bounds_memory(void **state)
     assert_true(c->flags & CONN_OVERFLOWED);
     assert_true(conn_is_closing(c));
     /* Unsent data was dropped; only the overflow notice remains queued. */
-    assert_int_equal(c->out_bytes, 3);
+    assert_int_equal(conn_output_len(c), 3);
     for (int i = 0; i < 100; i++)
         conn_write(c, chunk, sizeof(chunk));
-    assert_int_equal(c->out_bytes, 3);
+    assert_int_equal(conn_output_len(c), 3);
     assert_int_equal(METRIC_GET(&f->metrics, output_limit_closes), 1);
 }
 
@@ -209,8 +211,8 @@ static void test_soft_limit_needs_its_window(void **state)
     conn_write(c, chunk, sizeof(chunk));
     conn_write(c, chunk, sizeof(chunk));
     assert_int_equal(overflows, 0); /* over soft, but only just now */
-    assert_true(c->soft_since != 0);
-    c->soft_since = loop_now(f->loop) - 6000; /* pretend 6 s passed */
+    assert_int_equal(conn_soft_since(c), loop_now(f->loop));
+    f->pool.out_soft_ms = 0; /* as if the 5 s window had passed */
     conn_write(c, "x", 1);
     assert_int_equal(overflows, 1);
 }
@@ -228,7 +230,8 @@ static void test_soft_limit_resets_when_drained(void **state)
     conn_write(c, chunk, sizeof(chunk));
     conn_write(c, chunk, sizeof(chunk));
     conn_pool_flush(f->loop, &f->pool); /* the peer's buffer takes it all */
-    assert_int_equal(c->soft_since, 0);
+    assert_int_equal(conn_soft_since(c), 0);
+    assert_null(c->busy);
     assert_int_equal(overflows, 0);
 }
 
@@ -236,17 +239,84 @@ static void test_partial_input_is_represented(void **state)
 {
     struct fixture *f = *state;
 
+    struct conn *c;
+
     consume_at_most = 2;
-    new_conn(f, &rec_ops);
+    c = new_conn(f, &rec_ops);
     assert_int_equal(write(f->peer, "abcde", 5), 5);
     loop_run_once(f->loop, 100);
-    /* Two bytes consumed; the rest waits in c->in. */
+    /* Two bytes consumed; the rest waits in the busy part. */
     assert_int_equal(seen_len, 2);
+    assert_int_equal(conn_input_len(c), 3);
     consume_at_most = 0;
     assert_int_equal(write(f->peer, "fg", 2), 2);
     loop_run_once(f->loop, 100);
     assert_int_equal(seen_len, 7);
     assert_memory_equal(seen, "abcdefg", 7);
+    assert_int_equal(conn_input_len(c), 0);
+    assert_null(c->busy); /* idle again: no input memory */
+}
+
+/* Output waiting while leftover input is kept: both share the busy part,
+ * which goes only when both are done, in either order. */
+static void test_busy_part_outlives_either_use(void **state)
+{
+    struct fixture *f = *state;
+    char out[64];
+    struct conn *c;
+
+    consume_at_most = 2;
+    c = new_conn(f, &rec_ops);
+    assert_null(c->busy); /* a new connection is idle */
+    assert_int_equal(write(f->peer, "abcde", 5), 5);
+    loop_run_once(f->loop, 100); /* leftover kept */
+    conn_write(c, "out", 3);
+    conn_pool_flush(f->loop, &f->pool); /* output gone, input still kept */
+    assert_int_equal(read_peer(f, out, sizeof(out)), 3);
+    assert_non_null(c->busy);
+    assert_int_equal(conn_input_len(c), 3);
+    assert_int_equal(conn_output_len(c), 0);
+    consume_at_most = 0;
+    assert_int_equal(write(f->peer, "f", 1), 1);
+    loop_run_once(f->loop, 100);
+    assert_int_equal(seen_len, 6);
+    assert_null(c->busy);
+}
+
+/* More chunks than the busy part holds itself: the ring moves to the heap,
+ * keeps the byte order, and is freed with the busy part once written. */
+static void test_ring_grows_past_its_inline_chunks(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *c = new_conn(f, &rec_ops);
+    struct payload *p[20];
+    static char out[20 * 100];
+
+    for (int i = 0; i < 20; i++) {
+        p[i] = payload_new(100);
+        memset(p[i]->data, 'a' + i, 100);
+        p[i]->len = 100;
+        conn_write_payload(c, p[i]);
+    }
+    assert_int_equal(conn_output_len(c), 2000);
+    conn_pool_flush(f->loop, &f->pool);
+    assert_int_equal(read_peer(f, out, sizeof(out)), 2000);
+    for (int i = 0; i < 20; i++) {
+        assert_int_equal(out[i * 100], 'a' + i);
+        assert_int_equal(out[i * 100 + 99], 'a' + i);
+        assert_int_equal(atomic_load(&p[i]->refs), 1);
+        payload_unref(p[i]);
+    }
+    assert_null(c->busy);
+}
+
+/* What an idle connection costs: struct conn and the protocol room, one
+ * 144-byte pool object (docs/architecture.md, conn.c/h). */
+static void test_idle_connection_size(void **state)
+{
+    (void)state;
+    assert_true(sizeof(struct conn) + CONN_PROTO_ROOM <= 144);
+    assert_int_equal(sizeof(struct loop_io), 16);
 }
 
 static void test_protocol_switch_within_one_read(void **state)
@@ -450,6 +520,40 @@ static void test_frees_are_sliced(void **state)
         close(peers[i]);
 }
 
+static void expect_peer(struct conn *c, const struct sockaddr *sa, const char *want)
+{
+    char out[CONN_PEER_MAX];
+
+    conn_set_peer(c, sa);
+    assert_string_equal(conn_peer(c, out), want);
+}
+
+/* IPv4 and IPv4-mapped addresses are kept inline, other IPv6 ones in an
+ * allocation of their own, replaced and freed with c (ASan: no leak). */
+static void test_peer_addresses(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *c = new_conn(f, &rec_ops);
+    struct sockaddr_in in4 = {.sin_family = AF_INET, .sin_port = htons(4242)};
+    struct sockaddr_in6 in6 = {.sin6_family = AF_INET6, .sin6_port = htons(443)};
+    struct sockaddr other = {.sa_family = AF_UNIX};
+    char out[CONN_PEER_MAX];
+
+    assert_string_equal(conn_peer(c, out), "?:0");
+    inet_pton(AF_INET, "192.0.2.7", &in4.sin_addr);
+    expect_peer(c, (struct sockaddr *)&in4, "192.0.2.7:4242");
+    inet_pton(AF_INET6, "2001:db8::1", &in6.sin6_addr);
+    expect_peer(c, (struct sockaddr *)&in6, "2001:db8::1:443");
+    inet_pton(AF_INET6, "::1", &in6.sin6_addr);
+    expect_peer(c, (struct sockaddr *)&in6, "::1:443");
+    inet_pton(AF_INET6, "::ffff:198.51.100.9", &in6.sin6_addr);
+    expect_peer(c, (struct sockaddr *)&in6, "::ffff:198.51.100.9:443");
+    assert_true(c->peer_v4mapped);
+    expect_peer(c, &other, "?:0");
+    inet_pton(AF_INET6, "fe80::2", &in6.sin6_addr);
+    expect_peer(c, (struct sockaddr *)&in6, "fe80::2:443"); /* freed with c */
+}
+
 static void test_ids_are_unique_and_carry_the_worker(void **state)
 {
     struct fixture *f = *state;
@@ -472,6 +576,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_soft_limit_needs_its_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_soft_limit_resets_when_drained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_partial_input_is_represented, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_busy_part_outlives_either_use, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ring_grows_past_its_inline_chunks, setup, teardown),
+        cmocka_unit_test(test_idle_connection_size),
         cmocka_unit_test_setup_teardown(test_protocol_switch_within_one_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_is_deferred, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_after_flush_delivers_then_eof, setup, teardown),
@@ -479,6 +586,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_eof_while_last_words_queued, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peer_eof_closes_by_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_are_unique_and_carry_the_worker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peer_addresses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bulk_keeps_order_with_urgent_output, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bulk_is_sliced_urgent_is_not, setup, teardown),
         cmocka_unit_test_setup_teardown(test_frees_are_sliced, setup, teardown),
