@@ -307,6 +307,46 @@ char *pool_strdup(const char *s)
     return pool_strndup(s, SIZE_MAX);
 }
 
+/* Unlinks class sc's empty chunks (all of them: the one kept against
+ * churn too) onto *out, linked through next. Called with sc->lock held. */
+static void take_empty(struct sclass *sc, struct chunk **out)
+{
+    struct chunk *ch = sc->avail;
+
+    while (ch) {
+        struct chunk *next = ch->next;
+
+        if (ch->used == 0) {
+            avail_remove(sc, ch);
+            ch->next = *out;
+            *out = ch;
+        }
+        ch = next;
+    }
+}
+
+size_t pool_trim(void)
+{
+    struct chunk *empty = NULL;
+    size_t n = 0;
+
+    if (!pool_base)
+        return 0;
+    for (unsigned c = 0; c < NCLASSES; c++) {
+        pthread_mutex_lock(&classes[c].lock);
+        take_empty(&classes[c], &empty);
+        pthread_mutex_unlock(&classes[c].lock);
+    }
+    while (empty) {
+        struct chunk *next = empty->next;
+
+        chunk_put(empty);
+        empty = next;
+        n++;
+    }
+    return n;
+}
+
 void pool_get_stats(struct pool_stats *st)
 {
     pthread_mutex_lock(&chunk_lock);

@@ -18,7 +18,8 @@
  * then 32, 64 and from 1 KiB 256), each carved from 64 KiB chunks of one reserved
  * address range; no per-object header (the chunk names the class); a
  * chunk whose objects are all freed goes back to the kernel
- * (MADV_DONTNEED) unless it is its class's last chunk with room. Larger
+ * (MADV_DONTNEED) unless it is its class's last chunk with room (that one
+ * goes at the next pool_trim()). Larger
  * requests, and requests once the range is used up, go to malloc, and
  * pool_free() tells the two apart by address.
  *
@@ -46,6 +47,12 @@ char *pool_strdup(const char *s);
 char *pool_strndup(const char *s, size_t n);
 /* Frees p from any pool_* call; NULL is a no-op. Any thread. */
 void pool_free(void *p);
+/* Gives back every empty chunk, including the one each class otherwise
+ * keeps against churn at a chunk boundary (64 KiB per class that a burst
+ * used: transient frames of 20 sizes would keep 1.3 MB). Returns how many
+ * chunks went back. Any thread; meant for a periodic trim, like
+ * malloc_trim(). */
+size_t pool_trim(void);
 
 struct pool_stats {
     size_t chunks;  /* chunks holding objects or kept for reuse (resident) */

@@ -29,6 +29,7 @@
 #include "http.h"
 #include "httpd.h"
 #include "log.h"
+#include "pool.h"
 #include "ratelimit.h"
 #include "util.h"
 
@@ -297,6 +298,7 @@ static void worker_hook(struct loop *l, void *data)
          * leave free pages in the malloc arenas; give them back so that
          * idle connections cost what they hold, not the burst's peak. */
         TRIM_HEAP();
+        (void)pool_trim();
     }
     if (w->srv->observer_rate && loop_now(l) - w->swept_ms >= SWEEP_EVERY_MS) {
         w->swept_ms = loop_now(l);

@@ -228,6 +228,30 @@ static void *consumer(void *arg)
     }
 }
 
+/* The chunk a class keeps against churn goes at pool_trim(), and the
+ * class still works afterwards. */
+static void test_trim_gives_back_the_kept_chunk(void **state)
+{
+    void *p;
+    size_t chunks;
+
+    (void)state;
+    pool_trim();
+    chunks = live_chunks();
+    p = pool_alloc(3000); /* a class no other test leaves objects in */
+    assert_int_equal(live_chunks(), chunks + 1);
+    pool_free(p);
+    assert_int_equal(live_chunks(), chunks + 1); /* kept */
+    assert_int_equal(pool_trim(), 1);
+    assert_int_equal(live_chunks(), chunks);
+    assert_int_equal(pool_trim(), 0);
+    p = pool_alloc(3000);
+    assert_true(all_zero(p, 3000));
+    assert_int_equal(live_chunks(), chunks + 1);
+    pool_free(p);
+    pool_trim();
+}
+
 static void test_threads_free_each_others(void **state)
 {
     static struct pair pairs[NPAIRS];
@@ -261,6 +285,7 @@ int main(void)
         cmocka_unit_test(test_strdup),
         cmocka_unit_test(test_large_falls_back_to_malloc),
         cmocka_unit_test(test_empty_chunks_given_back),
+        cmocka_unit_test(test_trim_gives_back_the_kept_chunk),
         cmocka_unit_test(test_threads_free_each_others),
     };
 
