@@ -55,6 +55,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -77,6 +78,7 @@ struct bus_inbox {
 struct bus_outbox {
     struct bus_msg *newest; /* chain head, linked newest to oldest */
     struct bus_msg *oldest; /* chain tail; its _next is set at push time */
+    bool urgent;            /* holds a bus_send() message: bus_flush() pushes it */
 };
 
 struct bus {
@@ -149,7 +151,7 @@ unsigned bus_route(const struct bus *b, const void *key, size_t len)
     return (unsigned)(hash_bytes(key, len) % b->n);
 }
 
-void bus_send(struct bus *b, unsigned from, unsigned to, struct bus_msg *m)
+static struct bus_outbox *append(struct bus *b, unsigned from, unsigned to, struct bus_msg *m)
 {
     struct bus_outbox *ob;
 
@@ -160,6 +162,17 @@ void bus_send(struct bus *b, unsigned from, unsigned to, struct bus_msg *m)
     if (ob->newest == NULL)
         ob->oldest = m;
     ob->newest = m;
+    return ob;
+}
+
+void bus_send(struct bus *b, unsigned from, unsigned to, struct bus_msg *m)
+{
+    append(b, from, to, m)->urgent = true;
+}
+
+void bus_send_lazy(struct bus *b, unsigned from, unsigned to, struct bus_msg *m)
+{
+    (void)append(b, from, to, m);
 }
 
 /* Writes the eventfd. EAGAIN means the counter is saturated, i.e. a wakeup
@@ -188,17 +201,39 @@ static void push_chain(struct bus_inbox *in, struct bus_msg *newest, struct bus_
         wake(in);
 }
 
-void bus_flush(struct bus *b, unsigned from)
+/* Pushes from's outboxes: the urgent ones, or all when lazy too. */
+static void flush(struct bus *b, unsigned from, bool lazy_too)
 {
     assert(from < b->n);
     for (unsigned to = 0; to < b->n; to++) {
         struct bus_outbox *ob = outbox(b, from, to);
 
-        if (ob->newest == NULL)
+        if (ob->newest == NULL || !(ob->urgent || lazy_too))
             continue;
         push_chain(&b->inbox[to], ob->newest, ob->oldest);
         ob->newest = ob->oldest = NULL;
+        ob->urgent = false;
     }
+}
+
+void bus_flush(struct bus *b, unsigned from)
+{
+    flush(b, from, false);
+}
+
+void bus_flush_all(struct bus *b, unsigned from)
+{
+    flush(b, from, true);
+}
+
+bool bus_lazy_pending(struct bus *b, unsigned from)
+{
+    assert(from < b->n);
+    for (unsigned to = 0; to < b->n; to++) {
+        if (outbox(b, from, to)->newest != NULL)
+            return true;
+    }
+    return false;
 }
 
 int bus_inbox_fd(const struct bus *b, unsigned worker)

@@ -26,6 +26,7 @@
 #ifndef BUS_H
 #define BUS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,9 +63,22 @@ unsigned bus_route(const struct bus *b, const void *key, size_t len);
  * it; nothing is delivered before the next bus_flush(b, from). Sets
  * m->from. Worker from's thread only. */
 void bus_send(struct bus *b, unsigned from, unsigned to, struct bus_msg *m);
-/* Publishes everything worker from has queued since its last flush; call
- * once per loop iteration (the before-sleep hook). Worker from's thread only. */
+/* Like bus_send(), for a message that may wait (a heartbeat, which
+ * refreshes a TTL of tens of seconds): bus_flush() leaves alone an outbox
+ * that holds only such messages, so that its destination need not wake up
+ * for them. They go with the next bus_send() to the same worker (in send
+ * order, before it) or at bus_flush_all(). Worker from's thread only. */
+void bus_send_lazy(struct bus *b, unsigned from, unsigned to, struct bus_msg *m);
+/* Publishes every outbox of worker from that holds a bus_send() message,
+ * with the lazy messages queued before it; call once per loop iteration
+ * (the before-sleep hook). Worker from's thread only. */
 void bus_flush(struct bus *b, unsigned from);
+/* Publishes everything worker from has queued, lazy messages included.
+ * Worker from's thread only. */
+void bus_flush_all(struct bus *b, unsigned from);
+/* Whether worker from holds messages not yet published (after
+ * bus_flush(): lazy ones only). Worker from's thread only. */
+bool bus_lazy_pending(struct bus *b, unsigned from);
 
 /* The eventfd (EFD_NONBLOCK | EFD_CLOEXEC, owned by the bus) that becomes
  * readable when worker's inbox goes from empty to non-empty. */

@@ -505,7 +505,9 @@ static bool msg_heartbeat(struct client *c, const cJSON *root, const char *ref)
     if (now - c->last_beat < (uint64_t)c->e->w->srv->cfg.heartbeat_min_ms)
         return true;
     c->last_beat = now;
-    send_to(c->e, c->owner, session_msg(c, OP_HEARTBEAT, ref));
+    /* No answer is sent, and the TTL is seconds long: it may wait for
+     * other traffic to the owner (or 25 ms) instead of waking it. */
+    send_lazy(c->e, c->owner, session_msg(c, OP_HEARTBEAT, ref));
     return true;
 }
 

@@ -397,6 +397,12 @@ static inline void send_to(struct engine *e, unsigned to, struct emsg *em)
     worker_send(e->w, to, &em->msg);
 }
 
+/* send_to() for a message that may wait a few ms (worker_send_lazy()). */
+static inline void send_lazy(struct engine *e, unsigned to, struct emsg *em)
+{
+    worker_send_lazy(e->w, to, &em->msg);
+}
+
 static inline unsigned owner_of(struct engine *e, const char *uid)
 {
     return bus_route(e->w->srv->bus, uid, strlen(uid));

@@ -188,6 +188,22 @@ void worker_send(struct worker *w, unsigned to, struct bus_msg *m)
     bus_send(w->srv->bus, w->id, to, m);
 }
 
+void worker_send_lazy(struct worker *w, unsigned to, struct bus_msg *m)
+{
+    bus_send_lazy(w->srv->bus, w->id, to, m);
+}
+
+#define BUS_LAZY_MS 25 /* longest wait of a lazy bus message (bus_hook) */
+
+/* The lazy-flush timer: lazy messages have waited BUS_LAZY_MS. */
+static void on_lazy_due(struct wheel_timer *t, uint64_t now)
+{
+    struct worker *w = container_of(t, struct worker, lazy_timer);
+
+    (void)now;
+    bus_flush_all(w->srv->bus, w->id);
+}
+
 static void on_bus_msg(void *ctx, struct bus_msg *m)
 {
     struct worker *w = ctx;
@@ -240,13 +256,20 @@ static void begin_drain(struct worker *w)
 }
 
 /* Before-sleep hook, before and after the flush: publishes this
- * iteration's cross-worker messages (one CAS per destination with any). */
+ * iteration's cross-worker messages (one CAS per destination with any).
+ * Lazy messages (heartbeats) that no urgent one took along wait for the
+ * lazy timer, at most BUS_LAZY_MS: at a heartbeat every 15 s per socket
+ * the owner then wakes up ~40 times a second for all of them instead of
+ * once per heartbeat (each wake-up costs a few syscalls and a context
+ * switch, most of an idle server's CPU), and a session's TTL, seconds
+ * long, sees its refresh at most that much later. */
 static void bus_hook(struct loop *l, void *data)
 {
     struct worker *w = data;
 
-    (void)l;
     bus_flush(w->srv->bus, w->id);
+    if (!wheel_is_linked(&w->lazy_timer) && bus_lazy_pending(w->srv->bus, w->id))
+        loop_timer_start(l, &w->lazy_timer, BUS_LAZY_MS);
 }
 
 /* Before-sleep hook: shutdown progress and metrics upkeep. */
@@ -359,6 +382,7 @@ static int worker_init(struct server *srv, struct worker *w, unsigned id)
      * flush, so that other workers start their share of a fan-out (a room
      * event's OP_REVENT) while this one writes its own sockets, not after;
      * and again after it, for what freeing closed connections sent. */
+    wheel_timer_init(&w->lazy_timer, on_lazy_due);
     loop_add_hook(w->loop, worker_hook, w);
     loop_add_hook(w->loop, bus_hook, w);
     loop_add_hook(w->loop, conn_pool_flush, &w->pool);

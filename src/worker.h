@@ -44,10 +44,11 @@ struct worker {
     struct metrics metrics; /* written only by this worker */
     int listen_fd;          /* owned; -1 once closed */
     struct loop_io listen_io;
-    int spare_fd;              /* reserved fd for the EMFILE trick */
-    uint64_t emfile_logged_ms; /* last EMFILE warning (rate limit) */
-    struct loop_io bus_io;     /* the bus inbox eventfd */
-    struct engine *engine;     /* engine.c state of this worker */
+    int spare_fd;                  /* reserved fd for the EMFILE trick */
+    uint64_t emfile_logged_ms;     /* last EMFILE warning (rate limit) */
+    struct loop_io bus_io;         /* the bus inbox eventfd */
+    struct wheel_timer lazy_timer; /* armed while lazy bus messages wait (bus_hook) */
+    struct engine *engine;         /* engine.c state of this worker */
 #ifdef PRESENCED_TESTING
     struct list relay_conns; /* relay.c: this worker's /test/broadcast sockets */
 #endif
@@ -90,6 +91,10 @@ void worker_on_msg(unsigned type, worker_msg_cb *cb);
 /* Sends m (ownership moves) from w to worker `to`; delivered after w's
  * current loop iteration, batched with everything else w sends to `to`. */
 void worker_send(struct worker *w, unsigned to, struct bus_msg *m);
+/* The same for a message that may wait up to BUS_LAZY_MS (25 ms, worker.c)
+ * unless an ordinary one to `to` takes it along sooner (bus_send_lazy());
+ * order among w's messages to `to` is kept. For heartbeats. */
+void worker_send_lazy(struct worker *w, unsigned to, struct bus_msg *m);
 
 /* Binds every worker's listener and starts the threads. Returns 0, or -1
  * after logging why (e.g. the port is taken). */

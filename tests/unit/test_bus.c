@@ -238,6 +238,56 @@ static void test_wakeup_once_per_transition(void **state)
     bus_free(b); /* frees the two undelivered messages */
 }
 
+/* Lazy messages: bus_flush() leaves them (no wakeup), an ordinary message
+ * to the same worker takes them along in order, bus_flush_all() publishes
+ * them, and bus_free() releases any still queued. */
+static void test_lazy_messages(void **state)
+{
+    struct bus *b = bus_new(2);
+    struct seen s = {0};
+
+    (void)state;
+    assert_false(bus_lazy_pending(b, 0));
+    bus_send_lazy(b, 0, 1, tmsg_new(0, 0, tmsg_free));
+    bus_send_lazy(b, 0, 1, tmsg_new(0, 1, tmsg_free));
+    assert_true(bus_lazy_pending(b, 0));
+    bus_flush(b, 0);
+    assert_true(bus_lazy_pending(b, 0));
+    assert_int_equal(bus_stat_wakeups(b), 0);
+    assert_false(fd_readable(bus_inbox_fd(b, 1)));
+    assert_int_equal(bus_drain(b, 1, record, &s), 0);
+    /* An ordinary message takes them along, after them. */
+    bus_send(b, 0, 1, tmsg_new(0, 2, tmsg_free));
+    bus_send_lazy(b, 0, 1, tmsg_new(0, 3, tmsg_free)); /* same iteration */
+    bus_flush(b, 0);
+    assert_false(bus_lazy_pending(b, 0));
+    assert_int_equal(bus_stat_wakeups(b), 1);
+    assert_int_equal(bus_drain(b, 1, record, &s), 4);
+    for (uint32_t i = 0; i < 4; i++)
+        assert_int_equal(s.seq[i], i);
+    /* bus_flush_all() publishes lazy ones alone; to self too. */
+    bus_send_lazy(b, 0, 1, tmsg_new(0, 4, tmsg_free));
+    bus_send_lazy(b, 0, 0, tmsg_new(0, 5, tmsg_free));
+    bus_flush_all(b, 0);
+    assert_false(bus_lazy_pending(b, 0));
+    assert_true(fd_readable(bus_inbox_fd(b, 1)));
+    assert_int_equal(bus_drain(b, 1, record, &s), 1);
+    assert_int_equal(bus_drain(b, 0, record, &s), 1);
+    assert_int_equal(s.seq[4], 4);
+    assert_int_equal(s.seq[5], 5);
+    /* The flag is per destination: a lazy message to 1 stays when only
+     * worker 0 gets an ordinary one. */
+    bus_send_lazy(b, 0, 1, tmsg_new(0, 6, tmsg_free));
+    bus_send(b, 0, 0, tmsg_new(0, 7, tmsg_free));
+    bus_flush(b, 0);
+    assert_true(bus_lazy_pending(b, 0));
+    assert_int_equal(bus_drain(b, 1, record, &s), 0);
+    assert_int_equal(bus_drain(b, 0, record, &s), 1);
+    tmsg_freed = 0;
+    bus_free(b); /* the lazy one still queued */
+    assert_int_equal(tmsg_freed, 1);
+}
+
 static struct bus_msg static_msg = {.type = 99}; /* free == NULL: not owned */
 
 static void test_free_releases_undelivered(void **state)
@@ -395,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_send_to_self),
         cmocka_unit_test(test_handler_may_send),
         cmocka_unit_test(test_wakeup_once_per_transition),
+        cmocka_unit_test(test_lazy_messages),
         cmocka_unit_test(test_free_releases_undelivered),
         cmocka_unit_test(test_stress_threads),
     };
