@@ -77,14 +77,14 @@ void buf_consume(struct buf *b, size_t n)
  * size stay in the thread's tcache, scattered over the pages the burst
  * touched, which malloc_trim() cannot return (~100 B per connection after
  * 19,000 joins). In pool.h they fill chunks of their own size class that
- * go back to the kernel once empty. Small frames stay with malloc, so that
- * they do not churn the classes of long-lived objects. */
+ * go back to the kernel once empty (at the next pool_trim()). Small frames stay with malloc, so
+ * that they do not churn the classes of long-lived objects. */
 #define PAYLOAD_POOL_MIN 512
 
 struct payload *payload_new(size_t cap)
 {
     size_t n = sizeof(struct payload) + cap;
-    struct payload *p = n > PAYLOAD_POOL_MIN ? pool_alloc(n) : xmalloc(n);
+    struct payload *p = n > PAYLOAD_POOL_MIN ? pool_alloc_uninit(n) : xmalloc(n);
 
     atomic_init(&p->refs, 1);
     p->len = 0;

@@ -13,10 +13,13 @@
  * takes the first one: a previously freed object (the chunk's free list,
  * linked through the objects' first word) or else the next never-used
  * object (carved), so a fresh chunk is touched only as far as it is used.
- * A free pushes the object on its chunk's list; a chunk left with no live
- * object is given back (MADV_DONTNEED, onto the spare stack any class may
- * take chunks from) unless it is the class's only chunk with room, which
- * keeps an alloc/free pair at a class boundary from mapping and unmapping.
+ * A free pushes the object on its chunk's list. A chunk left with no live
+ * object stays with its class until pool_trim() gives it back
+ * (MADV_DONTNEED, onto the spare stack any class may take chunks from):
+ * giving it back at once cost a madvise() (and a TLB shootdown of the
+ * other threads) in the free, and a page fault per page when the class
+ * grew again, which a burst (a join storm's snapshots, an expiry burst's
+ * frees) did over and over.
  *
  * Locking: one mutex per class guards its chunks' lists and counts; one
  * more guards the spare stack and the high-water mark. A class lock may be
@@ -190,7 +193,8 @@ static void chunk_put(struct chunk *ch)
     pthread_mutex_unlock(&chunk_lock);
 }
 
-void *pool_alloc(size_t n)
+/* pool_alloc() without the zero fill when !zero. */
+static void *alloc(size_t n, bool zero)
 {
     struct sclass *sc;
     struct chunk *ch;
@@ -199,10 +203,10 @@ void *pool_alloc(size_t n)
     char *p;
 
     if (n > POOL_MAX)
-        return xcalloc(1, n);
+        return zero ? xcalloc(1, n) : xmalloc(n);
     pthread_once(&pool_once, pool_init);
     if (!pool_base)
-        return xcalloc(1, n);
+        return zero ? xcalloc(1, n) : xmalloc(n);
     c = class_of(n ? n : 1);
     size = class_size(c);
     sc = &classes[c];
@@ -212,7 +216,7 @@ void *pool_alloc(size_t n)
         ch = chunk_get(c);
         if (!ch) {
             pthread_mutex_unlock(&sc->lock);
-            return xcalloc(1, n);
+            return zero ? xcalloc(1, n) : xmalloc(n);
         }
         avail_push(sc, ch);
     }
@@ -228,10 +232,21 @@ void *pool_alloc(size_t n)
         avail_remove(sc, ch);
     UNPOISON(p, n);
     pthread_mutex_unlock(&sc->lock);
-    memset(p, 0, n);
+    if (zero)
+        memset(p, 0, n);
     atomic_fetch_add_explicit(&live_objects, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&live_bytes, size, memory_order_relaxed);
     return p;
+}
+
+void *pool_alloc(size_t n)
+{
+    return alloc(n, true);
+}
+
+void *pool_alloc_uninit(size_t n)
+{
+    return alloc(n, false);
 }
 
 void pool_free(void *p)
@@ -239,7 +254,6 @@ void pool_free(void *p)
     struct chunk *ch;
     struct sclass *sc;
     size_t size;
-    bool give_back = false;
 
     if (!p)
         return;
@@ -260,13 +274,7 @@ void pool_free(void *p)
     ch->used--;
     if (!ch->on_avail)
         avail_push(sc, ch);
-    else if (ch->used == 0 && sc->navail > 1)
-        give_back = true;
-    if (give_back)
-        avail_remove(sc, ch);
     pthread_mutex_unlock(&sc->lock);
-    if (give_back)
-        chunk_put(ch);
     atomic_fetch_sub_explicit(&live_objects, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&live_bytes, size, memory_order_relaxed);
 }
@@ -307,8 +315,8 @@ char *pool_strdup(const char *s)
     return pool_strndup(s, SIZE_MAX);
 }
 
-/* Unlinks class sc's empty chunks (all of them: the one kept against
- * churn too) onto *out, linked through next. Called with sc->lock held. */
+/* Unlinks class sc's empty chunks onto *out, linked through next. Called
+ * with sc->lock held. */
 static void take_empty(struct sclass *sc, struct chunk **out)
 {
     struct chunk *ch = sc->avail;

@@ -18,8 +18,7 @@
  * then 32, 64 and from 1 KiB 256), each carved from 64 KiB chunks of one reserved
  * address range; no per-object header (the chunk names the class); a
  * chunk whose objects are all freed goes back to the kernel
- * (MADV_DONTNEED) unless it is its class's last chunk with room (that one
- * goes at the next pool_trim()). Larger
+ * (MADV_DONTNEED) at the next pool_trim(). Larger
  * requests, and requests once the range is used up, go to malloc, and
  * pool_free() tells the two apart by address.
  *
@@ -39,6 +38,8 @@
 /* Zero-filled, 16-byte aligned; aborts on OOM, never NULL. Free with
  * pool_free() (never free()). */
 void *pool_alloc(size_t n);
+/* The same without the zero fill, for objects written in full at once. */
+void *pool_alloc_uninit(size_t n);
 /* Like xrealloc() for p from pool_alloc() (or NULL): keeps the first
  * min(old, n) bytes; bytes beyond the old size are unspecified. */
 void *pool_realloc(void *p, size_t n);
@@ -47,11 +48,10 @@ char *pool_strdup(const char *s);
 char *pool_strndup(const char *s, size_t n);
 /* Frees p from any pool_* call; NULL is a no-op. Any thread. */
 void pool_free(void *p);
-/* Gives back every empty chunk, including the one each class otherwise
- * keeps against churn at a chunk boundary (64 KiB per class that a burst
- * used: transient frames of 20 sizes would keep 1.3 MB). Returns how many
- * chunks went back. Any thread; meant for a periodic trim, like
- * malloc_trim(). */
+/* Gives back every chunk with no live object (MADV_DONTNEED): frees
+ * never do, so that a burst does not map and unmap chunks over and over.
+ * Returns how many chunks went back. Any thread; meant for a periodic
+ * trim, like malloc_trim() (the workers call both every 10 s). */
 size_t pool_trim(void);
 
 struct pool_stats {
