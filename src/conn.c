@@ -178,8 +178,6 @@ static void conn_free(struct conn *c)
         c->ops->on_close(c);
     busy_free(c);
     peer_clear(c);
-    if (c->pool->shared_count)
-        atomic_fetch_sub(c->pool->shared_count, 1);
     pool_free(c);
 }
 
@@ -420,6 +418,11 @@ void conn_close(struct conn *c)
     loop_io_forget(&c->io);
     close(c->io.fd);
     c->io.fd = -1;
+    /* The socket is gone, so its place under max-connections is free now,
+     * not at the deferred (sliced) free: after 19,000 drops, reconnects
+     * were refused until the frees caught up. */
+    if (c->pool->shared_count)
+        atomic_fetch_sub(c->pool->shared_count, 1);
     wheel_del(&c->timer);
     unmark(c);
     if (c->busy) {

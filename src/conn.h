@@ -94,7 +94,8 @@ struct conn_pool {
     struct list bulk;          /* ditto, with only bulk output (CONN_BULK) */
     struct list closed;        /* deferred frees */
     size_t count;              /* live connections */
-    atomic_uint *shared_count; /* optional: process-wide count, decremented on free */
+    atomic_uint *shared_count; /* optional: process-wide count of open sockets,
+                                * decremented when the socket is closed */
     char *rbuf;                /* shared read buffer */
     size_t rbuf_size;
 };

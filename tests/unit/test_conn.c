@@ -520,6 +520,33 @@ static void test_frees_are_sliced(void **state)
         close(peers[i]);
 }
 
+/* The process-wide count (max-connections) drops when the socket closes,
+ * before the deferred free, and once; a release at shutdown closes first. */
+static void test_shared_count_drops_at_close(void **state)
+{
+    struct fixture *f = *state;
+    atomic_uint count = 0;
+    struct conn *a, *b;
+
+    f->pool.shared_count = &count;
+    a = new_conn(f, &rec_ops);
+    close(f->peer);
+    b = new_conn(f, &rec_ops);
+    atomic_store(&count, 2); /* conn_new does not count: the acceptor does */
+    conn_close(a);
+    assert_int_equal(atomic_load(&count), 1);
+    assert_int_equal(closes, 0); /* not freed yet */
+    conn_close(a);               /* idempotent */
+    assert_int_equal(atomic_load(&count), 1);
+    conn_pool_flush(f->loop, &f->pool);
+    assert_int_equal(closes, 1);
+    assert_int_equal(atomic_load(&count), 1);
+    conn_pool_release(&f->pool); /* closes b */
+    assert_int_equal(atomic_load(&count), 0);
+    f->pool.shared_count = NULL;
+    (void)b;
+}
+
 static void expect_peer(struct conn *c, const struct sockaddr *sa, const char *want)
 {
     char out[CONN_PEER_MAX];
@@ -571,6 +598,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_many_writes_one_writev, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_payload_is_referenced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_count_drops_at_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hard_limit_trips_overflow_and_bounds_memory, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_soft_limit_needs_its_window, setup, teardown),
