@@ -39,7 +39,9 @@
  * Peer: the address is kept in binary (IPv4 in 4 bytes, other IPv6 in
  * 16 of its own) and formatted only when a log line or a rate-limit key
  * needs it.
- * Code that iterates connections may close any of them.
+ * Code that iterates pool->all (list_foreach_safe) may close the
+ * connection it is on, never another: closing moves a connection to
+ * pool->closed through the same link, which would derail the walk.
  */
 #ifndef CONN_H
 #define CONN_H
