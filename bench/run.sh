@@ -131,7 +131,9 @@ for rep in $(seq 1 "$REPS"); do
   # W2 and W3: A B alternation
   one_native w2 "r$rep" "--workers 2" $W2
   one_sio w2 "r$rep" "" $W2
-  one_native w3 "r$rep" "--workers 2" $W3
+  for wk in $W3_WORKERS; do
+    one_native w3 "workers=$wk r$rep" "--workers $wk" $W3
+  done
   one_sio w3 "r$rep" "" $W3
   # W4: presenced (workers 2, 1), Socket.IO, Redis
   for wk in $W4_WORKERS; do

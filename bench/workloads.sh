@@ -14,10 +14,11 @@ PD_BASE="--auth jwt --jwt-hs256-secret $SECRET --log-level warn --static-dir= --
 if [ "$MODE" = quick ]; then
   REPS=1
   PROCS=2
-  SINK_W3="--conns 200 --rate 20000 --step-s 1"
   W1="--conns 400 --room-size 20 --hold-s 1 --hb-ms 500"
   W2="--conns 600 --hold-s 1"
   W3="--conns 200 --rate 5000 --step-s 1"
+  SINK_W3="$W3" # the same flood: report.py compares the two
+  W3_WORKERS="1 2"
   W4_ROOMS="--rooms 1 --room-size 100 --step-s 1"
   W4_RATES_NATIVE=200,500
   W4_RATES_SIO=100
@@ -42,6 +43,9 @@ else
   W1="--conns 19000 --room-size 50 --hold-s 32 --hb-ms 15000"
   W2="--conns 10000 --hold-s 3"
   W3="--conns 10000 --rate 400000 --step-s 3"
+  # presenced with one worker too: the generator takes about one of the two
+  # cores, so two workers and the generator contend for them
+  W3_WORKERS="1 2"
   W4_ROOMS="--rooms 1 --room-size 1000 --step-s 2"
   W4_RATES_NATIVE=250,500,1000,2000,4000
   W4_RATES_SIO=25,50,100
