@@ -70,6 +70,11 @@ def pct_of(v, floor):
     return f"{100.0 * v / floor:,.0f} %" if v is not None and floor else "-"
 
 
+def times(v, floor):
+    """v over a floor measurement (medians), or "-"."""
+    return f"{v / floor:,.2f}×" if v is not None and floor else "-"
+
+
 def shape_of(rs, *keys):
     return {tuple(r.get(k) for k in keys) for r in rs}
 
@@ -113,21 +118,35 @@ for t, g in configs("w2"):
 table("W2 connection ramp", ["server", "connected", "handshakes/s", "handshakes per server CPU-s",
                              "connect→welcome p99 ms", "failed", "runs"], body)
 
+# W2 hold, with the null sinks' hold as the floor: the CPU of holding (and
+# heartbeating) the connections with no server work, per 20,000 connections.
+def hold_per_20k(r):
+    return r["idle_cpu_pct"] * 20000 / r["ready"] if r["ready"] else None
+
+
+holds = [(t, g) for t, g in configs("w2") if g.startswith("hold")]
+sink_holds = [r for t, g in holds if t == "sink" for r in runs("w2", target=t) if group(r) == g and r["ready"]]
+sink_20k = med([{"per_20k": hold_per_20k(r)} for r in sink_holds], "per_20k")[1]
 body = []
-for t, g in configs("w2"):
-    if not g.startswith("hold"):
-        continue
+for t, g in holds:
     for r in [r for r in runs("w2", target=t) if group(r) == g]:
+        p20 = hold_per_20k(r)
+        same = t != "sink" and shape_of([r], "hb_ms") == shape_of(sink_holds, "hb_ms")
         body.append([name(t, g), r.get("servers", 1), f"{r['ready']:,}/{r['conns']:,}", f"{r['handshakes_per_s']:,.0f}",
                      f"{r['handshakes_per_cpu_s']:,.0f}", f"{r['hold_s']:.0f}", f"{r.get('hb_ms', 0) / 1000:g}",
                      f"{r.get('answered_after_hold', 0):,}", r["connect_failed"] + r["closed"] + r["errors"],
-                     f"{r['idle_cpu_pct']:.2f}", f"{r['server_rss_per_conn_b']:,.0f}", f"{r['server_rss_mb']:,.1f}"])
+                     f"{r['idle_cpu_pct']:.2f}", "-" if p20 is None else f"{p20:.2f}",
+                     times(p20, sink_20k) if same else "-",
+                     f"{r['server_rss_per_conn_b']:,.0f}", f"{r['server_rss_mb']:,.1f}"])
 if body:
     table("W2 hold (two server processes)", ["server", "processes", "connected", "handshakes/s",
                                             "handshakes per server CPU-s", "held s", "heartbeat every s",
                                             "answered a ping after the hold", "failed+closed+errors",
-                                            "server CPU % of a core while held (both)", "server RSS B/conn",
-                                            "server RSS MB (both)"], body)
+                                            "server CPU % of a core while held (both)",
+                                            "per 20,000 connections", "÷ the null sinks' (per 20,000)",
+                                            "server RSS B/conn", "server RSS MB (both)"], body,
+          note="Null sinks: the same hold against two servers that answer the handshake and pings and "
+               "discard the heartbeats: the CPU of keeping the sockets and reading the heartbeats alone.")
 
 # W4
 body = []
@@ -302,7 +321,9 @@ for r in rows:
     for k in ("errors", "connect_failed", "closed"):
         if r.get(k, 0) > 0:
             bad.append(f"{what}: {k}={r[k]}")
-    if r["target"] != "native":
+    # the null sinks are floors: a W2 or W3 row of theirs counts only if
+    # every connection was held and answered (the checks below)
+    if r["target"] not in ("native", "sink"):
         continue
     # gaps are not loss in presenced: consecutive patches of one member that
     # meet in one batch window are merged (latest wins); "missing" is loss

@@ -79,9 +79,16 @@ start_redis() {
   done
   echo "bench: redis-server did not start" >&2; return 1
 }
-start_sink() {
-  $GEN sink --port 0 --hold-s 60 >"$OUT/server.log" 2>&1 &
-  SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$OUT/server.log"
+start_sink() { # [seconds to live, default 60] [log name, default server]
+  local log=$OUT/${2:-server}.log
+  $GEN sink --port 0 --hold-s "${1:-60}" >"$log" 2>&1 &
+  SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$log"
+}
+# A second sink (W2 hold): SRV2_PID, SRV2_PORT; SRV_PID/SRV_PORT kept.
+start_sink2() { # seconds to live
+  local p1=$SRV_PID port1=$SRV_PORT
+  start_sink "$1" server2
+  SRV2_PID=$SRV_PID SRV2_PORT=$SRV_PORT SRV_PID=$p1 SRV_PORT=$port1
 }
 stop_server() {
   kill "$SRV_PID" 2>/dev/null || true
@@ -97,6 +104,23 @@ gen() {
     echo "bench: $w $t $label failed (see $LOG)" >&2
     FAILED=1
   fi
+}
+
+# W2 hold: the generator's child k connects to port k % 2; the run gives up
+# after W2H_TIMEOUT s (a sink lives longer than that, so it outlives the hold)
+W2H_TIMEOUT=300
+# hold2 TARGET LABEL flags...: the W2 hold against the two servers started
+# (SRV_PID/SRV_PORT and SRV2_PID/SRV2_PORT), which it stops after.
+hold2() {
+  local t=$1 label=$2; shift 2
+  echo "--- w2 $t $label $* (ports $SRV_PORT,$SRV2_PORT)" | tee -a "$LOG" >&2
+  if ! $GEN w2 --target "$t" --ports "$SRV_PORT,$SRV2_PORT" --server-pids "$SRV_PID,$SRV2_PID" \
+    --procs 4 --src-gen 3 --secret "$SECRET" --label "$label" --timeout-s "$W2H_TIMEOUT" "$@" >>"$RES" 2>>"$LOG"; then
+    echo "bench: w2 $t $label failed (see $LOG)" >&2
+    FAILED=1
+  fi
+  kill "$SRV2_PID" 2>/dev/null || true; wait "$SRV2_PID" 2>/dev/null || true
+  stop_server
 }
 
 # one_native WORKLOAD LABEL "server flags" generator flags...
@@ -158,18 +182,14 @@ if [ -n "$W4_2X500" ]; then
   start_redis; gen w4 redis "2x500" $W4_2X500 --rates "$W4_RATES_REDIS"; stop_server
 fi
 
-# W2 hold: two presenced processes, half the connections each (the
-# generator's child k connects to port k % 2)
+# W2 hold: two presenced processes, half the connections each; then the
+# same against two null sinks
 start_presenced --workers 2
 start_presenced2 --workers 2
-echo "--- w2 native hold $W2H (ports $SRV_PORT,$SRV2_PORT)" | tee -a "$LOG" >&2
-if ! $GEN w2 --target native --ports "$SRV_PORT,$SRV2_PORT" --server-pids "$SRV_PID,$SRV2_PID" \
-  --procs 4 --src-gen 3 --secret "$SECRET" --label "hold 2 servers" --timeout-s 300 $W2H >>"$RES" 2>>"$LOG"; then
-  echo "bench: w2 hold failed (see $LOG)" >&2
-  FAILED=1
-fi
-kill "$SRV2_PID" 2>/dev/null || true; wait "$SRV2_PID" 2>/dev/null || true
-stop_server
+hold2 native "hold 2 servers" $W2H
+start_sink $((W2H_TIMEOUT + 30))
+start_sink2 $((W2H_TIMEOUT + 30))
+hold2 sink "hold 2 sinks" $W2H_SINK
 
 # W1 idle memory (one run each: memory is stable)
 one_native w1 r1 "--workers 2" $W1
