@@ -148,11 +148,12 @@ if body:
           note="Null sinks: the same hold against two servers that answer the handshake and pings and "
                "discard the heartbeats: the CPU of keeping the sockets and reading the heartbeats alone.")
 
-# W4
+# W4 (without W5's fan-out on Redis: a floor for the W5 table, not a W4 series)
+W5_SHAPE = "w5-shape"
 body = []
 best = {}
 series = []
-for t, g in configs("w4"):
+for t, g in [c for c in configs("w4") if c[1] != W5_SHAPE]:
     rates = sorted({r["rate"] for r in runs("w4", target=t) if group(r) == g})
     fname = f"w4-{len(series)}.dat"
     series.append((fname, name(t, g)))
@@ -239,10 +240,35 @@ for t, g in configs("w5"):
                  med(rs, "last_p50_ms", F2)[0], med(rs, "last_p99_ms", F2)[0], med(rs, "server_cpu_pct", F1)[0],
                  med(rs, "gen_cpu_s", F2)[0], med(rs, "delivered_pct", "{:.2f}")[0], sum(r["lost"] for r in rs),
                  med(rs, "server_writes_per_member_s", F1)[0], len(rs)])
+# The floor: W5's fan-out on Redis pub/sub (W4's generator, label w5-shape),
+# one channel, one write per subscriber per publish, no presence work.
+shape = [r for r in runs("w4", target="redis") if group(r) == W5_SHAPE]
+w5note = None
+if shape:
+    for r in shape:
+        r["server_cpu_pct"] = 100.0 * r["server_cpu_s"] / r["seconds"]
+        sent = r["published"] * r["rooms"] * r["room_size"]
+        r["delivered_pct"] = 100.0 * r["deliveries"] / sent if sent else 0
+    s0 = shape[0]
+    body.append([f"Redis pub/sub, same fan-out ({s0['room_size']:,} subscribers, {s0['rate']:,.0f} publishes/s)",
+                 f"{s0['rate']:,.0f}", "PUBLISH from the generator", med(shape, "lat_p50_ms", F2)[0],
+                 med(shape, "lat_p99_ms", F2)[0], med(shape, "lat_max_ms", F1)[0], "-", "-",
+                 med(shape, "server_cpu_pct", F1)[0], med(shape, "gen_cpu_s", F2)[0],
+                 med(shape, "delivered_pct", "{:.2f}")[0], sum(r["gaps"] + r["missing"] for r in shape), "-",
+                 len(shape)])
+    pd = [r for r in runs("w5", target="native") if group(r) == ""]
+    if pd and shape_of(pd, "room_size", "rate") == shape_of(shape, "room_size", "rate"):
+        body.append(["presenced ÷ Redis pub/sub, same fan-out", "", "",
+                     times(med(pd, "lat_p50_ms")[1], med(shape, "lat_p50_ms")[1]),
+                     times(med(pd, "lat_p99_ms")[1], med(shape, "lat_p99_ms")[1]), "", "", "",
+                     times(med(pd, "server_cpu_pct")[1], med(shape, "server_cpu_pct")[1]), "", "", "", "", ""])
+    w5note = ("Redis pub/sub, same fan-out: the floor for W5, W4's generator publishing into one channel of "
+              "as many subscribers at the same rate (one write per subscriber per publish, no presence work); "
+              "its CPU is over the publishing and the drain after it.")
 table("W5 cursor room (and its stress variant)", ["server", "cursors/s", "senders", "p50 ms", "p99 ms", "max ms",
                          "last recipient p50 ms", "last recipient p99 ms", "server CPU % of a core",
                          "generator CPU s", "delivered %", "not delivered (all runs)",
-                         "server writes per member per s", "runs"], body)
+                         "server writes per member per s", "runs"], body, note=w5note)
 
 # W6
 body = []

@@ -181,6 +181,9 @@ done
 if [ -n "$W4_2X500" ]; then
   start_redis; gen w4 redis "2x500" $W4_2X500 --rates "$W4_RATES_REDIS"; stop_server
 fi
+# W5's fan-out on Redis pub/sub (a floor for W5: one write per recipient);
+# report.py keeps the label w5-shape out of the W4 tables and plots
+start_redis; gen w4 redis "w5-shape" $W5_REDIS; stop_server
 
 # W2 hold: two presenced processes, half the connections each; then the
 # same against two null sinks

@@ -29,6 +29,7 @@ if [ "$MODE" = quick ]; then
   W5="--room-size 50 --rate 20 --step-s 2"
   W5S="--room-size 50 --rate 300 --senders 10 --step-s 1"
   W5S_SIO_REPS=1
+  W5_REDIS="--rooms 1 --room-size 50 --step-s 1 --rates 20"
   W2H="--conns 600 --hold-s 2 --hb-ms 1000"
   W2H_SINK="$W2H"
   W6_TTL=2000 W6_HB=500
@@ -59,6 +60,9 @@ else
   # measured after 2 s (the room turns to 33 ms ticks after its first full second)
   W5S="--room-size 500 --rate 1500 --senders 50 --step-s 5 --warmup-s 2"
   W5S_SIO_REPS=1 # the peer is saturated ~15x over (W4: ~50,000 deliveries/s)
+  # W5's fan-out on Redis pub/sub (W4's generator): one channel, 500
+  # subscribers, 50 publishes/s = 25,000 deliveries/s, one write each
+  W5_REDIS="--rooms 1 --room-size 500 --step-s 10 --rates 50"
   # W2 hold: two presenced processes (each under the 20,000 fd limit),
   # 19,900 connections each, heartbeating every 15 s, held 60 s (issue 6
   # says 10 minutes: scaled to fit the 15-minute suite)
