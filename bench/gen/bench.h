@@ -44,7 +44,7 @@ struct params {
     double rates[MAX_RATES];
     double rate;      /* w3 heartbeats/s, w5 cursors/s, w6 ops/s, w8 patches/s */
     double step_s;    /* measured seconds per step */
-    double warmup_s;  /* w5: seconds of publishing before the measured step */
+    double warmup_s;  /* w5, w6: seconds of load before the measured step */
     double hold_s;    /* w1/w2: hold time */
     int hb_ms;        /* heartbeat period of idle connections (0 = none) */
     int ttl_ms;       /* w6: the server's session TTL */

@@ -31,7 +31,7 @@ static void usage(void)
         "         [--rates R1,R2,...] [--rate R] [--step-s S] [--hold-s S] [--hb-ms MS]\n"
         "         [--ttl-ms MS] [--victims N] [--churners N] [--jitter-ms MS]\n"
         "         [--inflight N] [--pad BYTES] [--secret S] [--label TEXT] [--timeout-s S]\n"
-        "         [--ports P1,P2 (child k uses port k %% n)] [--senders N --warmup-s S (w5)]\n"
+        "         [--ports P1,P2 (child k uses port k %% n)] [--senders N (w5)] [--warmup-s S (w5, w6)]\n"
         "         [--probes N --probe-rate R (w6)] [--src-gen G (source 127.0.0.(2+k+8G))]\n"
         "       presence-bench sink --port N --seconds S   (a null server)\n");
     exit(2);

@@ -5,9 +5,10 @@
  *   users that join a random room and leave it again (`rate` joins+leaves
  *   per second in all, so each churner is in a room for churners/rate*2
  *   seconds); `victims` users, each in room v % rooms, heartbeating every
- *   hb_ms like everyone else. Step 0 (step_s): churn; the watcher of a room
- *   times each join and leave of a churner from the moment it was sent
- *   (shared memory). Step 1: the victims stop heartbeating with their
+ *   hb_ms like everyone else. Step 0 (warmup_s + step_s): churn; the
+ *   watcher of a room times each join and leave of a churner sent after the
+ *   warm-up, from the moment it was sent (shared memory); the leaves that
+ *   empty the rooms after the churn are not timed. Step 1: the victims stop heartbeating with their
  *   sockets left open (a silent death the server can only see through its
  *   TTL); the watchers time each victim's leave from its last heartbeat:
  *   the offline detection delay (goal: <= TTL + 1 s).
@@ -93,7 +94,12 @@ static void probe_tick(struct ctx *x, uint64_t now)
     }
 }
 
-/* shm user slots: 2*u = join (churner) or last heartbeat (victim); 2*u+1 = leave */
+/* shm user slots: 2*u = join (churner) or last heartbeat (victim); 2*u+1 = leave.
+ * A churner's op sent as UNTIMED is counted when seen but not timed: the
+ * ops of the warm-up (every churner's first join loads its user's settings)
+ * and the leaves that empty the rooms at the end of the churn (a burst of
+ * ~1,000 at once, not churn at the offered rate). */
+#define UNTIMED 1u
 static uint64_t *slot(uint32_t u, int k)
 {
     return &X->shm->user_u64[2 * (size_t)u + (size_t)k];
@@ -110,6 +116,8 @@ static void on_member(struct net *n, struct conn *c, int joined, uint32_t room, 
         if (!t)
             return;
         CNT(X, joined ? C_MJOIN : C_MLEAVE)++;
+        if (t == UNTIMED)
+            return;
         hist_add(joined ? &X->res->lat[X->step] : &X->res->lat2[X->step], now > t ? now - t : 0);
     } else if (user >= first_victim && user < end_users && !joined && X->step == 1) {
         uint64_t t = __atomic_load_n(slot(user, 0), __ATOMIC_ACQUIRE);
@@ -121,7 +129,7 @@ static void on_member(struct net *n, struct conn *c, int joined, uint32_t room, 
 static struct app_ops churn_ops;
 static uint8_t *in_room; /* per local churner: 0 = out, else room + 1 */
 static uint32_t *cur_room;
-static uint64_t ch_t0, ch_done;
+static uint64_t ch_t0, ch_timed_from, ch_done;
 static uint32_t ch_pos;
 
 static void churn_tick(struct ctx *x, uint64_t now)
@@ -137,13 +145,16 @@ static void churn_tick(struct ctx *x, uint64_t now)
         struct conn *c = &x->conns[k];
         if (!c->ready)
             continue;
+        uint64_t sent = now_us();
+        if (sent < ch_timed_from)
+            sent = UNTIMED;
         if (!in_room[k]) {
             cur_room[k] = (uint32_t)random() % (uint32_t)x->p->rooms;
-            __atomic_store_n(slot(u, 0), now_us(), __ATOMIC_RELEASE);
+            __atomic_store_n(slot(u, 0), sent, __ATOMIC_RELEASE);
             proto_join(&x->net, c, cur_room[k]);
             in_room[k] = 1;
         } else {
-            __atomic_store_n(slot(u, 1), now_us(), __ATOMIC_RELEASE);
+            __atomic_store_n(slot(u, 1), sent, __ATOMIC_RELEASE);
             proto_leave_room(&x->net, c, cur_room[k]);
             in_room[k] = 0;
         }
@@ -200,12 +211,13 @@ static void w6_child(struct ctx *x)
     phase(x, 1);
     x->step = 0;
     ch_t0 = now_us();
+    ch_timed_from = ch_t0 + (uint64_t)(p->warmup_s * 1e6);
     x->tick = churn_tick;
-    run_until(x, ch_t0 + (uint64_t)(p->step_s * 1e6), NULL);
+    run_until(x, ch_t0 + (uint64_t)((p->warmup_s + p->step_s) * 1e6), NULL);
     x->tick = NULL;
     for (uint32_t k = 0; k < x->nlocal; k++) {
         if (in_room[k] && x->conns[k].ready) {
-            __atomic_store_n(slot(x->conns[k].user, 1), now_us(), __ATOMIC_RELEASE);
+            __atomic_store_n(slot(x->conns[k].user, 1), UNTIMED, __ATOMIC_RELEASE);
             proto_leave_room(&x->net, &x->conns[k], cur_room[k]);
         }
     }
@@ -242,12 +254,13 @@ static void w6_report(struct params *p, struct shm *m)
     sum_hist(m, p->procs, 0, 0, &j);
     sum_hist(m, p->procs, 0, 1, &l);
     sum_hist(m, p->procs, 1, 0, &off);
-    double secs = p->step_s;
+    double secs = p->warmup_s + p->step_s;
     out_begin(p, "w6", 0);
     out_str("phase", "churn");
     out_num("rooms", p->rooms);
     out_num("churners", p->churners);
     out_num("offered_ops_per_s", p->rate);
+    out_num("warmup_s", p->warmup_s);
     out_num("ops", (double)sum_c(m, p->procs, 0, C_SENT));
     out_num("ops_per_s", (double)sum_c(m, p->procs, 0, C_SENT) / secs);
     out_num("server_cpu_s", m->at[2].cpu_s - m->at[1].cpu_s);
