@@ -319,6 +319,9 @@ struct engine {
     struct loop_io inbox_io;
     bool closing;            /* engine_free: completions only free their context */
     const char *kick_reason; /* during an admin kick: the reason for on_end */
+    /* engine_expiry.c closes a client whose deadline passed with this; NULL
+     * (always, but in unit tests): the error and close of its socket. */
+    void (*expire)(struct client *c);
 };
 
 /* The empty id a client's heap uid and sid, and a message's ids, point to
@@ -589,7 +592,9 @@ bool engine__room_visible(struct engine *e, const char *uid);
 /* engine_expiry.c: (re)arms c's deadline, c->deadline in the unit
  * c->authed says: when it passes, the socket is closed (4401 without a
  * token, 4403 with an expired one). Disarm before changing c->deadline or
- * c->authed, and before c goes. */
+ * c->authed, and before c goes. Both may be called from inside such a
+ * close, for any client, including the members of the group whose timer
+ * is firing: a group is never freed under its own callback. */
 void engine__expiry_arm(struct client *c);
 void engine__expiry_disarm(struct client *c); /* no-op when not armed */
 void engine__expiry_free(struct engine *e);
