@@ -168,6 +168,11 @@ struct client_x {
  * a server-made session id (32 characters) and a user id of up to 21. */
 #define CLIENT_IDS_INLINE 56
 _Static_assert(CLIENT_IDS_INLINE <= 64, "struct client's sid_off has 6 bits");
+/* The other bit-fields of struct client and what bounds their values. */
+_Static_assert(CONFIG_WORKERS_MAX <= 128, "struct client's owner has 7 bits");
+_Static_assert(PRESENCE_DEVICE_COUNT <= 8, "struct client's device has 3 bits");
+/* proto_count_error() closes at PROTO_MAX_ERRORS: the count must reach it. */
+_Static_assert(PROTO_MAX_ERRORS <= 31, "struct client's bad_in_a_row has 5 bits");
 
 /*
  * One socket of this worker (a WebSocket client, or an event stream). Kept
@@ -192,7 +197,7 @@ struct client {
     int64_t deadline;      /* auth=jwt: the current token's exp (s) once authed,
                             * before that the auth deadline (loop ms) */
     uint32_t nrlinks;
-    unsigned owner : 7;        /* worker that owns uid (at most 64 workers) */
+    unsigned owner : 7;        /* worker that owns uid (< CONFIG_WORKERS_MAX) */
     unsigned device : 3;       /* enum presence_device */
     unsigned bad_in_a_row : 5; /* consecutive rejected messages (< PROTO_MAX_ERRORS) */
     unsigned resume : 1;       /* sid names a session to resume */
@@ -289,6 +294,7 @@ struct subv {
     bool blocked;
     char viewer[];
 };
+_Static_assert(CONFIG_WORKERS_MAX <= 64, "struct subv's workers has a bit per worker");
 
 struct sub {
     struct hmap_node node; /* e->subs, by uid (owner side) */
