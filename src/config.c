@@ -67,7 +67,7 @@ const struct config_def config_defs[] = {
     ROW_INT("port", port, 0, 65535, 7400,
             "TCP port to listen on; change it when 7400 is taken or to run several servers on one "
             "host (0 picks a free port, logged at start)."),
-    ROW_INT("workers", workers, 0, 64, 0,
+    ROW_INT("workers", workers, 0, CONFIG_WORKERS_MAX, 0,
             "Worker threads, each with its own event loop and listener (0 = one per CPU); lower it "
             "to leave cores to other processes."),
     ROW_INT("max-connections", max_connections, 1, 1000000, 19000,
@@ -97,10 +97,11 @@ const struct config_def config_defs[] = {
     ROW_INT64("ws-max-message-bytes", ws_max_message_bytes, 125, 67108864, 65536,
               "Largest WebSocket message after reassembly, larger ones close the connection with "
               "1009; raise it for clients that send big payloads."),
-    ROW_INT64("ws-ping-interval-ms", ws_ping_interval_ms, 100, 3600000, 25000,
+    ROW_INT64("ws-ping-interval-ms", ws_ping_interval_ms, 100, CONFIG_WS_PING_INTERVAL_MS_MAX,
+              25000,
               "Silence after which the server pings a WebSocket client; lower it when proxies or "
               "NATs drop idle connections sooner."),
-    ROW_INT64("ws-pong-timeout-ms", ws_pong_timeout_ms, 100, 600000, 10000,
+    ROW_INT64("ws-pong-timeout-ms", ws_pong_timeout_ms, 100, CONFIG_WS_PONG_TIMEOUT_MS_MAX, 10000,
               "Time a WebSocket client has to answer a ping before it is disconnected; raise it "
               "for clients on slow mobile links."),
     ROW_STRING("ws-allowed-origins", ws_allowed_origins, "*",

@@ -19,6 +19,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Upper bounds of settings that narrow fields elsewhere rely on, each
+ * checked by a _Static_assert next to such a field. */
+#define CONFIG_WORKERS_MAX             64      /* workers */
+#define CONFIG_WS_PING_INTERVAL_MS_MAX 3600000 /* ws-ping-interval-ms */
+#define CONFIG_WS_PONG_TIMEOUT_MS_MAX  600000  /* ws-pong-timeout-ms */
+
 struct config {
     /* network */
     char *bind;          /* listen address (IPv4 or IPv6 literal) */

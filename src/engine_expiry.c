@@ -13,6 +13,12 @@
  * per distinct due time in its bucket (at most 64 times), and a client
  * costs its list link and its deadline (24 bytes). Each close happens when
  * it did with a timer of its own.
+ *
+ * A close caused by a firing may arm or disarm any client, members of the
+ * firing group included (those not looked at yet wait on a list of the
+ * callback's own): the group is marked firing meanwhile, so that losing
+ * its last member does not free it under the callback, which frees it at
+ * its end if no member is left.
  */
 #include "engine_internal.h"
 
@@ -28,6 +34,7 @@ struct expiry {
     int64_t bucket;           /* each member's deadline >> EXPIRY_SHIFT */
     int64_t next;             /* the deadline the timer is armed for */
     bool token;               /* tokens' exp (s, wall); else auth deadlines (ms, loop) */
+    bool firing;              /* on_expiry() runs: freed by it, not by a disarm */
 };
 
 static uint64_t expiry_hash(bool token, int64_t bucket)
@@ -49,24 +56,29 @@ static struct expiry *expiry_find(struct engine *e, bool token, int64_t bucket)
     return NULL;
 }
 
-/* Milliseconds until deadline d of a group's kind (0 when due). */
-static uint64_t left_ms(const struct engine *e, bool token, int64_t d)
+/* The time of a kind's clock in ms: wall time for tokens, else loop time. */
+static int64_t clock_ms(const struct engine *e, bool token)
 {
-    if (token) {
-        int64_t left = (d + e->w->srv->cfg.jwt_leeway_s) * 1000 - (int64_t)time_wall_ms();
-        return left > 0 ? (uint64_t)left : 0;
-    }
-    uint64_t now = loop_now(e->w->loop);
-    return (uint64_t)d > now ? (uint64_t)d - now : 0;
+    return token ? (int64_t)time_wall_ms() : (int64_t)loop_now(e->w->loop);
 }
 
-/* Adds c to g, arming g's timer for c when c is the earliest. */
-static void expiry_add(struct expiry *g, struct client *c)
+/* Milliseconds from now (clock_ms() of the kind) until deadline d of a
+ * group's kind (0 when due). */
+static uint64_t left_ms(const struct engine *e, bool token, int64_t d, int64_t now)
+{
+    int64_t at = token ? (d + e->w->srv->cfg.jwt_leeway_s) * 1000 : d;
+
+    return at > now ? (uint64_t)(at - now) : 0;
+}
+
+/* Adds c to g, arming g's timer for c when c is the earliest (now as in
+ * left_ms()). */
+static void expiry_add(struct expiry *g, struct client *c, int64_t now)
 {
     list_insert_tail(&g->clients, &c->auth_link);
     if (c->deadline < g->next || !wheel_is_linked(&g->timer)) {
         g->next = c->deadline;
-        loop_timer_start(g->e->w->loop, &g->timer, left_ms(g->e, g->token, c->deadline));
+        loop_timer_start(g->e->w->loop, &g->timer, left_ms(g->e, g->token, c->deadline, now));
     }
 }
 
@@ -88,6 +100,10 @@ static void expire(struct client *c)
 {
     struct buf b = {0};
 
+    if (c->e->expire) {
+        c->e->expire(c);
+        return;
+    }
     if (!c->authed) {
         proto_send_error(c->ws, "unauthenticated", "no valid token in time", NULL);
         ws_close(c->ws, 4401, "authentication required");
@@ -98,12 +114,17 @@ static void expire(struct client *c)
     ws_close(c->ws, 4403, "token expired");
 }
 
-static void on_expiry(struct wheel_timer *t, uint64_t now)
+/* Closes g's due members and re-arms g for the others, reading the clock
+ * once. A close may arm or disarm members (see the top of the file): a
+ * member still on todo is unlinked from it by its disarm, and g, marked
+ * firing, outlives its members until the end. */
+static void on_expiry(struct wheel_timer *t, uint64_t loop_ms)
 {
     struct expiry *g = container_of(t, struct expiry, timer);
+    int64_t now = clock_ms(g->e, g->token);
     struct list todo;
 
-    (void)now;
+    (void)loop_ms;
     list_init(&todo); /* the members move to todo, and the ones not due back */
     if (!list_empty(&g->clients)) {
         todo.next = g->clients.next;
@@ -112,14 +133,16 @@ static void on_expiry(struct wheel_timer *t, uint64_t now)
         list_init(&g->clients);
     }
     g->next = INT64_MAX;
+    g->firing = true;
     while (!list_empty(&todo)) {
         struct client *c = container_of(list_first(&todo), struct client, auth_link);
         list_del(&c->auth_link);
-        if (left_ms(g->e, g->token, c->deadline) > 0)
-            expiry_add(g, c); /* not yet (or wall time went back) */
+        if (left_ms(g->e, g->token, c->deadline, now) > 0)
+            expiry_add(g, c, now); /* not yet (or wall time went back) */
         else
             expire(c); /* unlinked first: its close finds nothing to disarm */
     }
+    g->firing = false;
     if (list_empty(&g->clients))
         expiry_drop(g);
 }
@@ -141,7 +164,7 @@ void engine__expiry_arm(struct client *c)
         list_init(&g->clients);
         hmap_insert(&e->expiries, &g->node, expiry_hash(g->token, bucket));
     }
-    expiry_add(g, c);
+    expiry_add(g, c, clock_ms(e, g->token));
 }
 
 void engine__expiry_disarm(struct client *c)
@@ -152,7 +175,7 @@ void engine__expiry_disarm(struct client *c)
         return;
     g = expiry_find(c->e, c->authed, c->deadline >> EXPIRY_SHIFT);
     list_del(&c->auth_link);
-    if (g && list_empty(&g->clients))
+    if (g && list_empty(&g->clients) && !g->firing)
         expiry_drop(g);
 }
 

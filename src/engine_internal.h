@@ -168,6 +168,11 @@ struct client_x {
  * a server-made session id (32 characters) and a user id of up to 21. */
 #define CLIENT_IDS_INLINE 56
 _Static_assert(CLIENT_IDS_INLINE <= 64, "struct client's sid_off has 6 bits");
+/* The other bit-fields of struct client and what bounds their values. */
+_Static_assert(CONFIG_WORKERS_MAX <= 128, "struct client's owner has 7 bits");
+_Static_assert(PRESENCE_DEVICE_COUNT <= 8, "struct client's device has 3 bits");
+/* proto_count_error() closes at PROTO_MAX_ERRORS: the count must reach it. */
+_Static_assert(PROTO_MAX_ERRORS <= 31, "struct client's bad_in_a_row has 5 bits");
 
 /*
  * One socket of this worker (a WebSocket client, or an event stream). Kept
@@ -192,7 +197,7 @@ struct client {
     int64_t deadline;      /* auth=jwt: the current token's exp (s) once authed,
                             * before that the auth deadline (loop ms) */
     uint32_t nrlinks;
-    unsigned owner : 7;        /* worker that owns uid (at most 64 workers) */
+    unsigned owner : 7;        /* worker that owns uid (< CONFIG_WORKERS_MAX) */
     unsigned device : 3;       /* enum presence_device */
     unsigned bad_in_a_row : 5; /* consecutive rejected messages (< PROTO_MAX_ERRORS) */
     unsigned resume : 1;       /* sid names a session to resume */
@@ -289,6 +294,7 @@ struct subv {
     bool blocked;
     char viewer[];
 };
+_Static_assert(CONFIG_WORKERS_MAX <= 64, "struct subv's workers has a bit per worker");
 
 struct sub {
     struct hmap_node node; /* e->subs, by uid (owner side) */
@@ -319,6 +325,9 @@ struct engine {
     struct loop_io inbox_io;
     bool closing;            /* engine_free: completions only free their context */
     const char *kick_reason; /* during an admin kick: the reason for on_end */
+    /* engine_expiry.c closes a client whose deadline passed with this; NULL
+     * (always, but in unit tests): the error and close of its socket. */
+    void (*expire)(struct client *c);
 };
 
 /* The empty id a client's heap uid and sid, and a message's ids, point to
@@ -589,7 +598,9 @@ bool engine__room_visible(struct engine *e, const char *uid);
 /* engine_expiry.c: (re)arms c's deadline, c->deadline in the unit
  * c->authed says: when it passes, the socket is closed (4401 without a
  * token, 4403 with an expired one). Disarm before changing c->deadline or
- * c->authed, and before c goes. */
+ * c->authed, and before c goes. Both may be called from inside such a
+ * close, for any client, including the members of the group whose timer
+ * is firing: a group is never freed under its own callback. */
 void engine__expiry_arm(struct client *c);
 void engine__expiry_disarm(struct client *c); /* no-op when not armed */
 void engine__expiry_free(struct engine *e);

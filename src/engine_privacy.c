@@ -130,6 +130,7 @@ static const struct store_privacy settings_all[18] = {
     {STORE_VIS_NOBODY, STORE_VIS_NOBODY, true},
 };
 /* clang-format on */
+_Static_assert(ARRAY_SIZE(settings_all) <= PU_SET_MASK + 1, "puser.bits keeps the index in 5 bits");
 
 static const struct privacy_public pub_none; /* all zero: nothing frozen or kept */
 

@@ -150,7 +150,7 @@ struct held {                /* an ephemeral message waiting for its room's tick
 struct rsub {              /* R side: workers subscribed to a room */
     struct hmap_node node; /* e->rsubs */
     char room[PRESENCE_ID_MAX + 1];
-    uint64_t workers;
+    uint64_t workers;        /* bit i: worker i has local subscribers */
     struct engine *e;        /* for the tick timer */
     struct wheel_timer tick; /* armed while messages are held */
     struct held *held;       /* pool memory; nheld in use */
@@ -160,6 +160,7 @@ struct rsub {              /* R side: workers subscribed to a room */
     bool hot;            /* ephemerals are held for the tick */
     uint64_t gen[];      /* per worker (nworkers): newest subscription generation seen */
 };
+_Static_assert(CONFIG_WORKERS_MAX <= 64, "struct rsub's workers has a bit per worker");
 
 /* U side: the rooms of one session, packed in one pool object (32 bytes
  * for one short room id): reallocated to fit on each join (rare next to

@@ -26,6 +26,11 @@ void relay_register(void); /* relay.c */
 
 static const char *const subprotocols[] = {"presenced.v1", NULL};
 
+/* ws_opts wants both below 2^32 ms: a connection keeps its last input
+ * time in 32 bits (wsconn.c). */
+_Static_assert(CONFIG_WS_PING_INTERVAL_MS_MAX < UINT32_MAX, "ws-ping-interval-ms bound");
+_Static_assert(CONFIG_WS_PONG_TIMEOUT_MS_MAX < UINT32_MAX, "ws-pong-timeout-ms bound");
+
 static void derive_ws_opts(struct server *srv)
 {
     struct ws_opts *o = &srv->ws_opts;

@@ -159,6 +159,9 @@ struct session {
     char sid[];             /* NUL-terminated; allocated from offsetof(), not sizeof(),
                              * so that a 32-character id fits pool class 144 */
 };
+_Static_assert(sizeof(((struct session *)0)->grace_ms) >=
+                   sizeof(((struct presence_config *)0)->session_ttl_ms),
+               "a session's grace_ms holds up to session_ttl_ms");
 
 struct presence {
     struct presence_config cfg;

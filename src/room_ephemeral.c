@@ -137,13 +137,11 @@ static void on_sender_timer(struct wheel_timer *t, uint64_t now)
     sender_emit(container_of(t, struct sender, timer), now);
 }
 
-static struct sender *sender_get(struct room_engine *e, struct room *r, struct member *m)
+/* A sender for m, which has none. */
+static struct sender *sender_new(struct room_engine *e, struct room *r, struct member *m)
 {
-    struct sender *s = sender_find(e, m);
+    struct sender *s = xcalloc(1, sizeof(*s) + e->cfg.max_ephemeral_kinds * sizeof(s->slots[0]));
 
-    if (s)
-        return s;
-    s = xcalloc(1, sizeof(*s) + e->cfg.max_ephemeral_kinds * sizeof(s->slots[0]));
     s->m = m;
     s->room = r;
     wheel_timer_init(&s->timer, on_sender_timer);
@@ -154,13 +152,16 @@ static struct sender *sender_get(struct room_engine *e, struct room *r, struct m
 
 /* Stores value (compact JSON) as m's latest of kind, then emits at once
  * when the sender's period has passed (sender_emit() itself defers while
- * the join is unpublished), else leaves it to the timer. */
+ * the join is unpublished), else leaves it to the timer. s is m's sender
+ * as sender_find() gave it (NULL: m has none yet). */
 static void sender_publish(struct room_engine *e, struct room *r, struct member *m,
-                           const char *kind, const char *value, uint64_t now)
+                           struct sender *s, const char *kind, const char *value, uint64_t now)
 {
-    struct sender *s = sender_get(e, r, m);
-    struct slot *x = slot_find(s, kind);
+    struct slot *x;
 
+    if (s == NULL)
+        s = sender_new(e, r, m);
+    x = slot_find(s, kind);
     if (x == NULL) {
         x = &s->slots[s->nslots++];
         memcpy(x->kind, kind, strlen(kind) + 1);
@@ -181,19 +182,20 @@ static void sender_publish(struct room_engine *e, struct room *r, struct member 
 
 /* ---- public ---- */
 
-/* ROOM_E_KINDS when m cannot take a value of a new kind, else 0. */
-static int kinds_check(const struct room_engine *e, const struct member *m, const char *kind)
+/* ROOM_E_KINDS when the member whose sender is s (NULL: none yet) cannot
+ * take a value of a new kind, else 0. */
+static int kinds_check(const struct room_engine *e, struct sender *s, const char *kind)
 {
-    struct sender *s = sender_find(e, m);
-
     if (s && s->nslots >= e->cfg.max_ephemeral_kinds && slot_find(s, kind) == NULL)
         return ROOM_E_KINDS;
     return 0;
 }
 
-/* room__find_member() plus the checks of a publisher. */
+/* room__find_member() plus the checks of a publisher; on 0 *sp is the
+ * member's sender (NULL: none yet), for sender_publish(). */
 static int find_publisher(const struct room_engine *e, const char *room, const char *user,
-                          const char *kind, struct room **rp, struct member **out)
+                          const char *kind, struct room **rp, struct member **out,
+                          struct sender **sp)
 {
     int rc = room__find_member(e, room, user, rp, out);
 
@@ -201,7 +203,8 @@ static int find_publisher(const struct room_engine *e, const char *room, const c
         return rc;
     if (!(*out)->visible)
         return ROOM_E_INVISIBLE;
-    return kinds_check(e, *out, kind);
+    *sp = sender_find(e, *out);
+    return kinds_check(e, *sp, kind);
 }
 
 int room_ephemeral(struct room_engine *e, const char *room, const char *user, const char *kind,
@@ -209,6 +212,7 @@ int room_ephemeral(struct room_engine *e, const char *room, const char *user, co
 {
     struct room *r;
     struct member *m;
+    struct sender *s;
     char *value;
     int rc;
 
@@ -218,14 +222,14 @@ int room_ephemeral(struct room_engine *e, const char *room, const char *user, co
         return ROOM_E_USER_ID;
     if (!room__id_ok(kind, ROOM_KIND_MAX))
         return ROOM_E_KIND;
-    rc = find_publisher(e, room, user, kind, &r, &m);
+    rc = find_publisher(e, room, user, kind, &r, &m, &s);
     if (rc)
         return rc;
     value = room__compact_json(data, len, e->cfg.max_ephemeral_bytes, ROOM_E_DATA_SIZE,
                                ROOM_E_DATA_JSON, &rc);
     if (value == NULL)
         return rc;
-    sender_publish(e, r, m, kind, value, now);
+    sender_publish(e, r, m, s, kind, value, now); /* s still m's: nothing ran since */
     free(value);
     return 0;
 }

@@ -95,7 +95,7 @@ struct ws_data {
 struct wsconn {
     void *data;           /* app_data; a struct ws_data once data_pair */
     struct ws_rx *rx;     /* while a frame or message is partial, else NULL */
-    uint32_t last_rx_ms;  /* loop time of the last input, mod 2^32 */
+    uint32_t last_rx_ms;  /* loop time of the last input, mod 2^32 (ws_opts) */
     uint16_t close_code;  /* first close code sent or received; 0 = none */
     uint8_t subprotocol;  /* 1 + index in opts->subprotocols; 0 = none */
     bool close_sent : 1;  /* our close frame is queued: no more data frames */
@@ -105,6 +105,7 @@ struct wsconn {
 };
 
 _Static_assert(sizeof(struct wsconn) <= CONN_PROTO_ROOM, "struct wsconn must fit the conn's room");
+_Static_assert(WS_MAX_SUBPROTOCOLS <= UINT8_MAX, "struct wsconn's subprotocol is 1 + an index");
 
 static const struct conn_ops ws_conn_ops;
 

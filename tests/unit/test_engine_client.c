@@ -4,7 +4,8 @@
  * ids inline while they fit together and as pool copies when not (and
  * back), an id set from the client's own other id, and the deadline
  * groups of engine_expiry.c (shared within a 64-unit bucket and a kind,
- * freed with their last member, moved by a refresh).
+ * freed with their last member, moved by a refresh, kept while a close
+ * they fire disarms or re-arms their other members).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -194,6 +195,125 @@ static void test_expiry_groups(void **state)
     pool_free(c);
 }
 
+/* The closes of due clients (struct engine's expire), and what the close
+ * of trigger does besides: disarm some clients, re-arm others at new
+ * deadlines, as a close that reached other sockets could. */
+static struct {
+    struct client *closed[8];
+    size_t nclosed;
+    struct client *trigger;
+    struct client *disarm[2];
+    struct client *rearm[2];
+    int64_t rearm_at[2];
+} hook;
+
+static void hook_expire(struct client *c)
+{
+    assert_true(hook.nclosed < 8);
+    assert_false(list_is_linked(&c->auth_link)); /* unlinked before its close */
+    hook.closed[hook.nclosed++] = c;
+    if (c != hook.trigger)
+        return;
+    for (size_t i = 0; i < 2; i++)
+        if (hook.disarm[i])
+            engine__expiry_disarm(hook.disarm[i]);
+    for (size_t i = 0; i < 2; i++) {
+        if (!hook.rearm[i])
+            continue;
+        engine__expiry_disarm(hook.rearm[i]);
+        hook.rearm[i]->deadline = hook.rearm_at[i];
+        engine__expiry_arm(hook.rearm[i]);
+    }
+}
+
+/* A fake whose token deadlines S + 0..31 (s) are due and S + 33..63 are
+ * not, for S, a bucket's start, returned: the leeway puts the wall clock
+ * 32 s into that bucket. Due closes go to hook_expire(). */
+static struct fake *fake_mid_bucket(int64_t *s)
+{
+    struct fake *f = fake_new();
+    int64_t now_s = (int64_t)(time_wall_ms() / 1000);
+
+    *s = (now_s / 64 - 2) * 64;
+    f->srv.cfg.jwt_leeway_s = (int)(now_s - *s - 32);
+    f->e.expire = hook_expire;
+    memset(&hook, 0, sizeof(hook));
+    return f;
+}
+
+/* Arms clients in order (authed, token deadlines). */
+static void arm_tokens(struct client **v, const int64_t *deadlines, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        v[i]->authed = true;
+        v[i]->deadline = deadlines[i];
+        engine__expiry_arm(v[i]);
+    }
+}
+
+/* c is not due and goes back first, then a's close disarms c (leaving the
+ * group without members) and b, still waiting to be looked at: b is not
+ * closed, and the group is freed once, at the end of its callback. */
+static void test_expiry_close_disarms_members(void **state)
+{
+    int64_t s;
+    struct fake *f = fake_mid_bucket(&s);
+    struct client *v[3] = {client_new(&f->e), client_new(&f->e), client_new(&f->e)};
+    struct client *c = v[0], *a = v[1], *b = v[2];
+
+    (void)state;
+    arm_tokens(v, (int64_t[]){s + 50, s + 1, s + 2}, 3);
+    assert_int_equal(f->e.expiries.count, 1);
+    hook.trigger = a;
+    hook.disarm[0] = c;
+    hook.disarm[1] = b;
+    loop_run_once(f->w.loop, 0);
+    assert_int_equal(hook.nclosed, 1);
+    assert_ptr_equal(hook.closed[0], a);
+    assert_false(list_is_linked(&b->auth_link));
+    assert_false(list_is_linked(&c->auth_link));
+    assert_int_equal(f->e.expiries.count, 0);
+    fake_free(f);
+    for (size_t i = 0; i < 3; i++)
+        pool_free(v[i]);
+}
+
+/* a's close re-arms b (not looked at yet) for later in the same group,
+ * and c (already back) for a due deadline in it, emptying the group for a
+ * moment: the group stays armed, c is closed at the next firing, and b
+ * stays until disarmed. */
+static void test_expiry_close_rearms_members(void **state)
+{
+    int64_t s;
+    struct fake *f = fake_mid_bucket(&s);
+    struct client *v[3] = {client_new(&f->e), client_new(&f->e), client_new(&f->e)};
+    struct client *c = v[0], *a = v[1], *b = v[2];
+
+    (void)state;
+    arm_tokens(v, (int64_t[]){s + 50, s + 1, s + 2}, 3);
+    hook.trigger = a;
+    hook.rearm[0] = b;
+    hook.rearm_at[0] = s + 55;
+    hook.rearm[1] = c;
+    hook.rearm_at[1] = s + 3;
+    loop_run_once(f->w.loop, 0);
+    assert_int_equal(hook.nclosed, 1);
+    assert_ptr_equal(hook.closed[0], a);
+    assert_true(list_is_linked(&b->auth_link));
+    assert_true(list_is_linked(&c->auth_link));
+    assert_int_equal(f->e.expiries.count, 1);
+    loop_run_once(f->w.loop, 0);
+    assert_int_equal(hook.nclosed, 2);
+    assert_ptr_equal(hook.closed[1], c);
+    assert_true(list_is_linked(&b->auth_link));
+    assert_int_equal(f->e.expiries.count, 1);
+    engine__expiry_disarm(b);
+    assert_int_equal(f->e.expiries.count, 0);
+    fake_free(f);
+    for (size_t i = 0; i < 3; i++)
+        pool_free(v[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -202,6 +322,8 @@ int main(void)
         cmocka_unit_test(test_ids_overflow_and_back),
         cmocka_unit_test(test_ids_alias),
         cmocka_unit_test(test_expiry_groups),
+        cmocka_unit_test(test_expiry_close_disarms_members),
+        cmocka_unit_test(test_expiry_close_rearms_members),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
