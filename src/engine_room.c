@@ -261,10 +261,9 @@ static void on_tick(struct wheel_timer *t, uint64_t now)
 
 /* Arms s's tick for the next point of its grid of EPH_TICK_MS: a tick
  * is due EPH_TICK_MS after the one before, not after the first message it
- * holds, so the wheel's rounding up (WHEEL_TICK_MS) and the wait for that
- * message do not add up: ticks fire 30 or 40 ms apart, 33 ms on average,
- * one write per subscriber each. A grid that fell behind (the room was
- * quiet) starts again from now. */
+ * holds, so the wait for that message and a late tick (a busy loop) do not
+ * add up: ticks fall due every EPH_TICK_MS, one write per subscriber each.
+ * A grid that fell behind (the room was quiet) starts again from now. */
 static void start_tick(struct engine *e, struct rsub *s, uint64_t now)
 {
     uint64_t due = s->tick_due + EPH_TICK_MS;
