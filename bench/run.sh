@@ -204,6 +204,9 @@ for rep in $(seq 1 "$W6_REPS"); do
   one_native w6 "r$rep" "--workers 2 $PD_W6" $W6 --hb-ms "$W6_HB" --ttl-ms "$W6_TTL"
 done
 one_sio w6 r1 "--ttl-ms $W6_TTL" $W6 --hb-ms "$W6_HB" --ttl-ms "$W6_TTL"
+for rate in $W6_RATES_LOW; do # the same at a lower churn rate (a later --rate wins)
+  one_native w6 "$rate ops/s r1" "--workers 2 $PD_W6" $W6 --rate "$rate" --hb-ms "$W6_HB" --ttl-ms "$W6_TTL"
+done
 
 # W8 slow consumer, reconnect storm
 start_presenced --workers 2

@@ -34,6 +34,7 @@ if [ "$MODE" = quick ]; then
   W2H_SINK="$W2H"
   W6_TTL=2000 W6_HB=500
   W6="--rooms 20 --churners 40 --victims 100 --rate 200 --warmup-s 0.5 --step-s 1 --probes 10 --probe-rate 100"
+  W6_RATES_LOW="100"
   W8="--room-size 50 --rate 100 --victims 1 --step-s 1 --hold-s 1"
   W8_SIO="$W8"
   W8S="--conns 300 --room-size 50 --jitter-ms 200"
@@ -73,6 +74,9 @@ else
   W6_TTL=5000 W6_HB=1000
   # 20 probes in one more room send 200 cursors/s through the expiry burst
   W6="--rooms 1000 --churners 2000 --victims 10000 --rate 10000 --warmup-s 1 --step-s 5 --probes 20 --probe-rate 200"
+  # one more presenced run of W6 at a rate this machine is not saturated by
+  # (server and generator together ~1.2 cores): where the churn goal holds
+  W6_RATES_LOW="3000"
   W8="--room-size 500 --rate 1000 --pad 800 --victims 1 --step-s 3 --hold-s 12"
   # the peer at a rate it can carry (W4: ~50,000 deliveries/s), or its
   # baseline is already overloaded
