@@ -251,20 +251,40 @@ static void arm_tokens(struct client **v, const int64_t *deadlines, size_t n)
     }
 }
 
+/* The scene of the two tests below, on fake_mid_bucket()'s fake (returned,
+ * S in *s): c, a, b (v[0..2]) armed in that order into one token group, c
+ * not due (S + 50), a and b due (S + 1, S + 2), and the hook set to act on
+ * a's close. Free with scene_free(). */
+static struct fake *scene_new(struct client **v, int64_t *s)
+{
+    struct fake *f = fake_mid_bucket(s);
+
+    for (size_t i = 0; i < 3; i++)
+        v[i] = client_new(&f->e);
+    arm_tokens(v, (int64_t[]){*s + 50, *s + 1, *s + 2}, 3);
+    hook.trigger = v[1];
+    return f;
+}
+
+static void scene_free(struct fake *f, struct client **v)
+{
+    fake_free(f);
+    for (size_t i = 0; i < 3; i++)
+        pool_free(v[i]);
+}
+
 /* c is not due and goes back first, then a's close disarms c (leaving the
  * group without members) and b, still waiting to be looked at: b is not
  * closed, and the group is freed once, at the end of its callback. */
 static void test_expiry_close_disarms_members(void **state)
 {
     int64_t s;
-    struct fake *f = fake_mid_bucket(&s);
-    struct client *v[3] = {client_new(&f->e), client_new(&f->e), client_new(&f->e)};
+    struct client *v[3];
+    struct fake *f = scene_new(v, &s);
     struct client *c = v[0], *a = v[1], *b = v[2];
 
     (void)state;
-    arm_tokens(v, (int64_t[]){s + 50, s + 1, s + 2}, 3);
     assert_int_equal(f->e.expiries.count, 1);
-    hook.trigger = a;
     hook.disarm[0] = c;
     hook.disarm[1] = b;
     loop_run_once(f->w.loop, 0);
@@ -273,9 +293,7 @@ static void test_expiry_close_disarms_members(void **state)
     assert_false(list_is_linked(&b->auth_link));
     assert_false(list_is_linked(&c->auth_link));
     assert_int_equal(f->e.expiries.count, 0);
-    fake_free(f);
-    for (size_t i = 0; i < 3; i++)
-        pool_free(v[i]);
+    scene_free(f, v);
 }
 
 /* a's close re-arms b (not looked at yet) for later in the same group,
@@ -285,13 +303,11 @@ static void test_expiry_close_disarms_members(void **state)
 static void test_expiry_close_rearms_members(void **state)
 {
     int64_t s;
-    struct fake *f = fake_mid_bucket(&s);
-    struct client *v[3] = {client_new(&f->e), client_new(&f->e), client_new(&f->e)};
+    struct client *v[3];
+    struct fake *f = scene_new(v, &s);
     struct client *c = v[0], *a = v[1], *b = v[2];
 
     (void)state;
-    arm_tokens(v, (int64_t[]){s + 50, s + 1, s + 2}, 3);
-    hook.trigger = a;
     hook.rearm[0] = b;
     hook.rearm_at[0] = s + 55;
     hook.rearm[1] = c;
@@ -309,9 +325,7 @@ static void test_expiry_close_rearms_members(void **state)
     assert_int_equal(f->e.expiries.count, 1);
     engine__expiry_disarm(b);
     assert_int_equal(f->e.expiries.count, 0);
-    fake_free(f);
-    for (size_t i = 0; i < 3; i++)
-        pool_free(v[i]);
+    scene_free(f, v);
 }
 
 int main(void)
