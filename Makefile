@@ -37,10 +37,12 @@ endif
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(DEFS) -MMD -MP -Isrc -I$(LLHTTP_INC) $(PKG_CFLAGS)
+SRC_DIRS  := base runtime net core store engine proto/native testing
+INC_ALL   := -Isrc $(addprefix -Isrc/,$(SRC_DIRS))
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(DEFS) -MMD -MP $(INC_ALL) -I$(LLHTTP_INC) $(PKG_CFLAGS)
 LDLIBS     := $(PKG_LIBS) -lpthread
 
-SRC       := $(wildcard src/*.c)
+SRC       := $(wildcard src/*.c $(addsuffix /*.c,$(addprefix src/,$(SRC_DIRS))))
 OBJ       := $(SRC:src/%.c=$(O)/src/%.o)
 LIB_OBJ   := $(filter-out $(O)/src/main.o,$(OBJ))
 LLHTTP_OBJ := $(O)/llhttp/llhttp.o $(O)/llhttp/api.o $(O)/llhttp/http.o
@@ -114,7 +116,7 @@ bench-quick: setup
 	$(MAKE) all
 	bench/run.sh quick
 
-FMT_FILES := $(wildcard src/*.c src/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c)
+FMT_FILES := $(wildcard src/*.c $(foreach d,$(SRC_DIRS),src/$(d)/*.c src/$(d)/*.h) tests/unit/*.c tests/unit/*.h tests/fuzz/*.c)
 fmt:
 	clang-format -i $(FMT_FILES)
 

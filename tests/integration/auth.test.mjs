@@ -2,7 +2,7 @@
 // and a first auth message; the token's sub is the identity; unauthenticated
 // sockets are closed (4401); expiry (4403) and refresh; room claims; HTTP
 // requests need a bearer token. Tokens are HS256, minted here with
-// node:crypto (the server's verifier is src/jwt.c, unit-tested separately).
+// node:crypto (the server's verifier is src/core/jwt.c, unit-tested separately).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
