@@ -1,6 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * main.c - process start-up and shutdown.
+ * main.c - the composition root, and process start-up and shutdown.
+ *
+ * The only file that knows every layer: it opens the settings store and
+ * loads the JWT key (the engine's shared env), joins the route tables of
+ * the modules that serve HTTP (health, the engine, and in test builds the
+ * testing endpoints) into one, and gives the runtime the hooks it runs on
+ * each worker: make the worker's net context and engine, accept a socket
+ * as HTTP, the per-iteration tick, drain, and free.
  *
  * Loads the configuration (defaults < file < environment < flags), blocks
  * SIGINT/SIGTERM/SIGPIPE in every thread (workers inherit the mask), starts
@@ -13,16 +20,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "config.h"
 #include "engine.h"
+#include "health.h"
+#include "http.h"
+#include "httpd.h"
 #include "log.h"
+#include "net.h"
+#include "ratelimit.h"
+#include "route.h"
+#include "store.h"
 #include "util.h"
 #include "worker.h"
-
 #ifdef PRESENCED_TESTING
-void relay_register(void); /* relay.c */
+#include "testing.h"
 #endif
+
+/* What the hooks share, made before the workers start. */
+static struct engine_env env;
+static struct route *routes; /* the joined table */
+static size_t nroutes;
+static struct ws_opts ws_opts;
 
 static const char *const subprotocols[] = {"presenced.v1", NULL};
 
@@ -31,9 +51,9 @@ static const char *const subprotocols[] = {"presenced.v1", NULL};
 _Static_assert(CONFIG_WS_PING_INTERVAL_MS_MAX < UINT32_MAX, "ws-ping-interval-ms bound");
 _Static_assert(CONFIG_WS_PONG_TIMEOUT_MS_MAX < UINT32_MAX, "ws-pong-timeout-ms bound");
 
-static void derive_ws_opts(struct server *srv)
+static void derive_ws_opts(const struct server *srv)
 {
-    struct ws_opts *o = &srv->ws_opts;
+    struct ws_opts *o = &ws_opts;
     const struct config *cfg = &srv->cfg;
 
     o->max_message = (size_t)cfg->ws_max_message_bytes;
@@ -45,25 +65,133 @@ static void derive_ws_opts(struct server *srv)
 }
 
 /* auth = jwt: loads the key once; workers share it read-only. */
-static int load_jwt_key(struct server *srv)
+static int load_jwt_key(const struct server *srv)
 {
     const struct config *cfg = &srv->cfg;
     char err[JWT_ERR_LEN];
 
     if (strcmp(cfg->auth, "jwt") != 0)
         return 0;
-    srv->jwt_opts.leeway_s = cfg->jwt_leeway_s;
-    srv->jwt_opts.aud = cfg->jwt_audience[0] ? cfg->jwt_audience : NULL;
-    srv->jwt_opts.iss = cfg->jwt_issuer[0] ? cfg->jwt_issuer : NULL;
+    env.jwt_opts.leeway_s = cfg->jwt_leeway_s;
+    env.jwt_opts.aud = cfg->jwt_audience[0] ? cfg->jwt_audience : NULL;
+    env.jwt_opts.iss = cfg->jwt_issuer[0] ? cfg->jwt_issuer : NULL;
     if (cfg->jwt_hs256_secret[0]) {
-        if (jwt_key_load_hmac(&srv->jwt, cfg->jwt_hs256_secret, strlen(cfg->jwt_hs256_secret)) == 0)
+        if (jwt_key_load_hmac(&env.jwt, cfg->jwt_hs256_secret, strlen(cfg->jwt_hs256_secret)) == 0)
             return 0;
         fprintf(stderr, "presenced: jwt-hs256-secret is not usable as an HS256 key\n");
         return -1;
     }
-    if (jwt_key_load_pem(&srv->jwt, cfg->jwt_public_key_file, err, sizeof(err)) == 0)
+    if (jwt_key_load_pem(&env.jwt, cfg->jwt_public_key_file, err, sizeof(err)) == 0)
         return 0;
     fprintf(stderr, "presenced: jwt-public-key-file: %s\n", err);
+    return -1;
+}
+
+/* Observer buckets held at most: one per connection's user and as many
+ * anonymous addresses, OBSERVER_MIN_ENTRIES at least (an entry is about
+ * 100 bytes). Beyond it the fullest old bucket is forgotten (ratelimit.h). */
+#define OBSERVER_MIN_ENTRIES 65536
+
+/* The per-observer query limit shared by every worker, or NULL when
+ * observer-query-rate is 0. Its hash seed is random per process, so which
+ * keys share a stripe cannot be predicted from outside. */
+static struct ratelimit *observer_rate_new(const struct config *cfg)
+{
+    unsigned char seed[RATELIMIT_SEED_LEN];
+    size_t cap = MAX((size_t)OBSERVER_MIN_ENTRIES, 2 * (size_t)cfg->max_connections);
+
+    if (cfg->observer_query_rate == 0)
+        return NULL;
+    if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+        fatal("main", "getrandom");
+    return ratelimit_new((uint32_t)cfg->observer_query_rate, (uint32_t)cfg->observer_query_burst,
+                         cap, seed);
+}
+
+/* The route table: the server's own endpoints, the engine's, and in test
+ * builds the testing endpoints. */
+static void compose_routes(void)
+{
+    const struct route_list parts[] = {
+        health_routes,
+        engine_routes,
+#ifdef PRESENCED_TESTING
+        testing_routes,
+#endif
+    };
+
+    routes = route_join(parts, ARRAY_SIZE(parts), &nroutes);
+}
+
+/* ---- the hooks the runtime runs on each worker ---- */
+
+static void hook_start(struct worker *w)
+{
+    struct net_ctx *nc = xcalloc(1, sizeof(*nc));
+
+    nc->cfg = &w->srv->cfg;
+    nc->metrics = &w->metrics;
+    nc->routes = routes;
+    nc->nroutes = nroutes;
+    nc->ws_opts = ws_opts;
+    nc->worker = w;
+    /* Leftover input is bounded by the protocols (a request head and body,
+     * a partial frame header); this is the backstop, plus one read. */
+    w->pool.max_input = HTTP_MAX_HEAD_BYTES + (size_t)w->srv->cfg.http_max_body_bytes + 65536;
+    w->app = nc;
+    nc->app = engine_new(w, &env, nc);
+}
+
+static void hook_accept(struct worker *w, int fd, const struct sockaddr *peer)
+{
+    httpd_accept(w->app, &w->pool, fd, peer);
+}
+
+static void hook_tick(struct worker *w)
+{
+    engine_tick(((struct net_ctx *)w->app)->app);
+}
+
+static void hook_drain(struct worker *w)
+{
+    httpd_drain_all(&w->pool);
+}
+
+static void hook_stop(struct worker *w)
+{
+    struct net_ctx *nc = w->app;
+
+    engine_free(nc->app);
+    free(nc);
+    w->app = NULL;
+}
+
+static const struct worker_hooks hooks = {
+    .start = hook_start,
+    .accept = hook_accept,
+    .tick = hook_tick,
+    .drain = hook_drain,
+    .stop = hook_stop,
+};
+
+/* Opens the settings store and the shared tables, then the workers. */
+static int start(struct server *srv)
+{
+    char err[STORE_ERR_LEN];
+
+    env.store = store_open(srv->cfg.store, err, sizeof(err));
+    if (!env.store) {
+        log_warnx("store", "cannot open the settings store: %s", err);
+        return -1;
+    }
+    env.observer_rate = observer_rate_new(&srv->cfg);
+    compose_routes();
+    srv->hooks = &hooks;
+    if (server_start(srv) == 0)
+        return 0;
+    free(routes);
+    ratelimit_free(env.observer_rate);
+    store_close(env.store);
     return -1;
 }
 
@@ -116,10 +244,10 @@ int main(int argc, char **argv)
     }
     engine_register();
 #ifdef PRESENCED_TESTING
-    relay_register();
+    testing_register();
 #endif
     block_signals(&set);
-    if (server_start(&srv) < 0) {
+    if (start(&srv) < 0) {
         config_release(&srv.cfg);
         return 1;
     }
@@ -130,7 +258,10 @@ int main(int argc, char **argv)
              (long long)srv.cfg.shutdown_drain_ms);
     server_shutdown(&srv);
     server_join(&srv);
-    jwt_key_release(&srv.jwt);
+    free(routes);
+    ratelimit_free(env.observer_rate); /* every worker has stopped */
+    store_close(env.store);
+    jwt_key_release(&env.jwt);
     log_info("main", "stopped");
     config_release(&srv.cfg);
     return 0;

@@ -865,9 +865,8 @@ static bool auth_jwt(const struct engine *e)
 
 static int verify_token(struct engine *e, const char *tok, size_t n, struct jwt_claims *cl)
 {
-    struct server *srv = e->w->srv;
-
-    return jwt_verify(&srv->jwt, &srv->jwt_opts, tok, n, (int64_t)(time_wall_ms() / 1000), cl);
+    return jwt_verify(&e->env->jwt, &e->env->jwt_opts, tok, n, (int64_t)(time_wall_ms() / 1000),
+                      cl);
 }
 
 static void start_session(struct client *c);
@@ -1052,12 +1051,14 @@ static void presence_cfg(const struct config *cfg, struct presence_config *pc)
     pc->policy = (enum presence_policy)presence_policy_parse(cfg->status_policy);
 }
 
-struct engine *engine_new(struct worker *w)
+struct engine *engine_new(struct worker *w, const struct engine_env *env, struct net_ctx *nc)
 {
     struct engine *e = xcalloc(1, sizeof(*e));
     struct presence_config pc;
 
     e->w = w;
+    e->env = env;
+    e->nc = nc;
     presence_cfg(&w->srv->cfg, &pc);
     if (presence_config_check(&pc) != 0)
         fatalx("engine", "invalid presence settings: need heartbeat-min-ms <= "
@@ -1487,12 +1488,14 @@ struct query *engine__query_new(struct conn *c, int kind, size_t n)
 
     q->conn = c;
     q->kind = (enum query_kind)kind;
-    list_insert_tail(&((struct httpd_conn *)c->proto)->worker->engine->queries, &q->link);
+    struct net_ctx *nc = ((struct httpd_conn *)c->proto)->nc;
+
+    list_insert_tail(&((struct engine *)nc->app)->queries, &q->link);
     q->n = q->remaining = n;
     q->parts = xcalloc(n, sizeof(*q->parts));
     q->ids = xcalloc(n, sizeof(*q->ids));
     wheel_timer_init(&q->timer, query_timeout);
-    loop_timer_start(((struct httpd_conn *)c->proto)->worker->loop, &q->timer, QUERY_TIMEOUT_MS);
+    loop_timer_start(nc->worker->loop, &q->timer, QUERY_TIMEOUT_MS);
     httpd_defer(c, query_abort, q);
     return q;
 }
@@ -1542,7 +1545,7 @@ bool engine__rate_take(struct engine *e, double *tokens, uint64_t *last, const c
                        const struct conn *conn, size_t n, const char **why)
 {
     const struct config *cfg = &e->w->srv->cfg;
-    struct ratelimit *observers = e->w->srv->observer_rate;
+    struct ratelimit *observers = e->env->observer_rate;
     uint64_t now = loop_now(e->w->loop);
     char key[RATELIMIT_KEY_MAX];
 
@@ -1628,19 +1631,20 @@ void engine__http_read(struct conn *c, const struct http_request *req, struct wo
     }
 }
 
-void engine_http_presence(struct conn *c, const struct http_request *req, struct worker *w)
+void engine_http_presence(struct conn *c, const struct http_request *req, struct net_ctx *nc)
 {
-    engine__http_read(c, req, w, QUERY_PRESENCE, false);
+    engine__http_read(c, req, nc->worker, QUERY_PRESENCE, false);
 }
 
-void engine_http_lastseen(struct conn *c, const struct http_request *req, struct worker *w)
+void engine_http_lastseen(struct conn *c, const struct http_request *req, struct net_ctx *nc)
 {
-    engine__http_read(c, req, w, QUERY_LASTSEEN, false);
+    engine__http_read(c, req, nc->worker, QUERY_LASTSEEN, false);
 }
 
 /* POST /v1/heartbeat {"user":"alice","sessionId":"…","device":"web","leave":false} */
-void engine_http_heartbeat(struct conn *c, const struct http_request *req, struct worker *w)
+void engine_http_heartbeat(struct conn *c, const struct http_request *req, struct net_ctx *nc)
 {
+    struct worker *w = nc->worker;
     struct engine *e = engine_of(w);
     cJSON *root = cJSON_ParseWithLength(req->body ? req->body : "", req->body_len);
     const cJSON *user = cJSON_GetObjectItemCaseSensitive(root, "user");
@@ -1708,12 +1712,13 @@ struct client *engine__sse_client(struct conn *conn, struct worker *w)
 
     c->e = engine_of(w);
     hmap_insert(&c->e->clients, &c->node, hash_bytes(&conn->id, sizeof(conn->id)));
-    client_x(c)->sse = sse_start(conn, w, sse_closed, c);
+    client_x(c)->sse = sse_start(conn, c->e->nc, sse_closed, c);
     return c;
 }
 
-void engine_sse_presence(struct conn *conn, const struct http_request *req, struct worker *w)
+void engine_sse_presence(struct conn *conn, const struct http_request *req, struct net_ctx *nc)
 {
+    struct worker *w = nc->worker;
     char ids[QUERY_MAX_USERS][PRESENCE_ID_MAX + 1];
     struct client *c;
     size_t n, idx;
@@ -1814,16 +1819,17 @@ static void room_read(struct conn *c, struct engine *e, const char *room, const 
     rr = xcalloc(1, sizeof(*rr));
     rr->e = e;
     rr->q = q;
-    if (store_list_blockers(e->w->srv->store, e->inbox, viewer, room_blockers_read, rr) < 0) {
+    if (store_list_blockers(e->env->store, e->inbox, viewer, room_blockers_read, rr) < 0) {
         memset(&none, 0, sizeof(none));
         room_blockers_read(rr, -EINVAL, &none);
     }
 }
 
 /* GET /v1/rooms/{id} and GET /v1/rooms/{id}/events */
-void engine_http_room(struct conn *c, const struct http_request *req, struct worker *w)
+void engine_http_room(struct conn *c, const struct http_request *req, struct net_ctx *nc)
 {
     static const char prefix[] = "/v1/rooms/", suffix[] = "/events";
+    struct worker *w = nc->worker;
     struct engine *e = engine_of(w);
     char room[PRESENCE_ID_MAX + 1], last[64], viewer[PRESENCE_ID_MAX + 1];
     struct jwt_claims claims;
@@ -1874,4 +1880,55 @@ void engine_update_metrics(struct engine *e)
     METRIC_SET(m, room_members, rs.members);
     METRIC_SET(m, room_deltas, rs.deltas);
     METRIC_SET(m, ephemeral_sent, rs.ephemeral_sent);
+}
+
+/* ---- the engine's routes and per-iteration upkeep ---- */
+
+/* GET /v1/ws: the native protocol's WebSocket upgrade. */
+static void get_ws(struct conn *c, const struct http_request *req, struct net_ctx *nc)
+{
+    struct client *cl = engine_client_prepare(nc->worker, c, req);
+
+    if (cl && !ws_upgrade(c, req, &nc->ws_opts, &engine_app, cl))
+        engine_client_discard(cl);
+}
+
+/* clang-format off */
+static const struct route routes[] = {
+    {"GET", "/v1/ws", get_ws},
+    {"GET", "/v1/presence", engine_http_presence},
+    {"GET", "/v1/lastseen", engine_http_lastseen},
+    {"GET", "/v1/presence/events", engine_sse_presence},
+    {"GET", "/v1/rooms/", engine_http_room},
+    {"POST", "/v1/heartbeat", engine_http_heartbeat},
+    {"GET", "/v1/admin/", engine_http_admin},
+    {"PUT", "/v1/admin/", engine_http_admin},
+    {"POST", "/v1/admin/", engine_http_admin},
+    {"DELETE", "/v1/admin/", engine_http_admin},
+};
+/* clang-format on */
+
+const struct route_list engine_routes = ROUTE_LIST(routes);
+
+struct engine *engine_of_worker(struct worker *w)
+{
+    return engine_of(w);
+}
+
+/* The observer-rate table (ratelimit.h) is swept a slice at a time: each
+ * worker takes the next SWEEP_STRIPES stripes at most every SWEEP_EVERY_MS,
+ * so one worker alone covers all 64 in 8 s, about the time a bucket with
+ * the default settings takes to refill (and become removable). */
+#define SWEEP_EVERY_MS 1000
+#define SWEEP_STRIPES  8
+
+void engine_tick(struct engine *e)
+{
+    uint64_t now = loop_now(e->w->loop);
+
+    engine_update_metrics(e);
+    if (e->env->observer_rate && now - e->swept_ms >= SWEEP_EVERY_MS) {
+        e->swept_ms = now;
+        ratelimit_sweep(e->env->observer_rate, SWEEP_STRIPES, now);
+    }
 }

@@ -24,18 +24,44 @@
 
 #include "conn.h"
 #include "http.h"
+#include "jwt.h"
+#include "net.h"
+#include "route.h"
+#include "store.h"
 #include "wsconn.h"
 
 struct engine;
-struct server;
+struct ratelimit;
 struct worker;
+
+/* What every worker's engine shares, made by the composition root
+ * (main.c) before the workers start and read-only while they run. */
+struct engine_env {
+    struct store *store;             /* the settings store, owned by main.c */
+    struct jwt_key jwt;              /* auth = jwt: the verification key */
+    struct jwt_opts jwt_opts;        /* auth = jwt: leeway, aud, iss */
+    struct ratelimit *observer_rate; /* observer-query-rate buckets, all workers; NULL = off */
+};
+
+/* The engine's HTTP routes: GET /v1/ws (the native WebSocket protocol),
+ * /v1/presence, /v1/lastseen, /v1/presence/events, /v1/rooms/...,
+ * POST /v1/heartbeat and /v1/admin/... (docs/api.md). Their handlers find
+ * the worker's engine in nc->app. */
+extern const struct route_list engine_routes;
 
 /* Registers the engine's bus message handlers (before server_start). */
 void engine_register(void);
-/* The engine of worker w, created on its loop's wheel; aborts on OOM or a
- * configuration the presence core refuses (config validation catches it
- * first). */
-struct engine *engine_new(struct worker *w);
+/* The engine of worker w, created on its loop's wheel, with the shared
+ * env (borrowed, must outlive it) and the worker's net context nc
+ * (borrowed; the engine's handlers take it as nc->app). Aborts on OOM or
+ * a configuration the presence core refuses (config validation catches
+ * it first). */
+struct engine *engine_new(struct worker *w, const struct engine_env *env, struct net_ctx *nc);
+/* The engine of worker w (w->app is its net_ctx, whose app is the engine). */
+struct engine *engine_of_worker(struct worker *w);
+/* One slice of the observer-rate table's sweep (ratelimit_sweep), at most
+ * once a second per worker; the worker's tick calls it. */
+void engine_tick(struct engine *e);
 /* Copies the engine's statistics into the worker's metrics (cheap; the
  * worker calls it once per loop iteration). */
 void engine_update_metrics(struct engine *e);
@@ -61,20 +87,20 @@ struct client *engine_client_prepare(struct worker *w, struct conn *conn,
  * [{"user":..,"online":..,"lastSeen":{..}}]}. POST /v1/heartbeat: a
  * session without a socket (see docs/api.md). Answered when the owners
  * replied (the request is deferred meanwhile). */
-void engine_http_presence(struct conn *c, const struct http_request *req, struct worker *w);
-void engine_http_lastseen(struct conn *c, const struct http_request *req, struct worker *w);
-void engine_http_heartbeat(struct conn *c, const struct http_request *req, struct worker *w);
+void engine_http_presence(struct conn *c, const struct http_request *req, struct net_ctx *nc);
+void engine_http_lastseen(struct conn *c, const struct http_request *req, struct net_ctx *nc);
+void engine_http_heartbeat(struct conn *c, const struct http_request *req, struct net_ctx *nc);
 /* GET /v1/presence/events?user=…: a Server-Sent Events stream of the
  * users' presence (snapshot, then transitions; event "presence", id = the
  * user's version). */
-void engine_sse_presence(struct conn *c, const struct http_request *req, struct worker *w);
+void engine_sse_presence(struct conn *c, const struct http_request *req, struct net_ctx *nc);
 /* GET /v1/rooms/{id}: the room's members (first 1000), count, mode, epoch
  * and seq. GET /v1/rooms/{id}/events: an SSE stream of the room's
  * snapshot and deltas (event "room", id "epoch-seq"), resumable with
  * Last-Event-ID. */
-void engine_http_room(struct conn *c, const struct http_request *req, struct worker *w);
+void engine_http_room(struct conn *c, const struct http_request *req, struct net_ctx *nc);
 /* /v1/admin/... (engine_admin.c; docs/api.md). */
-void engine_http_admin(struct conn *c, const struct http_request *req, struct worker *w);
+void engine_http_admin(struct conn *c, const struct http_request *req, struct net_ctx *nc);
 /* Frees a prepared client whose upgrade failed (on_open never ran). */
 void engine_client_discard(struct client *c);
 

@@ -247,8 +247,9 @@ static void rooms_route(struct conn *c, struct worker *w, const char *p, const c
     send_to(e, owner_of(e, em->room), em);
 }
 
-void engine_http_admin(struct conn *c, const struct http_request *req, struct worker *w)
+void engine_http_admin(struct conn *c, const struct http_request *req, struct net_ctx *nc)
 {
+    struct worker *w = nc->worker;
     static const char prefix[] = "/v1/admin/";
     const struct config *cfg = &w->srv->cfg;
     const char *p = req->path + sizeof(prefix) - 1, *end = req->path + req->path_len;

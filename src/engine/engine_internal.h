@@ -18,6 +18,7 @@
 #include "hmap.h"
 #include "jwt.h"
 #include "list.h"
+#include "net.h"
 #include "pool.h"
 #include "presence.h"
 #include "privacy.h"
@@ -306,17 +307,20 @@ struct sub {
 
 struct engine {
     struct worker *w;
-    struct presence *pres;     /* the users this worker owns */
-    struct hmap clients;       /* struct client by conn_id */
-    struct hmap watches;       /* struct watch by uid */
-    struct hmap subs;          /* struct sub by uid */
-    struct room_engine *rooms; /* the rooms this worker owns */
-    struct hmap rsubs;         /* owner side: struct rsub by room id */
-    struct hmap lrooms;        /* client side: struct lroom by room id */
-    struct hmap srooms;        /* user-owner side: struct sroom (a session's rooms) by sid */
-    struct hmap expiries;      /* client side: clients' deadline groups (engine_expiry.c) */
-    struct list queries;       /* HTTP reads waiting for answers (freed at shutdown) */
-    uint64_t sub_gen;          /* room subscription generations (engine_room.c) */
+    const struct engine_env *env; /* shared by every worker's engine (engine.h) */
+    struct net_ctx *nc;           /* this worker's net context (its app is e) */
+    uint64_t swept_ms;            /* loop ms of the last observer-rate sweep (engine_tick) */
+    struct presence *pres;        /* the users this worker owns */
+    struct hmap clients;          /* struct client by conn_id */
+    struct hmap watches;          /* struct watch by uid */
+    struct hmap subs;             /* struct sub by uid */
+    struct room_engine *rooms;    /* the rooms this worker owns */
+    struct hmap rsubs;            /* owner side: struct rsub by room id */
+    struct hmap lrooms;           /* client side: struct lroom by room id */
+    struct hmap srooms;           /* user-owner side: struct sroom (a session's rooms) by sid */
+    struct hmap expiries;         /* client side: clients' deadline groups (engine_expiry.c) */
+    struct list queries;          /* HTTP reads waiting for answers (freed at shutdown) */
+    uint64_t sub_gen;             /* room subscription generations (engine_room.c) */
     /* privacy (engine_privacy.c) */
     struct hmap pusers; /* struct puser by uid: settings cache of owned users */
     struct list plru;   /* struct puser.lru, least recently used first */
@@ -336,7 +340,7 @@ extern char engine__no_id[1];
 
 static inline struct engine *engine_of(struct worker *w)
 {
-    return w->engine;
+    return ((struct net_ctx *)w->app)->app;
 }
 
 static inline uint64_t str_hash(const char *s)

@@ -609,7 +609,7 @@ static void load_done(void *ctx, int status, const struct store_result *r)
 static void request_load(struct engine *e, struct puser *pu, const char *viewer)
 {
     struct load *ld = xcalloc(1, sizeof(*ld));
-    struct store *st = e->w->srv->store;
+    struct store *st = e->env->store;
     int r;
 
     ld->e = e;
@@ -1011,7 +1011,7 @@ static void merge(struct store_privacy *into, const struct emsg *req)
  * the dispatcher leaves it alone); returns the store's submit status. */
 static int submit_write(struct engine *e, struct puser *pu, struct emsg *req)
 {
-    struct store *st = e->w->srv->store;
+    struct store *st = e->env->store;
     const char *const *ids = (const char *const *)req->ids;
     int r;
 

@@ -1074,7 +1074,7 @@ static void rb_load(struct client *c)
     ld->e = c->e;
     ld->conn_id = client_conn_id(c);
     rb_get(c)->state = RB_LOADING;
-    if (store_list_blockers(c->e->w->srv->store, c->e->inbox, client_uid(c), rb_loaded, ld) < 0) {
+    if (store_list_blockers(c->e->env->store, c->e->inbox, client_uid(c), rb_loaded, ld) < 0) {
         memset(&none, 0, sizeof(none));
         rb_loaded(ld, -EINVAL, &none);
     }

@@ -26,7 +26,7 @@
 #include "metrics.h"
 #include "route.h"
 #include "util.h"
-#include "worker.h"
+#include "wsconn.h"
 
 enum httpd_state { HTTPD_WAITING, HTTPD_PARTIAL };
 
@@ -35,13 +35,41 @@ static struct httpd_conn *proto(struct conn *c)
     return c->proto;
 }
 
-struct httpd_conn *httpd_conn_new(struct worker *w)
+struct httpd_conn *httpd_conn_new(struct net_ctx *nc)
 {
     struct httpd_conn *h = xcalloc(1, sizeof(*h));
 
-    h->worker = w;
+    h->nc = nc;
     h->state = HTTPD_PARTIAL; /* the first request runs on the header timer */
     return h;
+}
+
+struct conn *httpd_accept(struct net_ctx *nc, struct conn_pool *pool, int fd,
+                          const struct sockaddr *peer)
+{
+    struct conn *c = conn_new(pool, fd, &httpd_ops, httpd_conn_new(nc));
+    char name[CONN_PEER_MAX];
+
+    conn_set_peer(c, peer);
+    METRIC_ADD(nc->metrics, conns_http, 1);
+    log_debug("conn", "accepted conn=%llu peer=%s", (unsigned long long)c->id, conn_peer(c, name));
+    conn_timer_start(c, (uint64_t)nc->cfg->http_header_timeout_ms);
+    return c;
+}
+
+void httpd_drain_all(struct conn_pool *pool)
+{
+    struct list *pos, *tmp;
+
+    list_foreach_safe(pos, tmp, &pool->all)
+    {
+        struct conn *c = container_of(pos, struct conn, link_all);
+
+        if (ws_is_ws(c))
+            ws_going_away(ws_from_conn(c));
+        else
+            httpd_drain(c);
+    }
 }
 
 /* Cached "Date:" value, refreshed at most once a second per thread. */
@@ -98,7 +126,7 @@ void httpd_respond(struct conn *c, int status, const char *content_type, const c
                    const void *body, size_t len)
 {
     struct httpd_conn *h = proto(c);
-    struct worker *w = h->worker;
+    struct net_ctx *nc = h->nc;
     char head[1024];
     char len_hdr[48];
     int n;
@@ -127,7 +155,7 @@ void httpd_respond(struct conn *c, int status, const char *content_type, const c
     if (!h->head_only)
         conn_write(c, body, len);
     if (status >= 400)
-        METRIC_ADD(&w->metrics, http_errors, 1);
+        METRIC_ADD(nc->metrics, http_errors, 1);
     if (status >= 500)
         log_warnx("http", "status=%d conn=%llu req=%llu", status, (unsigned long long)c->id,
                   (unsigned long long)h->req_seq);
@@ -160,7 +188,7 @@ void httpd_taken_over(struct conn *c)
 
     h->responded = 1;
     conn_timer_stop(c);
-    METRIC_SUB(&h->worker->metrics, conns_http, 1);
+    METRIC_SUB(h->nc->metrics, conns_http, 1);
 }
 
 void httpd_drain(struct conn *c)
@@ -239,15 +267,15 @@ static void reject(struct conn *c, ssize_t err)
 static bool serve(struct conn *c, const struct http_request *req)
 {
     struct httpd_conn *h = proto(c);
-    struct worker *w = h->worker;
+    struct net_ctx *nc = h->nc;
 
     h->req_seq++;
     h->responded = 0;
     h->keep_alive = req->keep_alive && !h->draining;
     h->head_only = req->method_len == 4 && memcmp(req->method, "HEAD", 4) == 0;
-    METRIC_ADD(&w->metrics, http_requests, 1);
+    METRIC_ADD(nc->metrics, http_requests, 1);
     conn_timer_stop(c);
-    route_dispatch(c, req, w);
+    route_dispatch(c, req, nc);
     if (c->ops != &httpd_ops || conn_is_closing(c) || h->deferred)
         return false;
     if (!h->responded)
@@ -262,7 +290,7 @@ static bool serve(struct conn *c, const struct http_request *req)
 static void arm_timer(struct conn *c, enum httpd_state st)
 {
     struct httpd_conn *h = proto(c);
-    const struct config *cfg = &h->worker->srv->cfg;
+    const struct config *cfg = h->nc->cfg;
 
     if (h->state == (int)st && wheel_is_linked(&c->timer))
         return; /* the header timer is never extended by more bytes */
@@ -274,7 +302,7 @@ static void arm_timer(struct conn *c, enum httpd_state st)
 static size_t httpd_on_data(struct conn *c, const char *p, size_t n)
 {
     struct httpd_conn *h = proto(c);
-    size_t max_body = (size_t)h->worker->srv->cfg.http_max_body_bytes;
+    size_t max_body = (size_t)h->nc->cfg->http_max_body_bytes;
     size_t off = 0;
 
     if (h->deferred)
@@ -344,7 +372,7 @@ static void httpd_on_close(struct conn *c)
 
     if (h->deferred && h->abort_cb)
         h->abort_cb(h->abort_data);
-    METRIC_SUB(&h->worker->metrics, conns_http, 1);
+    METRIC_SUB(h->nc->metrics, conns_http, 1);
     free(h);
 }
 

@@ -17,16 +17,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/socket.h>
+
 #include "conn.h"
 #include "http.h"
-
-struct worker;
+#include "net.h"
 
 extern const struct conn_ops httpd_ops;
 
 /* Per-connection HTTP state (conn->proto while speaking HTTP). */
 struct httpd_conn {
-    struct worker *worker;        /* borrowed */
+    struct net_ctx *nc;           /* the worker's context, borrowed */
     uint64_t req_seq;             /* requests seen on this connection */
     int responded;                /* current request answered (or taken over) */
     int keep_alive;               /* current request allows keep-alive */
@@ -42,7 +43,14 @@ struct httpd_conn {
 };
 
 /* Starts HTTP on a freshly accepted connection. */
-struct httpd_conn *httpd_conn_new(struct worker *w);
+struct httpd_conn *httpd_conn_new(struct net_ctx *nc);
+/* Makes an HTTP connection of an accepted socket fd (owned from now on) on
+ * pool, with the peer's address, its header timer armed. */
+struct conn *httpd_accept(struct net_ctx *nc, struct conn_pool *pool, int fd,
+                          const struct sockaddr *peer);
+/* Shutdown: every WebSocket of pool gets close 1001 (ws_going_away), every
+ * other connection httpd_drain() (which also ends event streams). */
+void httpd_drain_all(struct conn_pool *pool);
 
 /* Writes a complete response for the current request: status line, Date,
  * Content-Type (when non-NULL), Content-Length, Connection, extra_headers

@@ -18,14 +18,13 @@
 #include "log.h"
 #include "metrics.h"
 #include "util.h"
-#include "worker.h"
 
 struct sse_stream {
-    struct conn *conn;      /* borrowed: the stream lives as long as c */
-    struct worker *worker;  /* borrowed */
-    sse_close_cb *on_close; /* may be NULL */
-    void *data;             /* for on_close and the publisher */
-    uint64_t keepalive_ms;  /* comment interval */
+    struct conn *conn;       /* borrowed: the stream lives as long as c */
+    struct metrics *metrics; /* the worker's, borrowed */
+    sse_close_cb *on_close;  /* may be NULL */
+    void *data;              /* for on_close and the publisher */
+    uint64_t keepalive_ms;   /* comment interval */
 };
 
 static size_t sse_on_data(struct conn *c, const char *p, size_t n)
@@ -47,7 +46,7 @@ static void sse_on_close(struct conn *c)
 {
     struct sse_stream *s = c->proto;
 
-    METRIC_SUB(&s->worker->metrics, conns_sse, 1);
+    METRIC_SUB(s->metrics, conns_sse, 1);
     if (s->on_close)
         s->on_close(s, s->data);
     free(s);
@@ -60,15 +59,15 @@ static const struct conn_ops sse_ops = {
     .on_close = sse_on_close,
 };
 
-struct sse_stream *sse_start(struct conn *c, struct worker *w, sse_close_cb *on_close, void *data)
+struct sse_stream *sse_start(struct conn *c, struct net_ctx *nc, sse_close_cb *on_close, void *data)
 {
-    const struct config *cfg = &w->srv->cfg;
+    const struct config *cfg = nc->cfg;
     struct sse_stream *s = xcalloc(1, sizeof(*s));
     char head[512];
     int n;
 
     s->conn = c;
-    s->worker = w;
+    s->metrics = nc->metrics;
     s->on_close = on_close;
     s->data = data;
     s->keepalive_ms = (uint64_t)cfg->sse_keepalive_ms;
@@ -80,7 +79,7 @@ struct sse_stream *sse_start(struct conn *c, struct worker *w, sse_close_cb *on_
     httpd_taken_over(c);
     conn_write(c, head, (size_t)n);
     conn_set_ops(c, &sse_ops, s);
-    METRIC_ADD(&w->metrics, conns_sse, 1);
+    METRIC_ADD(nc->metrics, conns_sse, 1);
     conn_timer_start(c, s->keepalive_ms);
     return s;
 }
@@ -187,19 +186,3 @@ void sse_fail(struct sse_stream *s, const char *code, const char *message)
     buf_release(&b);
     conn_close_after_flush(s->conn);
 }
-
-#ifdef PRESENCED_TESTING
-void sse_test_stream(struct conn *c, const struct http_request *req, struct worker *w)
-{
-    uint64_t last = 0;
-    struct sse_stream *s;
-
-    sse_last_event_id(req, &last);
-    s = sse_start(c, w, NULL, NULL);
-    for (uint64_t id = last + 1; id <= last + 3; id++) {
-        char data[64];
-        int n = snprintf(data, sizeof(data), "{\"n\":%llu}", (unsigned long long)id);
-        sse_send(s, "tick", id, data, (size_t)n);
-    }
-}
-#endif

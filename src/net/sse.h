@@ -21,16 +21,17 @@
 #include "buf.h"
 #include "conn.h"
 #include "http.h"
+#include "net.h"
 
 struct sse_stream;
-struct worker;
 
 /* Called once when the stream's connection is being freed. */
 typedef void sse_close_cb(struct sse_stream *s, void *data);
 
 /* Takes c over (httpd_taken_over) and writes the response head and the
  * retry hint. Never NULL. on_close may be NULL. */
-struct sse_stream *sse_start(struct conn *c, struct worker *w, sse_close_cb *on_close, void *data);
+struct sse_stream *sse_start(struct conn *c, struct net_ctx *nc, sse_close_cb *on_close,
+                             void *data);
 /* Parses Last-Event-ID (header first, then ?lastEventId=) as an unsigned
  * decimal. Returns true and sets *id when present and valid. */
 bool sse_last_event_id(const struct http_request *req, uint64_t *id);
@@ -52,11 +53,5 @@ struct conn *sse_conn(struct sse_stream *s);
  * plain text, no escaping needed), closed once it is written; the
  * client's EventSource reconnects after its retry delay. */
 void sse_fail(struct sse_stream *s, const char *code, const char *message);
-
-#ifdef PRESENCED_TESTING
-/* GET /test/sse: emits events id last+1 .. last+3 ("tick", data {"n":id})
- * after the client's Last-Event-ID (0 when absent), then keep-alives. */
-void sse_test_stream(struct conn *c, const struct http_request *req, struct worker *w);
-#endif
 
 #endif

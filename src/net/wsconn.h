@@ -125,9 +125,4 @@ const char *ws_subprotocol(const struct wsconn *ws);
  * message still open): what an idle connection never has. */
 bool ws_has_partial_input(const struct wsconn *ws);
 
-#ifdef PRESENCED_TESTING
-/* Test builds only (echo.c): echoes every message back with its opcode. */
-extern const struct ws_app echo_app;
-#endif
-
 #endif

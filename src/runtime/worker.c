@@ -25,12 +25,8 @@
 #include <unistd.h>
 
 #include "bus.h"
-#include "engine.h"
-#include "http.h"
-#include "httpd.h"
 #include "log.h"
 #include "pool.h"
-#include "ratelimit.h"
 #include "util.h"
 
 #define ACCEPT_BATCH   64
@@ -114,8 +110,6 @@ static void emfile_trick(struct worker *w)
 static void on_accepted(struct worker *w, int fd, const struct sockaddr_storage *ss)
 {
     struct server *srv = w->srv;
-    struct conn *c;
-    char peer[CONN_PEER_MAX];
     int one = 1;
 
     METRIC_ADD(&w->metrics, conns_accepted, 1);
@@ -135,12 +129,7 @@ static void on_accepted(struct worker *w, int fd, const struct sockaddr_storage 
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
     }
 #endif
-    c = conn_new(&w->pool, fd, &httpd_ops, httpd_conn_new(w));
-    conn_set_peer(c, (const struct sockaddr *)ss);
-    METRIC_ADD(&w->metrics, conns_http, 1);
-    log_debug("conn", "accepted conn=%llu peer=%s", (unsigned long long)c->id, conn_peer(c, peer));
-    if (c->ops->on_timer)
-        conn_timer_start(c, (uint64_t)srv->cfg.http_header_timeout_ms);
+    srv->hooks->accept(w, fd, (const struct sockaddr *)ss);
 }
 
 static void on_listen(struct loop_io *io, uint32_t events)
@@ -239,20 +228,10 @@ static void close_listener(struct worker *w)
 
 static void begin_drain(struct worker *w)
 {
-    struct list *pos, *tmp;
-
     w->draining = true;
     w->drain_deadline = loop_now(w->loop) + (uint64_t)w->srv->cfg.shutdown_drain_ms;
     close_listener(w);
-    list_foreach_safe(pos, tmp, &w->pool.all)
-    {
-        struct conn *c = container_of(pos, struct conn, link_all);
-
-        if (ws_is_ws(c))
-            ws_going_away(ws_from_conn(c));
-        else
-            httpd_drain(c);
-    }
+    w->srv->hooks->drain(w);
 }
 
 /* Before-sleep hook, before and after the flush: publishes this
@@ -288,13 +267,6 @@ static void bus_hook(struct loop *l, void *data)
 #define TRIM_HEAP() ((void)malloc_trim(0))
 #endif
 
-/* The observer-rate table (ratelimit.h) is swept a slice at a time: each
- * worker takes the next SWEEP_STRIPES stripes at most every SWEEP_EVERY_MS,
- * so one worker alone covers all 64 in 8 s, about the time a bucket with
- * the default settings takes to refill (and become removable). */
-#define SWEEP_EVERY_MS 1000
-#define SWEEP_STRIPES  8
-
 /* Whether this worker trims now: malloc_trim() walks every arena (a few
  * ms with a big heap), so one worker at a time does it for the process,
  * at most every TRIM_EVERY_MS, instead of each worker at the same moment. */
@@ -312,8 +284,7 @@ static void worker_hook(struct loop *l, void *data)
     uint64_t lag = loop_lag_max_us(l);
 
     METRIC_ADD(&w->metrics, loop_iterations, 1);
-    if (w->engine)
-        engine_update_metrics(w->engine);
+    w->srv->hooks->tick(w);
     if (lag > METRIC_GET(&w->metrics, loop_lag_max_us))
         METRIC_SET(&w->metrics, loop_lag_max_us, lag);
     if (trim_due(w->srv, loop_now(l))) {
@@ -322,10 +293,6 @@ static void worker_hook(struct loop *l, void *data)
          * idle connections cost what they hold, not the burst's peak. */
         TRIM_HEAP();
         (void)pool_trim();
-    }
-    if (w->srv->observer_rate && loop_now(l) - w->swept_ms >= SWEEP_EVERY_MS) {
-        w->swept_ms = loop_now(l);
-        ratelimit_sweep(w->srv->observer_rate, SWEEP_STRIPES, loop_now(l));
     }
     if (!w->draining && atomic_load(&w->srv->shutting_down))
         begin_drain(w);
@@ -343,8 +310,7 @@ static void *worker_main(void *arg)
         log_warnx("worker", "drain time over, dropping %zu connections worker=%u", w->pool.count,
                   w->id);
     conn_pool_release(&w->pool);
-    engine_free(w->engine);
-    w->engine = NULL;
+    w->srv->hooks->stop(w);
     atomic_fetch_sub(&w->srv->running, 1);
     return NULL;
 }
@@ -358,14 +324,8 @@ static int worker_init(struct server *srv, struct worker *w, unsigned id)
     w->pool.out_soft_ms = (uint64_t)srv->cfg.client_output_soft_limit_ms;
     w->pool.out_hard_limit = (size_t)srv->cfg.client_output_hard_limit_bytes;
     w->pool.shared_count = &srv->conns;
-    /* Leftover input is bounded by the protocols (a request head and body,
-     * a partial frame header); this is the backstop, plus one read. */
-    w->pool.max_input = HTTP_MAX_HEAD_BYTES + (size_t)srv->cfg.http_max_body_bytes + 65536;
     conn_pool_init(&w->pool, w->loop, &w->metrics, id);
     w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-#ifdef PRESENCED_TESTING
-    list_init(&w->relay_conns);
-#endif
     w->listen_fd = listen_on(srv->cfg.bind, srv->port);
     if (w->listen_fd < 0) {
         log_warn("worker", "cannot listen on %s:%d", srv->cfg.bind, srv->port);
@@ -376,7 +336,7 @@ static int worker_init(struct server *srv, struct worker *w, unsigned id)
     if (loop_io_start(w->loop, &w->listen_io, w->listen_fd, EPOLLIN, on_listen) < 0 ||
         loop_io_start(w->loop, &w->bus_io, bus_inbox_fd(srv->bus, id), EPOLLIN, on_bus) < 0)
         fatal("worker", "epoll_ctl");
-    w->engine = engine_new(w);
+    srv->hooks->start(w);
     /* Order matters: worker_hook may queue output (close frames of a
      * drain) that conn_pool_flush writes. The bus is published before the
      * flush, so that other workers start their share of a fan-out (a room
@@ -392,60 +352,29 @@ static int worker_init(struct server *srv, struct worker *w, unsigned id)
 
 static void worker_release(struct worker *w)
 {
-    engine_free(w->engine); /* only when the thread never ran */
-    w->engine = NULL;
+    if (w->app)
+        w->srv->hooks->stop(w); /* only when the thread never ran */
     close_listener(w);
     if (w->spare_fd >= 0)
         close(w->spare_fd);
     loop_free(w->loop);
 }
 
-/* Observer buckets held at most: one per connection's user and as many
- * anonymous addresses, OBSERVER_MIN_ENTRIES at least (an entry is about
- * 100 bytes). Beyond it the fullest old bucket is forgotten (ratelimit.h). */
-#define OBSERVER_MIN_ENTRIES 65536
-
-/* The per-observer query limit shared by every worker, or NULL when
- * observer-query-rate is 0. Its hash seed is random per process, so which
- * keys share a stripe cannot be predicted from outside. */
-static struct ratelimit *observer_rate_new(const struct config *cfg)
-{
-    unsigned char seed[RATELIMIT_SEED_LEN];
-    size_t cap = MAX((size_t)OBSERVER_MIN_ENTRIES, 2 * (size_t)cfg->max_connections);
-
-    if (cfg->observer_query_rate == 0)
-        return NULL;
-    if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
-        fatal("worker", "getrandom");
-    return ratelimit_new((uint32_t)cfg->observer_query_rate, (uint32_t)cfg->observer_query_burst,
-                         cap, seed);
-}
-
 int server_start(struct server *srv)
 {
-    char err[STORE_ERR_LEN];
-
-    srv->store = store_open(srv->cfg.store, err, sizeof(err));
-    if (!srv->store) {
-        log_warnx("store", "cannot open the settings store: %s", err);
-        return -1;
-    }
     srv->nworkers = (unsigned)config_workers(&srv->cfg);
     srv->workers = xcalloc(srv->nworkers, sizeof(*srv->workers));
     srv->bus = bus_new(srv->nworkers);
     srv->port = srv->cfg.port;
     srv->started_wall_ms = time_wall_ms();
-    srv->observer_rate = observer_rate_new(&srv->cfg);
     for (unsigned i = 0; i < srv->nworkers; i++) {
         if (worker_init(srv, &srv->workers[i], i) < 0) {
             for (unsigned j = 0; j <= i; j++)
                 worker_release(&srv->workers[j]);
             free(srv->workers);
             srv->workers = NULL;
-            ratelimit_free(srv->observer_rate);
-            srv->observer_rate = NULL;
-            store_close(srv->store);
-            srv->store = NULL;
+            bus_free(srv->bus);
+            srv->bus = NULL;
             return -1;
         }
     }
@@ -473,10 +402,6 @@ void server_join(struct server *srv)
     srv->workers = NULL;
     bus_free(srv->bus);
     srv->bus = NULL;
-    ratelimit_free(srv->observer_rate); /* every worker has stopped */
-    srv->observer_rate = NULL;
-    store_close(srv->store);
-    srv->store = NULL;
 }
 
 bool server_ready(struct server *srv)

@@ -21,19 +21,39 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sys/socket.h>
+
 #include "config.h"
 #include "conn.h"
 #include "loop.h"
 #include "metrics.h"
-#include "store.h"
-#include "jwt.h"
-#include "wsconn.h"
 
 struct bus;
-struct engine;
-struct ratelimit;
 struct bus_msg;
 struct server;
+struct worker;
+
+/*
+ * What the application runs on each worker (main.c composes them). The
+ * runtime knows nothing above it: it accepts sockets, runs loops and moves
+ * bus messages, and calls these at fixed points of a worker's life. All
+ * run on the worker's own thread but init and fini; every member is
+ * required.
+ */
+struct worker_hooks {
+    /* Before the loop runs: sets w->app (the application's per-worker
+     * state). Runs on the starting thread, before the worker thread. */
+    void (*start)(struct worker *w);
+    /* A socket was accepted (and counted against max-connections): make a
+     * connection of it on w->pool (conn_new), or close(fd). */
+    void (*accept)(struct worker *w, int fd, const struct sockaddr *peer);
+    /* Once per loop iteration, before the flush (cheap upkeep, metrics). */
+    void (*tick)(struct worker *w);
+    /* Shutdown has begun: start closing every connection gracefully. */
+    void (*drain)(struct worker *w);
+    /* The loop has stopped or never ran: free w->app. Connections are gone. */
+    void (*stop)(struct worker *w);
+};
 
 struct worker {
     unsigned id;        /* 0..nworkers-1 */
@@ -48,37 +68,30 @@ struct worker {
     uint64_t emfile_logged_ms;     /* last EMFILE warning (rate limit) */
     struct loop_io bus_io;         /* the bus inbox eventfd */
     struct wheel_timer lazy_timer; /* armed while lazy bus messages wait (bus_hook) */
-    struct engine *engine;         /* engine.c state of this worker */
-#ifdef PRESENCED_TESTING
-    struct list relay_conns; /* relay.c: this worker's /test/broadcast sockets */
-#endif
-    uint64_t swept_ms;       /* loop ms of the last observer-rate sweep */
-    bool draining;           /* shutdown seen by this worker */
-    uint64_t drain_deadline; /* loop ms at which the loop stops regardless */
+    void *app;                     /* the application's per-worker state (hooks->start) */
+    bool draining;                 /* shutdown seen by this worker */
+    uint64_t drain_deadline;       /* loop ms at which the loop stops regardless */
 };
 
 struct server {
-    struct config cfg; /* immutable once workers start */
+    struct config cfg;                /* immutable once workers start */
+    const struct worker_hooks *hooks; /* set before server_start; borrowed */
+    void *app;                        /* the application's shared state, for the hooks */
     unsigned nworkers;
-    struct worker *workers;          /* array of nworkers */
-    struct bus *bus;                 /* inter-worker queues */
-    struct ws_opts ws_opts;          /* derived from cfg */
-    struct jwt_key jwt;              /* auth = jwt: the verification key (read-only) */
-    struct jwt_opts jwt_opts;        /* auth = jwt: leeway, aud, iss */
-    struct store *store;             /* settings store (opened by server_start) */
-    struct ratelimit *observer_rate; /* observer-query-rate buckets, all workers; NULL = off */
-    atomic_uint conns;               /* live connections, all workers */
-    atomic_bool shutting_down;       /* set by server_shutdown */
-    _Atomic uint64_t trimmed_ms;     /* monotonic ms of the last malloc_trim(), any worker */
-    atomic_uint running;             /* workers whose loop is running */
-    int port;                        /* the bound port (resolves port 0) */
-    uint64_t started_wall_ms;        /* for /healthz uptime */
+    struct worker *workers;      /* array of nworkers */
+    struct bus *bus;             /* inter-worker queues */
+    atomic_uint conns;           /* live connections, all workers */
+    atomic_bool shutting_down;   /* set by server_shutdown */
+    _Atomic uint64_t trimmed_ms; /* monotonic ms of the last malloc_trim(), any worker */
+    atomic_uint running;         /* workers whose loop is running */
+    int port;                    /* the bound port (resolves port 0) */
+    uint64_t started_wall_ms;    /* for /healthz uptime */
 };
 
 /* Cross-worker message types (struct bus_msg.type). */
 enum worker_msg_type {
-    WORKER_MSG_RELAY = 1,  /* relay.c, test builds: a broadcast frame */
-    WORKER_MSG_ENGINE = 2, /* engine.c: sessions, watches, events */
+    WORKER_MSG_RELAY = 1,  /* testing/relay.c: a broadcast frame */
+    WORKER_MSG_ENGINE = 2, /* the engine: sessions, watches, events */
     WORKER_MSG_MAX = 32,
 };
 
@@ -96,12 +109,13 @@ void worker_send(struct worker *w, unsigned to, struct bus_msg *m);
  * order among w's messages to `to` is kept. For heartbeats. */
 void worker_send_lazy(struct worker *w, unsigned to, struct bus_msg *m);
 
-/* Binds every worker's listener and starts the threads. Returns 0, or -1
- * after logging why (e.g. the port is taken). */
+/* Binds every worker's listener, runs hooks->start for each and starts
+ * the threads. srv->hooks must be set. Returns 0, or -1 after logging why
+ * (e.g. the port is taken). */
 int server_start(struct server *srv);
 /* Asks every worker to drain and stop (any thread). */
 void server_shutdown(struct server *srv);
-/* Waits for every worker thread; frees workers. */
+/* Waits for every worker thread (hooks->stop ran on each); frees workers. */
 void server_join(struct server *srv);
 /* True when every worker runs and no shutdown has begun. */
 bool server_ready(struct server *srv);

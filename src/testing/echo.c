@@ -5,7 +5,7 @@
  * opcode. It is what the conformance suite and the integration tests talk
  * to; release builds do not contain it.
  */
-#ifdef PRESENCED_TESTING
+#include "testing.h"
 
 #include "wsconn.h"
 
@@ -20,9 +20,3 @@ static void echo_on_message(struct wsconn *ws, bool binary, const char *p, size_
 const struct ws_app echo_app = {
     .on_message = echo_on_message,
 };
-
-#else
-
-typedef int echo_not_built; /* ISO C forbids an empty translation unit */
-
-#endif

@@ -8,7 +8,8 @@
  * it, and each worker queues the same payload on each of its local
  * sockets (coalesced into one writev per socket per iteration).
  */
-#ifdef PRESENCED_TESTING
+#include "testing.h"
+
 #include <stdlib.h>
 
 #include "bus.h"
@@ -24,9 +25,21 @@ struct relay_msg {
 };
 
 struct relay_conn {
-    struct list link;  /* worker->relay_conns */
+    struct list link;  /* conns[worker id] */
     struct wsconn *ws; /* borrowed: the connection owns the wsconn */
 };
+
+/* Each worker's /test/broadcast sockets, touched by that worker only. */
+static struct list conns[CONFIG_WORKERS_MAX];
+
+static struct list *conns_of(unsigned worker_id)
+{
+    struct list *l = &conns[worker_id];
+
+    if (!l->next)
+        list_init(l); /* zero-filled: first use on this worker */
+    return l;
+}
 
 static void relay_msg_free(struct bus_msg *m)
 {
@@ -42,7 +55,7 @@ static void on_relay_msg(struct worker *w, struct bus_msg *m)
     struct relay_msg *r = (struct relay_msg *)m;
     struct list *pos, *tmp;
 
-    list_foreach_safe(pos, tmp, &w->relay_conns)
+    list_foreach_safe(pos, tmp, conns_of(w->id))
     {
         ws_send_payload(container_of(pos, struct relay_conn, link)->ws, r->frame);
     }
@@ -51,17 +64,17 @@ static void on_relay_msg(struct worker *w, struct bus_msg *m)
 
 static void relay_on_open(struct wsconn *ws)
 {
-    struct worker *w = ws_app_data(ws);
+    struct net_ctx *nc = ws_app_data(ws);
     struct relay_conn *rc = xcalloc(1, sizeof(*rc));
 
     rc->ws = ws;
-    list_insert_tail(&w->relay_conns, &rc->link);
+    list_insert_tail(conns_of(nc->worker->id), &rc->link);
     ws_set_user_data(ws, rc);
 }
 
 static void relay_on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
 {
-    struct worker *w = ws_app_data(ws);
+    struct worker *w = ((struct net_ctx *)ws_app_data(ws))->worker;
     struct payload *frame;
 
     if (binary) {
@@ -98,10 +111,7 @@ const struct ws_app relay_app = {
     .on_close = relay_on_close,
 };
 
-void relay_register(void)
+void testing_register(void)
 {
     worker_on_msg(WORKER_MSG_RELAY, on_relay_msg);
 }
-#else
-typedef int relay_unused; /* ISO C forbids an empty translation unit */
-#endif

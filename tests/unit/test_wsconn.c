@@ -18,14 +18,21 @@
 #include <cmocka.h>
 
 #include "httpd.h"
+#include "loop.h"
+#include "metrics.h"
+#include "net.h"
 #include "util.h"
-#include "worker.h"
 #include "ws.h"
 #include "wsconn.h"
 
 struct fixture {
-    struct worker w;
-    int peer; /* the test's end of the socketpair */
+    struct {
+        struct loop *loop;
+        struct conn_pool pool;
+        struct metrics metrics;
+    } w;               /* what a worker gives its connections */
+    struct net_ctx nc; /* the net layer's context of that worker */
+    int peer;          /* the test's end of the socketpair */
     struct conn *c;
     struct wsconn *ws;
 };
@@ -95,7 +102,8 @@ static struct wsconn *upgrade_conn(struct fixture *f, const struct ws_opts *o, v
 
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
     *peer = sv[1];
-    h = httpd_conn_new(&f->w);
+    f->nc.metrics = &f->w.metrics;
+    h = httpd_conn_new(&f->nc);
     f->c = conn_new(&f->w.pool, sv[0], &httpd_ops, h);
     assert_true(http_parse_request(upgrade, sizeof(upgrade) - 1, 0, &req) > 0);
     ws = ws_upgrade(f->c, &req, o, &app, app_data);

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * health.c - /healthz, /readyz and /metrics (health.h). They read the
+ * runtime's server (readiness, the connection count, every worker's
+ * counters), which sits below net; nothing of the application.
+ */
+#include "health.h"
+
+#include <stdio.h>
+
+#include "buf.h"
+#include "httpd.h"
+#include "metrics.h"
+#include "util.h"
+#include "worker.h"
+
+static void get_healthz(struct conn *c, const struct http_request *req, struct net_ctx *nc)
+{
+    char body[128];
+    int n = snprintf(body, sizeof(body), "{\"status\":\"ok\",\"uptime_ms\":%llu}\n",
+                     (unsigned long long)(time_wall_ms() - nc->worker->srv->started_wall_ms));
+
+    (void)req;
+    httpd_respond(c, 200, "application/json", "Cache-Control: no-store\r\n", body, (size_t)n);
+}
+
+static void get_readyz(struct conn *c, const struct http_request *req, struct net_ctx *nc)
+{
+    struct server *srv = nc->worker->srv;
+
+    (void)req;
+    if (server_ready(srv)) {
+        httpd_respond(c, 200, "application/json", "Cache-Control: no-store\r\n",
+                      "{\"status\":\"ready\"}\n", 19);
+        return;
+    }
+    httpd_error(c, 503, atomic_load(&srv->shutting_down) ? "shutting_down" : "starting",
+                "not ready");
+}
+
+static void get_metrics(struct conn *c, const struct http_request *req, struct net_ctx *nc)
+{
+    struct server *srv = nc->worker->srv;
+    struct metrics *per[64];
+    unsigned n = MIN(srv->nworkers, (unsigned)ARRAY_SIZE(per));
+    struct buf out = {0};
+
+    (void)req;
+    for (unsigned i = 0; i < n; i++)
+        per[i] = &srv->workers[i].metrics;
+    metrics_render(&out, per, n);
+    buf_printf(&out,
+               "# HELP presenced_connections Open connections in the process.\n"
+               "# TYPE presenced_connections gauge\npresenced_connections %u\n",
+               atomic_load(&srv->conns));
+    httpd_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", NULL, out.data, out.len);
+    buf_release(&out);
+}
+
+static const struct route routes[] = {
+    {"GET", "/healthz", get_healthz},
+    {"GET", "/readyz", get_readyz},
+    {"GET", "/metrics", get_metrics},
+};
+
+const struct route_list health_routes = ROUTE_LIST(routes);
