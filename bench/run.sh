@@ -5,6 +5,11 @@
 #                        error or loss, never on speed (CI: make test)
 #   bench/run.sh full    the workloads W1-W8 against presenced, the Socket.IO
 #                        peer (bench/peers/) and Redis pub/sub (<= 15 min)
+#   bench/run.sh ab REV  W1 (bytes per idle connection) and W4 (deliveries
+#                        per CPU-second) of the release build of git
+#                        revision REV (A) against this tree's (B), runs
+#                        alternating A B A B ... in one run (~8 min);
+#                        summary.md has the medians and B/A (bench/ab.py)
 #
 # Builds what it needs (the release server, bench/build/presence-bench),
 # starts every server itself on loopback (port 0 / a free port), runs the
@@ -15,7 +20,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:-quick}
-case $MODE in quick | full) ;; *) echo "usage: bench/run.sh quick|full" >&2; exit 2 ;; esac
+case $MODE in
+  quick | full) ;;
+  ab) [ $# -eq 2 ] || { echo "usage: bench/run.sh ab REV" >&2; exit 2; } ;;
+  *) echo "usage: bench/run.sh quick|full|ab REV" >&2; exit 2 ;;
+esac
+AB_REV=${2:-}
 . bench/workloads.sh
 
 make -s BUILD=release all
@@ -147,6 +157,28 @@ echo "bench: $MODE run, results in $OUT" >&2
     echo "perf bench syscall basic: $(perf bench syscall basic 2>/dev/null | grep -E 'usecs/op' | tr -s ' ')"
   fi
 } >"$OUT/machine.txt"
+
+# ab: A = REV's release binary (built in a scratch worktree), B = this tree's.
+if [ "$MODE" = ab ]; then
+  AB_DIR=$(mktemp -d)
+  git worktree add -q --detach "$AB_DIR/a" "$AB_REV"
+  make -s -C "$AB_DIR/a" BUILD=release all >/dev/null
+  PD_A=$AB_DIR/a/build/release/presenced PD_B=$PD
+  echo "a: $(git rev-parse --short "$AB_REV")  b: $(git rev-parse --short HEAD)$(git diff --quiet -- src || echo ' (src modified)')" >>"$OUT/machine.txt"
+  for rep in $(seq 1 "$AB_REPS"); do
+    for side in a b; do
+      if [ $side = a ]; then PD=$PD_A; else PD=$PD_B; fi
+      one_native w1 "$side r$rep" "--workers 2" $W1
+      one_native w4 "$side r$rep" "--workers 1 $PD_W4" $W4_ROOMS --rates "$AB_W4_RATES"
+    done
+  done
+  PD=$PD_B
+  git worktree remove --force "$AB_DIR/a"; rm -rf "$AB_DIR"
+  python3 bench/ab.py "$RES" >"$OUT/summary.md"
+  cat "$OUT/summary.md"
+  echo "bench: ab finished in ${SECONDS}s, results in $OUT" >&2
+  exit $FAILED
+fi
 
 # Null sink: what the generator alone can send.
 start_sink; gen w3 sink null-sink $SINK_W3; stop_server

@@ -89,3 +89,7 @@ fi
 PD_W4="--room-interval-members 100000" # rooms of 1,000 stay in normal mode: every patch listed
 PD_W6="--session-ttl-ms $W6_TTL --heartbeat-interval-ms 1000 --heartbeat-min-ms 200"
 PD_W5S="--ephemeral-rate 40" # 30 Hz per sender passes the per-sender limit (default 15/s)
+# ab (bench/run.sh ab REV): W1 and W4 with the full-mode sizes, A and B
+# alternating; W4 at rates below the one-worker saturation point
+AB_REPS=3
+AB_W4_RATES=500,1000,2000
