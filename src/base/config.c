@@ -73,6 +73,14 @@ const struct config_def config_defs[] = {
     ROW_INT("max-connections", max_connections, 1, 1000000, 19000,
             "Client connections the process holds at once, beyond which new sockets are closed; "
             "keep it below the open-file limit (ulimit -n)."),
+    ROW_INT("max-pending-per-address", max_pending_per_address, 0, 1000000, 256,
+            "Connections one client address (IPv4, or IPv6 /64) may hold before its first request "
+            "is complete, beyond which its new sockets are closed at once (0 = no cap); keeps one "
+            "client's half-open sockets from locking everyone out."),
+    ROW_INT("max-connections-per-address", max_connections_per_address, 0, 1000000, 0,
+            "Established connections one client address (IPv4, or IPv6 /64) may hold, beyond "
+            "which its next request is refused with 503 (0 = no cap: behind a proxy every client "
+            "has the proxy's address)."),
     /* logging */
     ROW_ENUM("log-level", log_level, "debug|info|warn|error", "info",
              "Least severe level written to stderr; use debug to trace connections, or warn to "

@@ -31,6 +31,8 @@ struct config {
     int port;            /* listen port */
     int workers;         /* worker threads; 0 = number of CPUs */
     int max_connections; /* per process; over it new sockets are closed */
+    int max_pending_per_address;     /* addrcap.h; 0 = no cap */
+    int max_connections_per_address; /* addrcap.h; 0 = no cap */
     /* logging */
     char *log_level; /* debug|info|warn|error */
     /* HTTP */

@@ -42,6 +42,8 @@ static const struct metric_def defs[] = {
     M(conns_ws, "gauge", "Open WebSocket connections."),
     M(conns_sse, "gauge", "Open Server-Sent Events streams."),
     M(accept_errors, "counter", "Failed or refused accepts (EMFILE, max-connections)."),
+    M(addr_refused, "counter",
+      "Connections refused by max-pending-per-address or max-connections-per-address."),
     M(http_requests, "counter", "HTTP requests parsed."),
     M(http_errors, "counter", "HTTP responses with status >= 400."),
     M(frames_in, "counter", "WebSocket frames received."),

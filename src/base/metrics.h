@@ -26,6 +26,7 @@ struct metrics {
     _Atomic uint64_t conns_ws;                           /* gauge: WebSocket connections */
     _Atomic uint64_t conns_sse;                          /* gauge: SSE streams */
     _Atomic uint64_t accept_errors;                      /* counter (EMFILE etc.) */
+    _Atomic uint64_t addr_refused; /* counter: over a per-address cap (addrcap.h) */
     _Atomic uint64_t http_requests;                      /* counter */
     _Atomic uint64_t http_errors;                        /* counter: responses >= 400 */
     _Atomic uint64_t frames_in;                          /* counter: WebSocket frames received */

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "addrcap.h"
 #include "json.h"
 #include "log.h"
 #include "metrics.h"
@@ -52,6 +53,13 @@ struct conn *httpd_accept(struct net_ctx *nc, struct conn_pool *pool, int fd,
 
     conn_set_peer(c, peer);
     METRIC_ADD(nc->metrics, conns_http, 1);
+    if (!addrcap_admit(pool->addrs, c)) {
+        METRIC_ADD(nc->metrics, addr_refused, 1);
+        log_debug("conn", "max-pending-per-address reached, closing conn=%llu peer=%s",
+                  (unsigned long long)c->id, conn_peer(c, name));
+        conn_close(c);
+        return c;
+    }
     log_debug("conn", "accepted conn=%llu peer=%s", (unsigned long long)c->id, conn_peer(c, name));
     conn_timer_start(c, (uint64_t)nc->cfg->http_header_timeout_ms);
     return c;
@@ -275,6 +283,14 @@ static bool serve(struct conn *c, const struct http_request *req)
     h->head_only = req->method_len == 4 && memcmp(req->method, "HEAD", 4) == 0;
     METRIC_ADD(nc->metrics, http_requests, 1);
     conn_timer_stop(c);
+    if (!addrcap_establish(c->pool->addrs, c)) {
+        METRIC_ADD(nc->metrics, addr_refused, 1);
+        h->keep_alive = 0;
+        httpd_error(c, 503, "too_many_connections",
+                    "this address holds max-connections-per-address connections");
+        conn_close_after_flush(c);
+        return false;
+    }
     route_dispatch(c, req, nc);
     if (c->ops != &httpd_ops || conn_is_closing(c) || h->deferred)
         return false;

@@ -40,6 +40,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "addrcap.h"
 #include "log.h"
 #include "metrics.h"
 #include "pool.h"
@@ -423,6 +424,7 @@ void conn_close(struct conn *c)
      * were refused until the frees caught up. */
     if (c->pool->shared_count)
         atomic_fetch_sub(c->pool->shared_count, 1);
+    addrcap_forget(c->pool->addrs, c);
     wheel_del(&c->timer);
     unmark(c);
     if (c->busy) {

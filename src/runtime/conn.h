@@ -59,6 +59,7 @@
 #include "wheel.h"
 
 struct conn;
+struct addrcap;
 struct conn_pool;
 struct conn_soft;
 struct metrics;
@@ -98,6 +99,8 @@ struct conn_pool {
     size_t count;              /* live connections */
     atomic_uint *shared_count; /* optional: process-wide count of open sockets,
                                 * decremented when the socket is closed */
+    struct addrcap *addrs;     /* optional: connections per address (addrcap.h),
+                                * shared by the workers; closing forgets c */
     char *rbuf;                /* shared read buffer */
     size_t rbuf_size;
 };
@@ -153,6 +156,7 @@ struct conn {
     uint8_t peer_family;        /* 0 (unknown), AF_INET or AF_INET6 */
     bool peer_v4mapped;         /* AF_INET6 ::ffff:a.b.c.d, kept in peer_ip.v4 */
     uint8_t flags;              /* CONN_* */
+    uint8_t addr_state;         /* enum addrcap_state: how pool->addrs counts it */
 };
 
 /*

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "addrcap.h"
 #include "bus.h"
 #include "log.h"
 #include "pool.h"
@@ -324,6 +325,7 @@ static int worker_init(struct server *srv, struct worker *w, unsigned id)
     w->pool.out_soft_ms = (uint64_t)srv->cfg.client_output_soft_limit_ms;
     w->pool.out_hard_limit = (size_t)srv->cfg.client_output_hard_limit_bytes;
     w->pool.shared_count = &srv->conns;
+    w->pool.addrs = srv->addrs;
     conn_pool_init(&w->pool, w->loop, &w->metrics, id);
     w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     w->listen_fd = listen_on(srv->cfg.bind, srv->port);
@@ -367,6 +369,8 @@ int server_start(struct server *srv)
     srv->bus = bus_new(srv->nworkers);
     srv->port = srv->cfg.port;
     srv->started_wall_ms = time_wall_ms();
+    srv->addrs = addrcap_new((uint32_t)srv->cfg.max_pending_per_address,
+                             (uint32_t)srv->cfg.max_connections_per_address);
     for (unsigned i = 0; i < srv->nworkers; i++) {
         if (worker_init(srv, &srv->workers[i], i) < 0) {
             for (unsigned j = 0; j <= i; j++)
@@ -375,6 +379,8 @@ int server_start(struct server *srv)
             srv->workers = NULL;
             bus_free(srv->bus);
             srv->bus = NULL;
+            addrcap_free(srv->addrs);
+            srv->addrs = NULL;
             return -1;
         }
     }
@@ -402,6 +408,8 @@ void server_join(struct server *srv)
     srv->workers = NULL;
     bus_free(srv->bus);
     srv->bus = NULL;
+    addrcap_free(srv->addrs); /* every connection is closed */
+    srv->addrs = NULL;
 }
 
 bool server_ready(struct server *srv)

@@ -28,6 +28,7 @@
 #include "loop.h"
 #include "metrics.h"
 
+struct addrcap;
 struct bus;
 struct bus_msg;
 struct server;
@@ -81,6 +82,7 @@ struct server {
     struct worker *workers;      /* array of nworkers */
     struct bus *bus;             /* inter-worker queues */
     atomic_uint conns;           /* live connections, all workers */
+    struct addrcap *addrs;       /* connections per client address, all workers */
     atomic_bool shutting_down;   /* set by server_shutdown */
     _Atomic uint64_t trimmed_ms; /* monotonic ms of the last malloc_trim(), any worker */
     atomic_uint running;         /* workers whose loop is running */
