@@ -27,10 +27,10 @@
 
 struct config {
     /* network */
-    char *bind;          /* listen address (IPv4 or IPv6 literal) */
-    int port;            /* listen port */
-    int workers;         /* worker threads; 0 = number of CPUs */
-    int max_connections; /* per process; over it new sockets are closed */
+    char *bind;                      /* listen address (IPv4 or IPv6 literal) */
+    int port;                        /* listen port */
+    int workers;                     /* worker threads; 0 = number of CPUs */
+    int max_connections;             /* per process; over it new sockets are closed */
     int max_pending_per_address;     /* addrcap.h; 0 = no cap */
     int max_connections_per_address; /* addrcap.h; 0 = no cap */
     /* logging */

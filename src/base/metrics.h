@@ -20,21 +20,21 @@
 extern const unsigned metrics_close_codes[METRICS_CLOSE_CODES];
 
 struct metrics {
-    _Atomic uint64_t conns_accepted;                     /* counter */
-    _Atomic uint64_t conns_closed;                       /* counter */
-    _Atomic uint64_t conns_http;                         /* gauge: connections speaking HTTP */
-    _Atomic uint64_t conns_ws;                           /* gauge: WebSocket connections */
-    _Atomic uint64_t conns_sse;                          /* gauge: SSE streams */
-    _Atomic uint64_t accept_errors;                      /* counter (EMFILE etc.) */
-    _Atomic uint64_t addr_refused; /* counter: over a per-address cap (addrcap.h) */
-    _Atomic uint64_t http_requests;                      /* counter */
-    _Atomic uint64_t http_errors;                        /* counter: responses >= 400 */
-    _Atomic uint64_t frames_in;                          /* counter: WebSocket frames received */
-    _Atomic uint64_t frames_out;                         /* counter: WebSocket frames queued */
-    _Atomic uint64_t bytes_in;                           /* counter: socket bytes read */
-    _Atomic uint64_t bytes_out;                          /* counter: socket bytes written */
-    _Atomic uint64_t writev_calls;                       /* counter */
-    _Atomic uint64_t output_limit_closes;                /* counter: slow consumers closed */
+    _Atomic uint64_t conns_accepted;      /* counter */
+    _Atomic uint64_t conns_closed;        /* counter */
+    _Atomic uint64_t conns_http;          /* gauge: connections speaking HTTP */
+    _Atomic uint64_t conns_ws;            /* gauge: WebSocket connections */
+    _Atomic uint64_t conns_sse;           /* gauge: SSE streams */
+    _Atomic uint64_t accept_errors;       /* counter (EMFILE etc.) */
+    _Atomic uint64_t addr_refused;        /* counter: over a per-address cap (addrcap.h) */
+    _Atomic uint64_t http_requests;       /* counter */
+    _Atomic uint64_t http_errors;         /* counter: responses >= 400 */
+    _Atomic uint64_t frames_in;           /* counter: WebSocket frames received */
+    _Atomic uint64_t frames_out;          /* counter: WebSocket frames queued */
+    _Atomic uint64_t bytes_in;            /* counter: socket bytes read */
+    _Atomic uint64_t bytes_out;           /* counter: socket bytes written */
+    _Atomic uint64_t writev_calls;        /* counter */
+    _Atomic uint64_t output_limit_closes; /* counter: slow consumers closed */
     _Atomic uint64_t ws_closes[METRICS_CLOSE_CODES + 1]; /* by code; last = other */
     _Atomic uint64_t loop_iterations;                    /* counter */
     _Atomic uint64_t loop_lag_max_us; /* gauge: worst iteration since last scrape */
