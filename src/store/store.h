@@ -31,6 +31,12 @@
  * presenced_privacy, presenced_contacts, presenced_blocks and
  * presenced_schema. Every query is parameterised.
  *
+ * SQLite: presenced must be the file's only user. The connection holds
+ * the file in exclusive locking mode, so the WAL index lives in the
+ * process's own memory, not in a shared mapping of <file>-shm (whatever
+ * happens to that file cannot crash the process), and another process
+ * cannot open the database while the store has it.
+ *
  * Fail closed: a read that completes with an error carries the most private
  * answer (invisible, visibility nobody, not a contact, blocked), and the
  * engine must use it as such; a write error must be reported to the client

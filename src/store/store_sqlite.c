@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * store_sqlite.c - the SQLite backend of the settings store: one
- * connection in WAL mode with synchronous=FULL, cached prepared statements,
- * the schema version in PRAGMA user_version.
+ * connection in WAL mode with synchronous=FULL and exclusive locking,
+ * cached prepared statements, the schema version in PRAGMA user_version.
  *
  * Exports store__sqlite (store_backend.h). Called only by the database
  * thread after open; does not queue, retry or log.
@@ -293,24 +293,41 @@ static int open_fail(sqlite3 *db, int rc, char *err, size_t errlen, const char *
     return rc ? rc : STORE_E_IO;
 }
 
-/* Sets WAL and FULL sync, and checks that WAL really took effect. */
-static int configure(sqlite3 *db, const char *path, char *err, size_t errlen)
+/* Runs a pragma that answers one row; true when it answers want. */
+static bool pragma_is(sqlite3 *db, const char *sql, const char *want, int *rc)
 {
     sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
-    bool wal;
+    bool yes;
 
-    if (rc != SQLITE_OK)
-        return open_fail(db, rc, err, errlen, "open database", path);
-    rc = sqlite3_step(st);
-    wal = rc == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+    *rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (*rc != SQLITE_OK)
+        return false;
+    *rc = sqlite3_step(st);
+    yes = *rc == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), want) == 0;
     sqlite3_finalize(st);
-    if (!wal)
+    return yes;
+}
+
+/*
+ * Sets exclusive locking, then WAL and FULL sync, and checks that both
+ * modes took effect. The order matters: exclusive locking set before the
+ * first WAL access keeps the WAL index in this process's heap, never in a
+ * shared mapping of <path>-shm, which SIGBUSes the process (even on a read)
+ * once that file is truncated or cannot be written. The price is that no
+ * other process can open the file while the store has it.
+ */
+static int configure(sqlite3 *db, const char *path, char *err, size_t errlen)
+{
+    int rc;
+
+    sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
+    if (!pragma_is(db, "PRAGMA locking_mode=EXCLUSIVE", "exclusive", &rc))
+        return open_fail(db, rc, err, errlen, "lock", path);
+    if (!pragma_is(db, "PRAGMA journal_mode=WAL", "wal", &rc))
         return open_fail(db, rc, err, errlen, "enable WAL on", path);
     rc = sqlite3_exec(db, "PRAGMA synchronous=FULL", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return open_fail(db, rc, err, errlen, "configure", path);
-    sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
     return 0;
 }
 

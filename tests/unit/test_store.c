@@ -5,7 +5,8 @@
  * The backend-independent cases live in store_cases.h (test_store_pg.c runs
  * them on PostgreSQL); this file adds what is SQLite's own: file paths,
  * unwritable and corrupt files, the schema version in user_version, a
- * libpq URI that must never become a file name, and acknowledged writes
+ * -shm file truncated or made unwritable (no SIGBUS), a libpq URI that
+ * must never become a file name, and acknowledged writes
  * that survive kill -9 of the writer (WAL recovery). Each test gets a fresh
  * temporary directory.
  */
@@ -20,7 +21,10 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -40,24 +44,56 @@ static const char *fix_spec(const struct fix *f)
     return f->path;
 }
 
-/* Counts with a raw connection of its own: WAL lets it read beside the store. */
-static long fix_count_contacts(struct fix *f, const char *owner)
+/*
+ * The test's own connection to the file. The store holds the file in
+ * exclusive locking mode, so an open store is closed first (its pending
+ * completions are run) and raw_end() opens it again.
+ */
+static sqlite3 *raw_begin(struct fix *f, bool *was_open)
 {
-    const char *sql = "SELECT count(*) FROM contacts WHERE ?1 IS NULL OR owner = ?1";
     sqlite3 *db = NULL;
+
+    *was_open = f->s != NULL;
+    store_close(f->s);
+    f->s = NULL;
+    store_inbox_drain(f->in);
+    if (sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK)
+        fail_msg("open %s: %s", f->path, sqlite3_errmsg(db));
+    return db;
+}
+
+static void raw_end(struct fix *f, sqlite3 *db, bool was_open)
+{
+    char err[STORE_ERR_LEN] = "";
+
+    sqlite3_close(db);
+    if (was_open && !(f->s = store_open(f->path, err, sizeof(err))))
+        fail_msg("store_open: %s", err);
+}
+
+/* The first column of the first row of sql with ?1 = arg, if any (-1: no row). */
+static long raw_num(struct fix *f, const char *sql, const char *arg)
+{
+    bool was_open;
+    sqlite3 *db = raw_begin(f, &was_open);
     sqlite3_stmt *st = NULL;
     long n = -1;
 
-    if (sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
-        sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_bind_text(st, 1, owner, -1, SQLITE_STATIC) == SQLITE_OK &&
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
+        (sqlite3_bind_parameter_count(st) == 0 ||
+         sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC) == SQLITE_OK) &&
         sqlite3_step(st) == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
     if (n < 0)
-        print_error("count contacts in %s: %s\n", f->path, sqlite3_errmsg(db));
+        print_error("%s in %s: %s\n", sql, f->path, sqlite3_errmsg(db));
     sqlite3_finalize(st);
-    sqlite3_close(db);
+    raw_end(f, db, was_open);
     return n;
+}
+
+static long fix_count_contacts(struct fix *f, const char *owner)
+{
+    return raw_num(f, "SELECT count(*) FROM contacts WHERE ?1 IS NULL OR owner = ?1", owner);
 }
 
 #include "store_cases.h"
@@ -214,6 +250,75 @@ static void test_strerror(void **state)
     assert_non_null(store_strerror(12345));
 }
 
+/* ---- the -shm file ---- */
+
+/*
+ * The child of test_shm_faults_do_not_crash: a store of its own on path,
+ * then <path>-shm truncated (how a shared WAL index SIGBUSes its mapper,
+ * even on a read) and made unwritable, created first if absent; then reads
+ * and writes. Exits 0 when every one succeeded.
+ */
+static void shm_child(const char *path, bool unwritable)
+{
+    struct store_privacy p = {STORE_VIS_CONTACTS, STORE_VIS_EVERYONE, false};
+    char err[STORE_ERR_LEN], shm[192];
+    struct store *s = store_open(path, err, sizeof(err));
+    struct store_inbox *in = store_inbox_new();
+    struct rec x[4] = {{0}};
+    int fd, bad = 0;
+
+    if (!s)
+        _exit(2);
+    /* cmocka's handlers would turn a SIGBUS on the store's thread into an
+     * exit(-1): let it kill the child, for the parent to name. */
+    signal(SIGBUS, SIG_DFL);
+    signal(SIGSEGV, SIG_DFL);
+    if (store_set_privacy(s, in, "before", &p, rec_cb, &x[0]) != 0)
+        _exit(3);
+    wait_all(in);
+    snprintf(shm, sizeof(shm), "%s-shm", path);
+    fd = open(shm, O_CREAT | O_WRONLY, 0600);
+    if (fd < 0 || ftruncate(fd, 0) != 0)
+        _exit(4);
+    close(fd);
+    if (unwritable && chmod(shm, 0) != 0)
+        _exit(5);
+    if (store_get_privacy(s, in, "before", rec_cb, &x[1]) != 0 ||
+        store_set_privacy(s, in, "after", &p, rec_cb, &x[2]) != 0 ||
+        store_get_relations(s, in, "after", "v", rec_cb, &x[3]) != 0)
+        _exit(6);
+    wait_all(in);
+    for (int i = 0; i < 4; i++)
+        bad += x[i].calls != 1 || x[i].status != 0;
+    store_close(s);
+    store_inbox_free(in);
+    _exit(bad ? 7 : 0);
+}
+
+static void test_shm_faults_do_not_crash(void **state)
+{
+    struct fix *f = *state;
+
+    store_close(f->s); /* the child must be the file's only user */
+    f->s = NULL;
+    for (int unwritable = 0; unwritable < 2; unwritable++) {
+        int status;
+        pid_t pid = fork();
+
+        assert_true(pid >= 0);
+        if (pid == 0)
+            shm_child(f->path, unwritable);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (WIFSIGNALED(status))
+            fail_msg("the store died of signal %d (%s)", WTERMSIG(status),
+                     strsignal(WTERMSIG(status)));
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    f->s = open_or_fail(f->path);
+    assert_int_equal(get_privacy(f, "after").r.privacy.online, STORE_VIS_CONTACTS);
+}
+
 /* ---- durability under SIGKILL ---- */
 
 /* Acknowledged writes survive kill -9: WAL recovery at the next open. */
@@ -250,6 +355,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
         cmocka_unit_test(test_postgres_spec_is_not_a_file),
         cmocka_unit_test(test_strerror),
+        cmocka_unit_test_setup_teardown(test_shm_faults_do_not_crash, setup, teardown),
         cmocka_unit_test(test_durability_kill9),
     };
 
