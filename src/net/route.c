@@ -40,6 +40,10 @@ static void get_healthz(struct conn *c, const struct http_request *req, struct w
 static void get_readyz(struct conn *c, const struct http_request *req, struct worker *w)
 {
     (void)req;
+    if (server_ready(w->srv) && !store_is_healthy(w->srv->store)) {
+        httpd_error(c, 503, "store_unhealthy", store_strerror(store_fault(w->srv->store)));
+        return;
+    }
     if (server_ready(w->srv)) {
         httpd_respond(c, 200, "application/json", "Cache-Control: no-store\r\n",
                       "{\"status\":\"ready\"}\n", 19);

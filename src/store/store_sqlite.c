@@ -2,7 +2,9 @@
 /*
  * store_sqlite.c - the SQLite backend of the settings store: one
  * connection in WAL mode with synchronous=FULL and exclusive locking,
- * cached prepared statements, the schema version in PRAGMA user_version.
+ * cached prepared statements, the schema version in PRAGMA user_version,
+ * and a check that the files it has open are still the ones the path
+ * names.
  *
  * Exports store__sqlite (store_backend.h). Called only by the database
  * thread after open; does not queue, retry or log.
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <sqlite3.h>
 
@@ -75,6 +78,8 @@ static const char schema_sql[] =
 struct lite {
     sqlite3 *db;
     sqlite3_stmt *stmt[ST_COUNT]; /* prepared once, used by the thread only */
+    dev_t wal_dev;                /* the -wal file the connection has open */
+    ino_t wal_ino;
 };
 
 static int map_sqlite(int rc)
@@ -385,6 +390,47 @@ static int prepare_all(struct lite *l, const char *path, char *err, size_t errle
     return 0;
 }
 
+/* ---- the files under the path ---- */
+
+/*
+ * Remembers which -wal file the connection has open: the one its name
+ * gives right after the schema was written (SQLite keeps that file open
+ * and never recreates it while the connection lives).
+ */
+static int note_wal(struct lite *l, const char *path, char *err, size_t errlen)
+{
+    const char *wal = sqlite3_filename_wal(sqlite3_db_filename(l->db, "main"));
+    struct stat st;
+
+    if (!wal || stat(wal, &st) != 0) {
+        snprintf(err, errlen, "cannot find the write-ahead log of %s", path);
+        return STORE_E_IO;
+    }
+    l->wal_dev = st.st_dev;
+    l->wal_ino = st.st_ino;
+    return 0;
+}
+
+/*
+ * The database is gone when its path, or its -wal's, no longer names the
+ * file the connection has open: deleted, renamed or replaced. SQLite would
+ * go on writing into the open files, and a restart would find a new empty
+ * database (or lose the log) where they were.
+ */
+static int lite_check(void *db)
+{
+    struct lite *l = db;
+    const char *wal = sqlite3_filename_wal(sqlite3_db_filename(l->db, "main"));
+    int moved = 0;
+    struct stat st;
+
+    if (sqlite3_file_control(l->db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) != SQLITE_OK || moved)
+        return STORE_E_GONE;
+    if (stat(wal, &st) != 0 || st.st_dev != l->wal_dev || st.st_ino != l->wal_ino)
+        return STORE_E_GONE;
+    return 0;
+}
+
 static void lite_close(void *db)
 {
     struct lite *l = db;
@@ -413,6 +459,8 @@ static int lite_open(const char *path, void **db, char *err, size_t errlen)
         rc = create_schema(l->db, path, err, errlen);
     if (rc == 0)
         rc = prepare_all(l, path, err, errlen);
+    if (rc == 0)
+        rc = note_wal(l, path, err, errlen);
     if (rc)
         goto out_close;
     *db = l;
@@ -427,6 +475,7 @@ const struct store_backend store__sqlite = {
     .open = lite_open,
     .close = lite_close,
     .ready = NULL,
+    .check = lite_check,
     .begin = lite_begin,
     .commit = lite_commit,
     .rollback = lite_rollback,

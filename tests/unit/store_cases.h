@@ -18,6 +18,10 @@
  *   static long fix_count_contacts(struct fix *f, const char *owner);
  *       the contact rows of owner (of everyone when owner is NULL), counted
  *       with the backend's own client, behind the store's back.
+ *   static void fix_destroy(struct fix *f);
+ *       destroys the database under the running store: what an operator's
+ *       mistake does (SQLite: the file deleted; PostgreSQL: the tables
+ *       dropped).
  *
  * Its main() lists every test_* case below with its own setup and teardown,
  * and runs durability_kill9() on an empty database of its own. Completions
@@ -585,6 +589,41 @@ static void test_ids_limit(void **state)
     assert_int_equal(fix_count_contacts(f, "big"), 1);
     free(buf);
     free(ids);
+}
+
+/* ---- failures ---- */
+
+/* One privacy write of user; returns its status, whatever it is. */
+static int set_privacy_status(struct fix *f, const char *user)
+{
+    struct store_privacy p = {STORE_VIS_NOBODY, STORE_VIS_NOBODY, true};
+    struct rec x = {0};
+
+    assert_int_equal(store_set_privacy(f->s, f->in, user, &p, rec_cb, &x), 0);
+    wait_all(f->in);
+    assert_int_equal(x.calls, 1);
+    return x.status;
+}
+
+/*
+ * The database destroyed under a running store: no later write is
+ * acknowledged (it could not be found after a restart), and a store opened
+ * again has none of them.
+ */
+static void test_destroyed_database_refuses_writes(void **state)
+{
+    struct fix *f = *state;
+
+    assert_true(store_is_healthy(f->s));
+    assert_int_equal(store_fault(f->s), 0);
+    assert_int_equal(set_privacy_status(f, "before"), 0);
+    fix_destroy(f);
+    assert_int_not_equal(set_privacy_status(f, "after"), 0);
+    assert_int_not_equal(set_privacy_status(f, "after2"), 0);
+    reopen(f);
+    assert_true(store_is_healthy(f->s));
+    assert_false(get_privacy(f, "after").r.found);
+    assert_false(get_privacy(f, "after2").r.found);
 }
 
 /* ---- durability under SIGKILL ---- */

@@ -5,7 +5,8 @@
  * The backend-independent cases live in store_cases.h (test_store_pg.c runs
  * them on PostgreSQL); this file adds what is SQLite's own: file paths,
  * unwritable and corrupt files, the schema version in user_version, a
- * -shm file truncated or made unwritable (no SIGBUS), a libpq URI that
+ * database or its -wal deleted or replaced under a running store, a -shm
+ * file truncated or made unwritable (no SIGBUS), a libpq URI that
  * must never become a file name, and acknowledged writes
  * that survive kill -9 of the writer (WAL recovery). Each test gets a fresh
  * temporary directory.
@@ -94,6 +95,11 @@ static long raw_num(struct fix *f, const char *sql, const char *arg)
 static long fix_count_contacts(struct fix *f, const char *owner)
 {
     return raw_num(f, "SELECT count(*) FROM contacts WHERE ?1 IS NULL OR owner = ?1", owner);
+}
+
+static void fix_destroy(struct fix *f)
+{
+    assert_int_equal(unlink(f->path), 0);
 }
 
 #include "store_cases.h"
@@ -240,14 +246,99 @@ static void test_postgres_spec_is_not_a_file(void **state)
 
 static void test_strerror(void **state)
 {
-    const int codes[] = {STORE_E_IO,   STORE_E_CORRUPT, STORE_E_READONLY, STORE_E_FULL,
-                         STORE_E_BUSY, STORE_E_SCHEMA,  -EINVAL,          -E2BIG};
+    const int codes[] = {STORE_E_IO,   STORE_E_CORRUPT, STORE_E_READONLY,
+                         STORE_E_FULL, STORE_E_BUSY,    STORE_E_SCHEMA,
+                         STORE_E_GONE, -EINVAL,         -E2BIG};
 
     (void)state;
     for (size_t i = 0; i < ARRAY_SIZE(codes); i++)
         for (size_t j = 0; j < i; j++)
             assert_string_not_equal(store_strerror(codes[i]), store_strerror(codes[j]));
     assert_non_null(store_strerror(12345));
+}
+
+/* ---- the files deleted or replaced under a running store ---- */
+
+/*
+ * What every way of losing the file must give: the write after the loss
+ * and every one after it complete with STORE_E_GONE, the store says it is
+ * unhealthy and why, reads still answer from the open file, and after a
+ * restart on the path nothing refused is there.
+ */
+static void assert_gone(struct fix *f)
+{
+    struct rec x;
+
+    assert_int_equal(set_privacy_status(f, "late"), STORE_E_GONE);
+    assert_false(store_is_healthy(f->s));
+    assert_int_equal(store_fault(f->s), STORE_E_GONE);
+    assert_non_null(strstr(store_strerror(store_fault(f->s)), "deleted or replaced"));
+    assert_int_equal(set_privacy_status(f, "later"), STORE_E_GONE);
+    x = get_privacy(f, "early");
+    assert_int_equal(x.status, 0);
+    assert_true(x.r.found);
+    assert_true(x.r.privacy.invisible);
+    store_close(f->s);
+    f->s = NULL;
+    wait_all(f->in);
+    f->s = open_or_fail(f->path);
+    assert_true(store_is_healthy(f->s));
+    assert_false(get_privacy(f, "late").r.found);
+    assert_false(get_privacy(f, "later").r.found);
+}
+
+static void test_deleted_file_refuses_writes(void **state)
+{
+    struct fix *f = *state;
+
+    assert_true(store_is_healthy(f->s));
+    assert_int_equal(store_fault(f->s), 0);
+    assert_int_equal(set_privacy_status(f, "early"), 0);
+    assert_int_equal(unlink(f->path), 0);
+    assert_gone(f);
+}
+
+/* Another file renamed over the path: what a careless restore does. */
+static void test_replaced_file_refuses_writes(void **state)
+{
+    struct fix *f = *state;
+    char other[192];
+    int fd;
+
+    assert_int_equal(set_privacy_status(f, "early"), 0);
+    snprintf(other, sizeof(other), "%s/other.db", f->dir);
+    fd = open(other, O_CREAT | O_WRONLY, 0600);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(rename(other, f->path), 0);
+    assert_gone(f);
+}
+
+/* The -wal holds acknowledged writes not yet checkpointed: losing it
+ * loses them at the next crash. */
+static void test_deleted_wal_refuses_writes(void **state)
+{
+    struct fix *f = *state;
+    char wal[192];
+
+    assert_int_equal(set_privacy_status(f, "early"), 0);
+    snprintf(wal, sizeof(wal), "%s-wal", f->path);
+    assert_int_equal(unlink(wal), 0);
+    assert_int_equal(set_privacy_status(f, "late"), STORE_E_GONE);
+    assert_false(store_is_healthy(f->s));
+}
+
+/* Found without any request: an idle store checks about once a second. */
+static void test_deleted_file_found_while_idle(void **state)
+{
+    struct fix *f = *state;
+    uint64_t t0 = time_mono_ms();
+
+    assert_int_equal(unlink(f->path), 0);
+    while (store_is_healthy(f->s) && time_mono_ms() - t0 < 5000)
+        usleep(20000);
+    assert_false(store_is_healthy(f->s));
+    assert_int_equal(store_fault(f->s), STORE_E_GONE);
 }
 
 /* ---- the -shm file ---- */
@@ -348,6 +439,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_close_drains_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_ids_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroyed_database_refuses_writes, setup, teardown),
         /* SQLite's own */
         cmocka_unit_test_setup_teardown(test_inbox_free_drops_undrained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unwritable_path_fails_cleanly, setup, teardown),
@@ -355,6 +447,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
         cmocka_unit_test(test_postgres_spec_is_not_a_file),
         cmocka_unit_test(test_strerror),
+        cmocka_unit_test_setup_teardown(test_deleted_file_refuses_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replaced_file_refuses_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deleted_wal_refuses_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deleted_file_found_while_idle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shm_faults_do_not_crash, setup, teardown),
         cmocka_unit_test(test_durability_kill9),
     };

@@ -112,6 +112,12 @@ static long fix_count_contacts(struct fix *f, const char *owner)
     return admin_num(sql);
 }
 
+static void fix_destroy(struct fix *f)
+{
+    (void)f;
+    drop_schema();
+}
+
 #include "store_cases.h"
 
 static int setup(void **state)
@@ -389,6 +395,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_close_drains_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_ids_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroyed_database_refuses_writes, setup, teardown),
         /* PostgreSQL's own */
         cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_write_alone, setup, teardown),
