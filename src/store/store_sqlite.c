@@ -378,14 +378,21 @@ static int create_schema(sqlite3 *db, const char *path, char *err, size_t errlen
     return 0;
 }
 
+/*
+ * A statement that does not prepare on a database whose version is ours
+ * means tables or columns are missing or renamed: a damaged schema, as
+ * PostgreSQL reports it, not an I/O error.
+ */
 static int prepare_all(struct lite *l, const char *path, char *err, size_t errlen)
 {
     for (int k = 0; k < ST_COUNT; k++) {
         int rc = sqlite3_prepare_v3(l->db, stmt_sql[k], -1, SQLITE_PREPARE_PERSISTENT, &l->stmt[k],
                                     NULL);
 
-        if (rc != SQLITE_OK)
-            return open_fail(l->db, rc, err, errlen, "prepare statements for", path);
+        if (rc != SQLITE_OK) {
+            rc = open_fail(l->db, rc, err, errlen, "prepare statements for", path);
+            return rc == STORE_E_IO ? STORE_E_SCHEMA : rc;
+        }
     }
     return 0;
 }

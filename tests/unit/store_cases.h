@@ -18,10 +18,23 @@
  *   static long fix_count_contacts(struct fix *f, const char *owner);
  *       the contact rows of owner (of everyone when owner is NULL), counted
  *       with the backend's own client, behind the store's back.
+ *   static long fix_schema_version(struct fix *f);
+ *       the schema version stored in the database, read the same way.
+ *   static void fix_set_schema_version(struct fix *f, int v);
+ *   static void fix_damage_schema(struct fix *f);
+ *       store v as the schema version / rename the blocks table's
+ *       "blocked" column, behind the store's back; called with f->s NULL.
+ *   static void fix_forbid_contact(struct fix *f, const char *id);
+ *       makes the database refuse every contact row naming id (a
+ *       constraint error), behind the store's back.
  *   static void fix_destroy(struct fix *f);
  *       destroys the database under the running store: what an operator's
  *       mistake does (SQLite: the file deleted; PostgreSQL: the tables
  *       dropped).
+ *
+ * Hooks are called with nothing pending. Those that work behind the
+ * store's back may close f->s and open it again (SQLite must: the store
+ * holds its file exclusively); each leaves f->s open if it found it open.
  *
  * Its main() lists every test_* case below with its own setup and teardown,
  * and runs durability_kill9() on an empty database of its own. Completions
@@ -591,7 +604,90 @@ static void test_ids_limit(void **state)
     free(ids);
 }
 
+/* ---- lifetime ---- */
+
+/* Undrained completions are dropped by store_inbox_free without callbacks. */
+static void test_inbox_free_drops_undrained(void **state)
+{
+    struct fix *f = *state;
+    struct store_inbox *in = store_inbox_new();
+    struct rec x = {0};
+
+    assert_int_equal(store_get_privacy(f->s, in, "a", rec_cb, &x), 0);
+    store_close(f->s);
+    f->s = open_or_fail(fix_spec(f));
+    assert_int_equal(store_inbox_pending(in), 1);
+    store_inbox_free(in);
+    assert_int_equal(x.calls, 0);
+}
+
 /* ---- failures ---- */
+
+/* One failing write in a group fails alone; its neighbours commit. */
+static void test_failing_write_alone(void **state)
+{
+    struct fix *f = *state;
+    const char *ids[] = {"ok1", "forbidden", "ok2"};
+    struct rec x[3] = {{0}};
+
+    fix_forbid_contact(f, "forbidden");
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(store_contacts_add(f->s, f->in, "o", &ids[i], 1, rec_cb, &x[i]), 0);
+    wait_all(f->in);
+    assert_int_equal(x[0].status, 0);
+    assert_int_equal(x[1].status, STORE_E_SCHEMA);
+    assert_int_equal(x[1].r.changed, 0);
+    assert_int_equal(x[2].status, 0);
+    assert_true(relations(f, "o", "ok1").r.is_contact);
+    assert_false(relations(f, "o", "forbidden").r.is_contact);
+    assert_true(relations(f, "o", "ok2").r.is_contact);
+}
+
+/* The fixture's open stamped the version; a second open accepts it. */
+static void test_schema_created_then_accepted(void **state)
+{
+    struct fix *f = *state;
+
+    assert_int_equal(fix_schema_version(f), STORE_SCHEMA_VERSION);
+    CONTACTS(store_contacts_add, f, "s", "t");
+    reopen(f);
+    assert_int_equal(fix_schema_version(f), STORE_SCHEMA_VERSION);
+    assert_true(relations(f, "s", "t").r.is_contact);
+}
+
+/* A schema from a later release is refused, and left alone. */
+static void test_newer_schema_refused(void **state)
+{
+    struct fix *f = *state;
+    char err[STORE_ERR_LEN] = "";
+    struct store *s = NULL;
+
+    store_close(f->s);
+    f->s = NULL;
+    fix_set_schema_version(f, 99);
+    assert_int_equal(store_open_status(fix_spec(f), err, sizeof(err), &s), STORE_E_SCHEMA);
+    assert_null(s);
+    assert_non_null(strstr(err, "newer"));
+    err[0] = '\0';
+    assert_null(store_open(fix_spec(f), err, sizeof(err)));
+    assert_non_null(strstr(err, "newer"));
+    assert_int_equal(fix_schema_version(f), 99);
+}
+
+/* Our version with a column renamed: refused as a schema error naming it. */
+static void test_damaged_schema_refused(void **state)
+{
+    struct fix *f = *state;
+    char err[STORE_ERR_LEN] = "";
+    struct store *s = NULL;
+
+    store_close(f->s);
+    f->s = NULL;
+    fix_damage_schema(f);
+    assert_int_equal(store_open_status(fix_spec(f), err, sizeof(err), &s), STORE_E_SCHEMA);
+    assert_null(s);
+    assert_non_null(strstr(err, "blocked"));
+}
 
 /* One privacy write of user; returns its status, whatever it is. */
 static int set_privacy_status(struct fix *f, const char *user)
@@ -624,6 +720,19 @@ static void test_destroyed_database_refuses_writes(void **state)
     assert_true(store_is_healthy(f->s));
     assert_false(get_privacy(f, "after").r.found);
     assert_false(get_privacy(f, "after2").r.found);
+}
+
+static void test_strerror(void **state)
+{
+    const int codes[] = {STORE_E_IO,   STORE_E_CORRUPT, STORE_E_READONLY,
+                         STORE_E_FULL, STORE_E_BUSY,    STORE_E_SCHEMA,
+                         STORE_E_GONE, -EINVAL,         -E2BIG};
+
+    (void)state;
+    for (size_t i = 0; i < ARRAY_SIZE(codes); i++)
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(store_strerror(codes[i]), store_strerror(codes[j]));
+    assert_non_null(store_strerror(12345));
 }
 
 /* ---- durability under SIGKILL ---- */

@@ -3,13 +3,12 @@
  * test_store.c - the settings store through its threaded API, on SQLite.
  *
  * The backend-independent cases live in store_cases.h (test_store_pg.c runs
- * them on PostgreSQL); this file adds what is SQLite's own: file paths,
- * unwritable and corrupt files, the schema version in user_version, a
- * database or its -wal deleted or replaced under a running store, a -shm
- * file truncated or made unwritable (no SIGBUS), a libpq URI that
- * must never become a file name, and acknowledged writes
- * that survive kill -9 of the writer (WAL recovery). Each test gets a fresh
- * temporary directory.
+ * them on PostgreSQL, the fixture hooks below give them SQLite's ways);
+ * this file adds what is SQLite's own: file paths, unwritable and corrupt
+ * files, the database or its -wal deleted or replaced under a running
+ * store, a -shm file truncated or made unwritable (no SIGBUS), and a libpq
+ * URI that must never become a file name. Each test gets a fresh temporary
+ * directory.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -72,6 +71,16 @@ static void raw_end(struct fix *f, sqlite3 *db, bool was_open)
         fail_msg("store_open: %s", err);
 }
 
+static void raw_exec(struct fix *f, const char *sql)
+{
+    bool was_open;
+    sqlite3 *db = raw_begin(f, &was_open);
+
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    raw_end(f, db, was_open);
+}
+
 /* The first column of the first row of sql with ?1 = arg, if any (-1: no row). */
 static long raw_num(struct fix *f, const char *sql, const char *arg)
 {
@@ -95,6 +104,38 @@ static long raw_num(struct fix *f, const char *sql, const char *arg)
 static long fix_count_contacts(struct fix *f, const char *owner)
 {
     return raw_num(f, "SELECT count(*) FROM contacts WHERE ?1 IS NULL OR owner = ?1", owner);
+}
+
+static long fix_schema_version(struct fix *f)
+{
+    return raw_num(f, "PRAGMA user_version", NULL);
+}
+
+/* What a future release writes. */
+static void fix_set_schema_version(struct fix *f, int v)
+{
+    char sql[64];
+
+    snprintf(sql, sizeof(sql), "PRAGMA user_version=%d", v);
+    raw_exec(f, sql);
+}
+
+static void fix_damage_schema(struct fix *f)
+{
+    raw_exec(f, "ALTER TABLE blocks RENAME COLUMN blocked TO target");
+}
+
+/* A trigger: SQLite cannot add a CHECK constraint to a table. */
+static void fix_forbid_contact(struct fix *f, const char *id)
+{
+    char sql[256];
+
+    assert_true(store_id_is_valid(id)); /* nothing to quote */
+    snprintf(sql, sizeof(sql),
+             "CREATE TRIGGER forbid BEFORE INSERT ON contacts WHEN NEW.contact = '%s'"
+             " BEGIN SELECT RAISE(ABORT, 'forbidden contact'); END",
+             id);
+    raw_exec(f, sql);
 }
 
 static void fix_destroy(struct fix *f)
@@ -147,23 +188,6 @@ static int teardown(void **state)
     return 0;
 }
 
-/* ---- lifetime ---- */
-
-/* Undrained completions are dropped by store_inbox_free without callbacks. */
-static void test_inbox_free_drops_undrained(void **state)
-{
-    struct fix *f = *state;
-    struct store_inbox *in = store_inbox_new();
-    struct rec x = {0};
-
-    assert_int_equal(store_get_privacy(f->s, in, "a", rec_cb, &x), 0);
-    store_close(f->s);
-    f->s = open_or_fail(f->path);
-    assert_int_equal(store_inbox_pending(in), 1);
-    store_inbox_free(in);
-    assert_int_equal(x.calls, 0);
-}
-
 /* ---- validation and errors ---- */
 
 static void test_unwritable_path_fails_cleanly(void **state)
@@ -199,26 +223,6 @@ static void test_corrupt_file_fails_cleanly(void **state)
     assert_non_null(strstr(err, "junk.db"));
 }
 
-static void test_newer_schema_refused(void **state)
-{
-    struct fix *f = *state;
-    char err[STORE_ERR_LEN] = "";
-    sqlite3 *db;
-
-    store_close(f->s);
-    f->s = NULL;
-    /* Raise user_version with a raw connection: what a future release writes. */
-    assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=99", NULL, NULL, NULL), SQLITE_OK);
-    sqlite3_close(db);
-    assert_null(store_open(f->path, err, sizeof(err)));
-    assert_non_null(strstr(err, "newer"));
-    err[0] = '\0';
-    assert_int_equal(store_open_status(f->path, err, sizeof(err), &f->s), STORE_E_SCHEMA);
-    assert_null(f->s);
-    assert_non_null(strstr(err, "newer"));
-}
-
 /*
  * A postgres:// or postgresql:// spec is a libpq URI, never a file name:
  * with nothing listening, open fails with STORE_E_IO at once, says so, and
@@ -242,19 +246,6 @@ static void test_postgres_spec_is_not_a_file(void **state)
         assert_int_equal(access("postgresql:", F_OK), -1);
         assert_int_equal(access("postgres:", F_OK), -1);
     }
-}
-
-static void test_strerror(void **state)
-{
-    const int codes[] = {STORE_E_IO,   STORE_E_CORRUPT, STORE_E_READONLY,
-                         STORE_E_FULL, STORE_E_BUSY,    STORE_E_SCHEMA,
-                         STORE_E_GONE, -EINVAL,         -E2BIG};
-
-    (void)state;
-    for (size_t i = 0; i < ARRAY_SIZE(codes); i++)
-        for (size_t j = 0; j < i; j++)
-            assert_string_not_equal(store_strerror(codes[i]), store_strerror(codes[j]));
-    assert_non_null(store_strerror(12345));
 }
 
 /* ---- the files deleted or replaced under a running store ---- */
@@ -439,14 +430,17 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_close_drains_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_ids_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_limit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_destroyed_database_refuses_writes, setup, teardown),
-        /* SQLite's own */
         cmocka_unit_test_setup_teardown(test_inbox_free_drops_undrained, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failing_write_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_schema_created_then_accepted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_schema_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroyed_database_refuses_writes, setup, teardown),
+        cmocka_unit_test(test_strerror),
+        /* SQLite's own */
         cmocka_unit_test_setup_teardown(test_unwritable_path_fails_cleanly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_file_fails_cleanly, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
         cmocka_unit_test(test_postgres_spec_is_not_a_file),
-        cmocka_unit_test(test_strerror),
         cmocka_unit_test_setup_teardown(test_deleted_file_refuses_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replaced_file_refuses_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deleted_wal_refuses_writes, setup, teardown),
