@@ -18,6 +18,10 @@
  *   static long fix_count_contacts(struct fix *f, const char *owner);
  *       the contact rows of owner (of everyone when owner is NULL), counted
  *       with the backend's own client, behind the store's back.
+ *   static long fix_commits(struct fix *f, const char *owner);
+ *       a count of committed transactions that grows by one for each that
+ *       wrote contacts of owner (SQLite counts every commit in the -wal:
+ *       call it around writes of owner only).
  *   static long fix_schema_version(struct fix *f);
  *       the schema version stored in the database, read the same way.
  *   static void fix_set_schema_version(struct fix *f, int v);
@@ -474,6 +478,48 @@ static void test_many_threads(void **state)
     for (int k = 0; k < THREADS; k++)
         assert_true(relations(f, w[k].user, "c74").r.is_contact);
     free(w);
+}
+
+#define BURST_N 100
+
+/*
+ * Group commit: writes queued while the database thread is busy share a
+ * transaction. A big write first (STORE_IDS_MAX contacts) keeps the thread
+ * busy while BURST_N - 1 small ones queue behind it: they commit in a few
+ * transactions, not one each. (test_store_pg.c's test_group_commit pins
+ * the count to exactly two with a table lock.)
+ */
+static void test_burst_shares_transactions(void **state)
+{
+    struct fix *f = *state;
+    const char **big = xcalloc(STORE_IDS_MAX, sizeof(*big));
+    char *buf = xcalloc(STORE_IDS_MAX, 16);
+    struct rec *x = xcalloc(BURST_N, sizeof(*x));
+    long before = fix_commits(f, "grp"), commits;
+
+    for (size_t i = 0; i < STORE_IDS_MAX; i++) {
+        snprintf(buf + 16 * i, 16, "b%zu", i);
+        big[i] = buf + 16 * i;
+    }
+    assert_int_equal(store_contacts_replace(f->s, f->in, "grp", big, STORE_IDS_MAX, rec_cb, &x[0]),
+                     0);
+    for (int i = 1; i < BURST_N; i++) {
+        char id[16];
+        const char *ids[] = {id};
+
+        snprintf(id, sizeof(id), "g%d", i);
+        assert_int_equal(store_contacts_add(f->s, f->in, "grp", ids, 1, rec_cb, &x[i]), 0);
+    }
+    wait_all(f->in);
+    for (int i = 0; i < BURST_N; i++)
+        assert_int_equal(x[i].status, 0);
+    commits = fix_commits(f, "grp") - before;
+    if (commits < 1 || commits > 3)
+        fail_msg("%d writes committed in %ld transactions", BURST_N, commits);
+    assert_int_equal(fix_count_contacts(f, "grp"), STORE_IDS_MAX + BURST_N - 1);
+    free(x);
+    free(buf);
+    free(big);
 }
 
 /* ---- lifetime ---- */

@@ -112,6 +112,18 @@ static long fix_count_contacts(struct fix *f, const char *owner)
     return admin_num(sql);
 }
 
+/* Every row a transaction inserts carries its id in xmin. */
+static long fix_commits(struct fix *f, const char *owner)
+{
+    char sql[256];
+
+    (void)f;
+    assert_true(store_id_is_valid(owner)); /* nothing to quote */
+    snprintf(sql, sizeof(sql),
+             "SELECT count(DISTINCT xmin::text) FROM presenced_contacts WHERE owner = '%s'", owner);
+    return admin_num(sql);
+}
+
 static long fix_schema_version(struct fix *f)
 {
     (void)f;
@@ -369,6 +381,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_blocks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_blockers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_completion_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_burst_shares_transactions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_drains_queue, setup, teardown),
