@@ -174,6 +174,19 @@ static const struct worker_hooks hooks = {
     .stop = hook_stop,
 };
 
+/* /readyz: 503 store_unhealthy once the store refuses writes for good
+ * (its SQLite file deleted or replaced, store.h). */
+static bool store_check(void *data, const char **code, const char **message)
+{
+    struct store *st = data;
+
+    if (store_is_healthy(st))
+        return true;
+    *code = "store_unhealthy";
+    *message = store_strerror(store_fault(st));
+    return false;
+}
+
 /* Opens the settings store and the shared tables, then the workers. */
 static int start(struct server *srv)
 {
@@ -185,6 +198,7 @@ static int start(struct server *srv)
         return -1;
     }
     env.observer_rate = observer_rate_new(&srv->cfg);
+    health_add_check(store_check, env.store);
     compose_routes();
     srv->hooks = &hooks;
     if (server_start(srv) == 0)

@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "httpd.h"
+#include "log.h"
 #include "metrics.h"
 #include "util.h"
 #include "worker.h"
@@ -24,11 +25,32 @@ static void get_healthz(struct conn *c, const struct http_request *req, struct n
     httpd_respond(c, 200, "application/json", "Cache-Control: no-store\r\n", body, (size_t)n);
 }
 
+static struct {
+    health_check_fn *fn;
+    void *data;
+} checks[HEALTH_CHECKS_MAX];
+static size_t nchecks;
+
+void health_add_check(health_check_fn *fn, void *data)
+{
+    if (nchecks == HEALTH_CHECKS_MAX)
+        fatalx("health", "more than %d readiness checks", HEALTH_CHECKS_MAX);
+    checks[nchecks].fn = fn;
+    checks[nchecks++].data = data;
+}
+
 static void get_readyz(struct conn *c, const struct http_request *req, struct net_ctx *nc)
 {
     struct server *srv = nc->worker->srv;
+    const char *code, *message;
 
     (void)req;
+    for (size_t i = 0; server_ready(srv) && i < nchecks; i++) {
+        if (!checks[i].fn(checks[i].data, &code, &message)) {
+            httpd_error(c, 503, code, message);
+            return;
+        }
+    }
     if (server_ready(srv)) {
         httpd_respond(c, 200, "application/json", "Cache-Control: no-store\r\n",
                       "{\"status\":\"ready\"}\n", 19);

@@ -5,7 +5,8 @@
  * PostgreSQL, store_backend.h) that runs the statements.
  *
  * Exports the store_* API of store.h. It validates requests, groups
- * consecutive writes into one transaction and fails reads closed; it does
+ * consecutive writes into one transaction, fails reads closed and refuses
+ * writes for good once the backend finds its database gone; it does
  * not cache, does not decide visibility and does not log: errors travel
  * back as statuses.
  */
@@ -14,14 +15,18 @@
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store_backend.h"
+
+#define CHECK_MS 1000 /* longest time between two backend checks */
 
 /* One request, from submission to its callback. */
 struct req {
@@ -57,6 +62,8 @@ struct store {
     pthread_cond_t wake;   /* signalled on submit and close */
     struct req_list queue; /* submitted, not yet taken by the thread */
     bool closing;
+    atomic_int fault;    /* 0, or the first error check() returned: for good */
+    uint64_t checked_at; /* time_mono_ms() of the last check; thread only */
 };
 
 /* ---- helpers ---- */
@@ -144,6 +151,20 @@ static void exec_read(struct store *s, struct req *r)
 
 /* ---- the database thread: batches and completions ---- */
 
+/* The sticky fault: asks the backend unless one is known already. */
+static int check_fault(struct store *s)
+{
+    int fault = atomic_load_explicit(&s->fault, memory_order_acquire);
+
+    s->checked_at = time_mono_ms();
+    if (fault == 0 && s->be->check) {
+        fault = s->be->check(s->db);
+        if (fault)
+            atomic_store_explicit(&s->fault, fault, memory_order_release);
+    }
+    return fault;
+}
+
 static void inbox_post(struct store_inbox *in, struct req *r)
 {
     bool was_empty;
@@ -198,6 +219,27 @@ static void run_writes(struct store *s, struct req *first, size_t n)
 }
 
 /*
+ * A group of n writes with the database gone: refused before it runs, or,
+ * when the check after its commit finds the file gone, reported failed
+ * although committed, since what was committed into a deleted file is not
+ * there after a restart. Either way no write is acknowledged into a file
+ * that the path no longer names.
+ */
+static void run_write_group(struct store *s, struct req *first, size_t n)
+{
+    int fault = check_fault(s);
+    struct req *r;
+    size_t i;
+
+    if (fault == 0) {
+        run_writes(s, first, n);
+        fault = check_fault(s);
+    }
+    for (r = first, i = 0; fault && i < n; r = r->next, i++)
+        req_fail(r, fault);
+}
+
+/*
  * Runs a batch in order and posts every completion after its commit. The
  * backend is asked once per batch whether it can run at all; when it
  * cannot (a lost PostgreSQL server), every request of the batch completes
@@ -220,7 +262,7 @@ static void run_batch(struct store *s, struct req *r)
                 last = last->next;
                 n++;
             }
-            run_writes(s, r, n);
+            run_write_group(s, r, n);
         } else {
             exec_read(s, r);
         }
@@ -231,22 +273,51 @@ static void run_batch(struct store *s, struct req *r)
     }
 }
 
+/* CLOCK_MONOTONIC (the condition variable's clock) in ms from now. */
+static struct timespec deadline_in(uint64_t ms)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)(ms / 1000);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+/*
+ * Takes whatever is queued and runs it; waits at most CHECK_MS for more,
+ * and checks the backend whenever CHECK_MS passed without a check, so that
+ * a database deleted under an idle or read-only store is found within
+ * about a second (store_is_healthy()), not at the next write.
+ */
 static void *store_thread(void *arg)
 {
     struct store *s = arg;
 
     for (;;) {
         struct req *batch;
+        bool closing;
 
         pthread_mutex_lock(&s->lock);
-        while (!s->queue.head && !s->closing)
-            pthread_cond_wait(&s->wake, &s->lock);
+        if (!s->queue.head && !s->closing) {
+            struct timespec until = deadline_in(CHECK_MS);
+
+            pthread_cond_timedwait(&s->wake, &s->lock, &until);
+        }
         batch = s->queue.head;
         s->queue = (struct req_list){0};
+        closing = s->closing;
         pthread_mutex_unlock(&s->lock);
-        if (!batch)
+        if (batch)
+            run_batch(s, batch);
+        else if (closing)
             return NULL; /* closing and nothing left */
-        run_batch(s, batch);
+        if (time_mono_ms() - s->checked_at >= CHECK_MS)
+            check_fault(s);
     }
 }
 
@@ -264,6 +335,18 @@ static const struct store_backend *backend_for(const char *spec)
     return &store__sqlite;
 }
 
+/* A condition variable on CLOCK_MONOTONIC: a wall clock step must not
+ * stretch or cut the thread's timed waits. */
+static void init_wake(pthread_cond_t *c)
+{
+    pthread_condattr_t attr;
+
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
 int store_open_status(const char *spec, char *err, size_t errlen, struct store **out)
 {
     struct store *s = xcalloc(1, sizeof(*s));
@@ -275,7 +358,8 @@ int store_open_status(const char *spec, char *err, size_t errlen, struct store *
     if (rc)
         goto out_free;
     pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->wake, NULL);
+    init_wake(&s->wake);
+    s->checked_at = time_mono_ms();
     rc = -pthread_create(&s->thread, NULL, store_thread, s);
     if (rc) {
         snprintf(err, errlen, "cannot start the %s database thread: %s", s->be->name,
@@ -318,6 +402,16 @@ void store_close(struct store *s)
     free(s);
 }
 
+bool store_is_healthy(const struct store *s)
+{
+    return store_fault(s) == 0;
+}
+
+int store_fault(const struct store *s)
+{
+    return atomic_load_explicit(&((struct store *)s)->fault, memory_order_acquire);
+}
+
 const char *store_strerror(int status)
 {
     switch (status) {
@@ -335,6 +429,8 @@ const char *store_strerror(int status)
         return "settings database locked";
     case STORE_E_SCHEMA:
         return "settings database schema mismatch";
+    case STORE_E_GONE:
+        return "settings database file deleted or replaced: writes refused until restart";
     case -EINVAL:
         return "invalid user id or privacy value";
     case -E2BIG:

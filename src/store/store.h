@@ -31,6 +31,18 @@
  * presenced_privacy, presenced_contacts, presenced_blocks and
  * presenced_schema. Every query is parameterised.
  *
+ * SQLite: presenced must be the file's only user. The connection holds
+ * the file in exclusive locking mode, so the WAL index lives in the
+ * process's own memory, not in a shared mapping of <file>-shm (whatever
+ * happens to that file cannot crash the process), and another process
+ * cannot open the database while the store has it. Before every write, and
+ * about once a second while idle, the store checks that the path still
+ * names the files it has open: once the database or its -wal was deleted,
+ * renamed or replaced, every later write completes with STORE_E_GONE
+ * (what it would write could not be found again after a restart) and
+ * store_is_healthy() is false until the process restarts. Reads go on
+ * from the open files.
+ *
  * Fail closed: a read that completes with an error carries the most private
  * answer (invisible, visibility nobody, not a contact, blocked), and the
  * engine must use it as such; a write error must be reported to the client
@@ -60,6 +72,7 @@ enum {
     STORE_E_FULL = -(PS_EBASE + 703),     /* disk full */
     STORE_E_BUSY = -(PS_EBASE + 704),     /* locked past the timeout, or statement timeout */
     STORE_E_SCHEMA = -(PS_EBASE + 705),   /* schema newer than this code, or damaged */
+    STORE_E_GONE = -(PS_EBASE + 706),     /* database file deleted or replaced under the store */
 };
 
 enum store_visibility {
@@ -123,6 +136,18 @@ int store_open_status(const char *spec, char *err, size_t errlen, struct store *
  * dropped by store_inbox_free(). NULL is a no-op.
  */
 void store_close(struct store *s);
+
+/*
+ * Whether the store can take writes: false once it found its database
+ * deleted or replaced (STORE_E_GONE), a fault that lasts until the store is
+ * closed. A PostgreSQL outage is not a fault here: each batch retries, and
+ * its requests report it. Any thread; never blocks.
+ */
+bool store_is_healthy(const struct store *s);
+
+/* Why not: 0 while healthy, else the status every write now completes with
+ * (for store_strerror()). Any thread; never blocks. */
+int store_fault(const struct store *s);
 
 /* Describes a status from a completion or a submit call. */
 const char *store_strerror(int status);

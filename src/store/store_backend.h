@@ -64,6 +64,15 @@ struct store_backend {
      */
     int (*ready)(void *db);
 
+    /*
+     * Called before every group of writes and when the thread has been
+     * idle for a while: returns 0 while the database the store opened is
+     * still the one its spec names, or STORE_E_GONE once it was deleted or
+     * replaced. store.c remembers the first error and refuses every later
+     * write with it. NULL: never gone.
+     */
+    int (*check)(void *db);
+
     /* Transaction control. commit() returns 0 only once the transaction is
      * durable; rollback() is a no-op outside a transaction. */
     int (*begin)(void *db);

@@ -657,6 +657,7 @@ const struct store_backend store__pg = {
     .open = pg_open,
     .close = pg_close,
     .ready = pg_ready,
+    .check = NULL, /* a server has no file to lose; outages are ready()'s */
     .begin = pg_begin,
     .commit = pg_commit,
     .rollback = pg_rollback,

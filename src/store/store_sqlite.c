@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * store_sqlite.c - the SQLite backend of the settings store: one
- * connection in WAL mode with synchronous=FULL, cached prepared statements,
- * the schema version in PRAGMA user_version.
+ * connection in WAL mode with synchronous=FULL and exclusive locking,
+ * cached prepared statements, the schema version in PRAGMA user_version,
+ * and a check that the files it has open are still the ones the path
+ * names.
  *
  * Exports store__sqlite (store_backend.h). Called only by the database
  * thread after open; does not queue, retry or log.
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <sqlite3.h>
 
@@ -75,6 +78,8 @@ static const char schema_sql[] =
 struct lite {
     sqlite3 *db;
     sqlite3_stmt *stmt[ST_COUNT]; /* prepared once, used by the thread only */
+    dev_t wal_dev;                /* the -wal file the connection has open */
+    ino_t wal_ino;
 };
 
 static int map_sqlite(int rc)
@@ -293,24 +298,41 @@ static int open_fail(sqlite3 *db, int rc, char *err, size_t errlen, const char *
     return rc ? rc : STORE_E_IO;
 }
 
-/* Sets WAL and FULL sync, and checks that WAL really took effect. */
-static int configure(sqlite3 *db, const char *path, char *err, size_t errlen)
+/* Runs a pragma that answers one row; true when it answers want. */
+static bool pragma_is(sqlite3 *db, const char *sql, const char *want, int *rc)
 {
     sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
-    bool wal;
+    bool yes;
 
-    if (rc != SQLITE_OK)
-        return open_fail(db, rc, err, errlen, "open database", path);
-    rc = sqlite3_step(st);
-    wal = rc == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+    *rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (*rc != SQLITE_OK)
+        return false;
+    *rc = sqlite3_step(st);
+    yes = *rc == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), want) == 0;
     sqlite3_finalize(st);
-    if (!wal)
+    return yes;
+}
+
+/*
+ * Sets exclusive locking, then WAL and FULL sync, and checks that both
+ * modes took effect. The order matters: exclusive locking set before the
+ * first WAL access keeps the WAL index in this process's heap, never in a
+ * shared mapping of <path>-shm, which SIGBUSes the process (even on a read)
+ * once that file is truncated or cannot be written. The price is that no
+ * other process can open the file while the store has it.
+ */
+static int configure(sqlite3 *db, const char *path, char *err, size_t errlen)
+{
+    int rc;
+
+    sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
+    if (!pragma_is(db, "PRAGMA locking_mode=EXCLUSIVE", "exclusive", &rc))
+        return open_fail(db, rc, err, errlen, "lock", path);
+    if (!pragma_is(db, "PRAGMA journal_mode=WAL", "wal", &rc))
         return open_fail(db, rc, err, errlen, "enable WAL on", path);
     rc = sqlite3_exec(db, "PRAGMA synchronous=FULL", NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return open_fail(db, rc, err, errlen, "configure", path);
-    sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
     return 0;
 }
 
@@ -356,15 +378,63 @@ static int create_schema(sqlite3 *db, const char *path, char *err, size_t errlen
     return 0;
 }
 
+/*
+ * A statement that does not prepare on a database whose version is ours
+ * means tables or columns are missing or renamed: a damaged schema, as
+ * PostgreSQL reports it, not an I/O error.
+ */
 static int prepare_all(struct lite *l, const char *path, char *err, size_t errlen)
 {
     for (int k = 0; k < ST_COUNT; k++) {
         int rc = sqlite3_prepare_v3(l->db, stmt_sql[k], -1, SQLITE_PREPARE_PERSISTENT, &l->stmt[k],
                                     NULL);
 
-        if (rc != SQLITE_OK)
-            return open_fail(l->db, rc, err, errlen, "prepare statements for", path);
+        if (rc != SQLITE_OK) {
+            rc = open_fail(l->db, rc, err, errlen, "prepare statements for", path);
+            return rc == STORE_E_IO ? STORE_E_SCHEMA : rc;
+        }
     }
+    return 0;
+}
+
+/* ---- the files under the path ---- */
+
+/*
+ * Remembers which -wal file the connection has open: the one its name
+ * gives right after the schema was written (SQLite keeps that file open
+ * and never recreates it while the connection lives).
+ */
+static int note_wal(struct lite *l, const char *path, char *err, size_t errlen)
+{
+    const char *wal = sqlite3_filename_wal(sqlite3_db_filename(l->db, "main"));
+    struct stat st;
+
+    if (!wal || stat(wal, &st) != 0) {
+        snprintf(err, errlen, "cannot find the write-ahead log of %s", path);
+        return STORE_E_IO;
+    }
+    l->wal_dev = st.st_dev;
+    l->wal_ino = st.st_ino;
+    return 0;
+}
+
+/*
+ * The database is gone when its path, or its -wal's, no longer names the
+ * file the connection has open: deleted, renamed or replaced. SQLite would
+ * go on writing into the open files, and a restart would find a new empty
+ * database (or lose the log) where they were.
+ */
+static int lite_check(void *db)
+{
+    struct lite *l = db;
+    const char *wal = sqlite3_filename_wal(sqlite3_db_filename(l->db, "main"));
+    int moved = 0;
+    struct stat st;
+
+    if (sqlite3_file_control(l->db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) != SQLITE_OK || moved)
+        return STORE_E_GONE;
+    if (stat(wal, &st) != 0 || st.st_dev != l->wal_dev || st.st_ino != l->wal_ino)
+        return STORE_E_GONE;
     return 0;
 }
 
@@ -396,6 +466,8 @@ static int lite_open(const char *path, void **db, char *err, size_t errlen)
         rc = create_schema(l->db, path, err, errlen);
     if (rc == 0)
         rc = prepare_all(l, path, err, errlen);
+    if (rc == 0)
+        rc = note_wal(l, path, err, errlen);
     if (rc)
         goto out_close;
     *db = l;
@@ -410,6 +482,7 @@ const struct store_backend store__sqlite = {
     .open = lite_open,
     .close = lite_close,
     .ready = NULL,
+    .check = lite_check,
     .begin = lite_begin,
     .commit = lite_commit,
     .rollback = lite_rollback,

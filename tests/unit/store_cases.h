@@ -18,6 +18,27 @@
  *   static long fix_count_contacts(struct fix *f, const char *owner);
  *       the contact rows of owner (of everyone when owner is NULL), counted
  *       with the backend's own client, behind the store's back.
+ *   static long fix_commits(struct fix *f, const char *owner);
+ *       a count of committed transactions that grows by one for each that
+ *       wrote contacts of owner (SQLite counts every commit in the -wal:
+ *       call it around writes of owner only).
+ *   static long fix_schema_version(struct fix *f);
+ *       the schema version stored in the database, read the same way.
+ *   static void fix_set_schema_version(struct fix *f, int v);
+ *   static void fix_damage_schema(struct fix *f);
+ *       store v as the schema version / rename the blocks table's
+ *       "blocked" column, behind the store's back; called with f->s NULL.
+ *   static void fix_forbid_contact(struct fix *f, const char *id);
+ *       makes the database refuse every contact row naming id (a
+ *       constraint error), behind the store's back.
+ *   static void fix_destroy(struct fix *f);
+ *       destroys the database under the running store: what an operator's
+ *       mistake does (SQLite: the file deleted; PostgreSQL: the tables
+ *       dropped).
+ *
+ * Hooks are called with nothing pending. Those that work behind the
+ * store's back may close f->s and open it again (SQLite must: the store
+ * holds its file exclusively); each leaves f->s open if it found it open.
  *
  * Its main() lists every test_* case below with its own setup and teardown,
  * and runs durability_kill9() on an empty database of its own. Completions
@@ -459,6 +480,48 @@ static void test_many_threads(void **state)
     free(w);
 }
 
+#define BURST_N 100
+
+/*
+ * Group commit: writes queued while the database thread is busy share a
+ * transaction. A big write first (STORE_IDS_MAX contacts) keeps the thread
+ * busy while BURST_N - 1 small ones queue behind it: they commit in a few
+ * transactions, not one each. (test_store_pg.c's test_group_commit pins
+ * the count to exactly two with a table lock.)
+ */
+static void test_burst_shares_transactions(void **state)
+{
+    struct fix *f = *state;
+    const char **big = xcalloc(STORE_IDS_MAX, sizeof(*big));
+    char *buf = xcalloc(STORE_IDS_MAX, 16);
+    struct rec *x = xcalloc(BURST_N, sizeof(*x));
+    long before = fix_commits(f, "grp"), commits;
+
+    for (size_t i = 0; i < STORE_IDS_MAX; i++) {
+        snprintf(buf + 16 * i, 16, "b%zu", i);
+        big[i] = buf + 16 * i;
+    }
+    assert_int_equal(store_contacts_replace(f->s, f->in, "grp", big, STORE_IDS_MAX, rec_cb, &x[0]),
+                     0);
+    for (int i = 1; i < BURST_N; i++) {
+        char id[16];
+        const char *ids[] = {id};
+
+        snprintf(id, sizeof(id), "g%d", i);
+        assert_int_equal(store_contacts_add(f->s, f->in, "grp", ids, 1, rec_cb, &x[i]), 0);
+    }
+    wait_all(f->in);
+    for (int i = 0; i < BURST_N; i++)
+        assert_int_equal(x[i].status, 0);
+    commits = fix_commits(f, "grp") - before;
+    if (commits < 1 || commits > 3)
+        fail_msg("%d writes committed in %ld transactions", BURST_N, commits);
+    assert_int_equal(fix_count_contacts(f, "grp"), STORE_IDS_MAX + BURST_N - 1);
+    free(x);
+    free(buf);
+    free(big);
+}
+
 /* ---- lifetime ---- */
 
 static void test_reopen_keeps_everything(void **state)
@@ -585,6 +648,137 @@ static void test_ids_limit(void **state)
     assert_int_equal(fix_count_contacts(f, "big"), 1);
     free(buf);
     free(ids);
+}
+
+/* ---- lifetime ---- */
+
+/* Undrained completions are dropped by store_inbox_free without callbacks. */
+static void test_inbox_free_drops_undrained(void **state)
+{
+    struct fix *f = *state;
+    struct store_inbox *in = store_inbox_new();
+    struct rec x = {0};
+
+    assert_int_equal(store_get_privacy(f->s, in, "a", rec_cb, &x), 0);
+    store_close(f->s);
+    f->s = open_or_fail(fix_spec(f));
+    assert_int_equal(store_inbox_pending(in), 1);
+    store_inbox_free(in);
+    assert_int_equal(x.calls, 0);
+}
+
+/* ---- failures ---- */
+
+/* One failing write in a group fails alone; its neighbours commit. */
+static void test_failing_write_alone(void **state)
+{
+    struct fix *f = *state;
+    const char *ids[] = {"ok1", "forbidden", "ok2"};
+    struct rec x[3] = {{0}};
+
+    fix_forbid_contact(f, "forbidden");
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(store_contacts_add(f->s, f->in, "o", &ids[i], 1, rec_cb, &x[i]), 0);
+    wait_all(f->in);
+    assert_int_equal(x[0].status, 0);
+    assert_int_equal(x[1].status, STORE_E_SCHEMA);
+    assert_int_equal(x[1].r.changed, 0);
+    assert_int_equal(x[2].status, 0);
+    assert_true(relations(f, "o", "ok1").r.is_contact);
+    assert_false(relations(f, "o", "forbidden").r.is_contact);
+    assert_true(relations(f, "o", "ok2").r.is_contact);
+}
+
+/* The fixture's open stamped the version; a second open accepts it. */
+static void test_schema_created_then_accepted(void **state)
+{
+    struct fix *f = *state;
+
+    assert_int_equal(fix_schema_version(f), STORE_SCHEMA_VERSION);
+    CONTACTS(store_contacts_add, f, "s", "t");
+    reopen(f);
+    assert_int_equal(fix_schema_version(f), STORE_SCHEMA_VERSION);
+    assert_true(relations(f, "s", "t").r.is_contact);
+}
+
+/* A schema from a later release is refused, and left alone. */
+static void test_newer_schema_refused(void **state)
+{
+    struct fix *f = *state;
+    char err[STORE_ERR_LEN] = "";
+    struct store *s = NULL;
+
+    store_close(f->s);
+    f->s = NULL;
+    fix_set_schema_version(f, 99);
+    assert_int_equal(store_open_status(fix_spec(f), err, sizeof(err), &s), STORE_E_SCHEMA);
+    assert_null(s);
+    assert_non_null(strstr(err, "newer"));
+    err[0] = '\0';
+    assert_null(store_open(fix_spec(f), err, sizeof(err)));
+    assert_non_null(strstr(err, "newer"));
+    assert_int_equal(fix_schema_version(f), 99);
+}
+
+/* Our version with a column renamed: refused as a schema error naming it. */
+static void test_damaged_schema_refused(void **state)
+{
+    struct fix *f = *state;
+    char err[STORE_ERR_LEN] = "";
+    struct store *s = NULL;
+
+    store_close(f->s);
+    f->s = NULL;
+    fix_damage_schema(f);
+    assert_int_equal(store_open_status(fix_spec(f), err, sizeof(err), &s), STORE_E_SCHEMA);
+    assert_null(s);
+    assert_non_null(strstr(err, "blocked"));
+}
+
+/* One privacy write of user; returns its status, whatever it is. */
+static int set_privacy_status(struct fix *f, const char *user)
+{
+    struct store_privacy p = {STORE_VIS_NOBODY, STORE_VIS_NOBODY, true};
+    struct rec x = {0};
+
+    assert_int_equal(store_set_privacy(f->s, f->in, user, &p, rec_cb, &x), 0);
+    wait_all(f->in);
+    assert_int_equal(x.calls, 1);
+    return x.status;
+}
+
+/*
+ * The database destroyed under a running store: no later write is
+ * acknowledged (it could not be found after a restart), and a store opened
+ * again has none of them.
+ */
+static void test_destroyed_database_refuses_writes(void **state)
+{
+    struct fix *f = *state;
+
+    assert_true(store_is_healthy(f->s));
+    assert_int_equal(store_fault(f->s), 0);
+    assert_int_equal(set_privacy_status(f, "before"), 0);
+    fix_destroy(f);
+    assert_int_not_equal(set_privacy_status(f, "after"), 0);
+    assert_int_not_equal(set_privacy_status(f, "after2"), 0);
+    reopen(f);
+    assert_true(store_is_healthy(f->s));
+    assert_false(get_privacy(f, "after").r.found);
+    assert_false(get_privacy(f, "after2").r.found);
+}
+
+static void test_strerror(void **state)
+{
+    const int codes[] = {STORE_E_IO,   STORE_E_CORRUPT, STORE_E_READONLY,
+                         STORE_E_FULL, STORE_E_BUSY,    STORE_E_SCHEMA,
+                         STORE_E_GONE, -EINVAL,         -E2BIG};
+
+    (void)state;
+    for (size_t i = 0; i < ARRAY_SIZE(codes); i++)
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(store_strerror(codes[i]), store_strerror(codes[j]));
+    assert_non_null(store_strerror(12345));
 }
 
 /* ---- durability under SIGKILL ---- */

@@ -3,10 +3,10 @@
  * test_store_pg.c - the settings store on a real PostgreSQL server.
  *
  * The backend-independent cases live in store_cases.h (test_store.c runs
- * them on SQLite); this file adds what only a server has: group commit
- * seen through the rows' transaction ids, schema set-up and refusal, an
- * unreachable server, a connection terminated under an idle store, an
- * outage (the server stopped and started again through
+ * them on SQLite, the fixture hooks below give them PostgreSQL's ways);
+ * this file adds what only a server has: group commit seen through the
+ * rows' transaction ids, the tables it creates, an unreachable server, a connection terminated
+ * under an idle store, an outage (the server stopped and started again through
  * $PRESENCED_TEST_PG_CTL) and acknowledged writes that survive kill -9 of
  * the writer. Needs $PRESENCED_TEST_PG (a postgres:// URI) and fails
  * without it: tests/pg/run.sh starts a throwaway cluster and sets both.
@@ -112,6 +112,56 @@ static long fix_count_contacts(struct fix *f, const char *owner)
     return admin_num(sql);
 }
 
+/* Every row a transaction inserts carries its id in xmin. */
+static long fix_commits(struct fix *f, const char *owner)
+{
+    char sql[256];
+
+    (void)f;
+    assert_true(store_id_is_valid(owner)); /* nothing to quote */
+    snprintf(sql, sizeof(sql),
+             "SELECT count(DISTINCT xmin::text) FROM presenced_contacts WHERE owner = '%s'", owner);
+    return admin_num(sql);
+}
+
+static long fix_schema_version(struct fix *f)
+{
+    (void)f;
+    return admin_num("SELECT version FROM presenced_schema");
+}
+
+static void fix_set_schema_version(struct fix *f, int v)
+{
+    char sql[64];
+
+    (void)f;
+    snprintf(sql, sizeof(sql), "UPDATE presenced_schema SET version = %d", v);
+    admin_ok(sql);
+}
+
+static void fix_damage_schema(struct fix *f)
+{
+    (void)f;
+    admin_ok("ALTER TABLE presenced_blocks RENAME COLUMN blocked TO target");
+}
+
+static void fix_forbid_contact(struct fix *f, const char *id)
+{
+    char sql[256];
+
+    (void)f;
+    assert_true(store_id_is_valid(id)); /* nothing to quote */
+    snprintf(sql, sizeof(sql),
+             "ALTER TABLE presenced_contacts ADD CONSTRAINT forbid CHECK (contact <> '%s')", id);
+    admin_ok(sql);
+}
+
+static void fix_destroy(struct fix *f)
+{
+    (void)f;
+    drop_schema();
+}
+
 #include "store_cases.h"
 
 static int setup(void **state)
@@ -192,35 +242,13 @@ static void test_group_commit(void **state)
     free(x);
 }
 
-/* One failing write in a group fails alone; its neighbours commit. */
-static void test_failing_write_alone(void **state)
-{
-    struct fix *f = *state;
-    const char *ids[] = {"ok1", "forbidden", "ok2"};
-    struct rec x[3] = {{0}};
-
-    admin_ok("ALTER TABLE presenced_contacts ADD CONSTRAINT no_forbidden"
-             " CHECK (contact <> 'forbidden')");
-    for (int i = 0; i < 3; i++)
-        assert_int_equal(store_contacts_add(f->s, f->in, "o", &ids[i], 1, rec_cb, &x[i]), 0);
-    wait_all(f->in);
-    assert_int_equal(x[0].status, 0);
-    assert_int_equal(x[1].status, STORE_E_SCHEMA);
-    assert_int_equal(x[1].r.changed, 0);
-    assert_int_equal(x[2].status, 0);
-    assert_true(relations(f, "o", "ok1").r.is_contact);
-    assert_false(relations(f, "o", "forbidden").r.is_contact);
-    assert_true(relations(f, "o", "ok2").r.is_contact);
-}
-
 /* ---- schema ---- */
 
-/* The fixture's open created everything; a second open accepts it. */
-static void test_schema_created_then_accepted(void **state)
+/* The fixture's open created every table; a second open adds no version row. */
+static void test_schema_tables(void **state)
 {
     struct fix *f = *state;
 
-    assert_int_equal(admin_num("SELECT version FROM presenced_schema"), STORE_SCHEMA_VERSION);
     assert_int_equal(admin_num("SELECT count(*) FROM pg_tables WHERE tablename IN"
                                " ('presenced_privacy', 'presenced_contacts', 'presenced_blocks')"),
                      3);
@@ -228,37 +256,6 @@ static void test_schema_created_then_accepted(void **state)
     reopen(f);
     assert_int_equal(admin_num("SELECT count(*) FROM presenced_schema"), 1);
     assert_true(relations(f, "s", "t").r.is_contact);
-}
-
-static void test_newer_schema_refused(void **state)
-{
-    struct fix *f = *state;
-    char err[STORE_ERR_LEN] = "";
-    struct store *s = NULL;
-
-    store_close(f->s);
-    f->s = NULL;
-    admin_ok("UPDATE presenced_schema SET version = 99");
-    assert_int_equal(store_open_status(uri, err, sizeof(err), &s), STORE_E_SCHEMA);
-    assert_null(s);
-    assert_non_null(strstr(err, "newer"));
-    assert_null(store_open(uri, err, sizeof(err)));
-    /* Refused and left alone. */
-    assert_int_equal(admin_num("SELECT version FROM presenced_schema"), 99);
-}
-
-static void test_damaged_schema_refused(void **state)
-{
-    struct fix *f = *state;
-    char err[STORE_ERR_LEN] = "";
-    struct store *s = NULL;
-
-    store_close(f->s);
-    f->s = NULL;
-    admin_ok("ALTER TABLE presenced_blocks RENAME COLUMN blocked TO target");
-    assert_int_equal(store_open_status(uri, err, sizeof(err), &s), STORE_E_SCHEMA);
-    assert_null(s);
-    assert_non_null(strstr(err, "blocked"));
 }
 
 /* No server on the port: open fails at once, without the password. */
@@ -384,17 +381,22 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_blocks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_list_blockers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_completion_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_burst_shares_transactions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_drains_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_ids_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_limit, setup, teardown),
-        /* PostgreSQL's own */
-        cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inbox_free_drops_undrained, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_write_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_schema_created_then_accepted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_schema_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroyed_database_refuses_writes, setup, teardown),
+        cmocka_unit_test(test_strerror),
+        /* PostgreSQL's own */
+        cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_schema_tables, setup, teardown),
         cmocka_unit_test(test_unreachable_at_open),
         cmocka_unit_test_setup_teardown(test_terminated_connection_reconnects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outage_fails_closed_then_recovers, setup, teardown),
