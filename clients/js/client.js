@@ -120,14 +120,22 @@ export function createClient(options = {}) {
   // The previous page of this tab (a reload) left its session and the
   // user's choices: resume the one, keep the other. The session id is
   // taken, not copied (see storeKey).
+  // With a token the user is known only from the welcome: choices stored
+  // for another user (the tab signed in anew) are dropped there.
   const stored = storeRead(storage, skey);
+  let storedFor = null; // the user `desired` came from storage for, until the welcome
+  const touched = { status: false, custom: false }; // set by this page
   if (stored) {
-    if (stored.desired && typeof stored.desired === 'object') desired = { ...desired, ...stored.desired };
+    if (stored.desired && typeof stored.desired === 'object') {
+      desired = { ...desired, ...stored.desired };
+      storedFor = typeof stored.user === 'string' ? stored.user : null;
+    }
     if (typeof stored.sessionId === 'string' && stored.sessionId) sessionId = stored.sessionId;
-    storeWrite(storage, skey, { desired });
+    storeWrite(storage, skey, { desired, user: storedFor || undefined });
   }
   function remember(withSession) {
-    storeWrite(storage, skey, withSession && sessionId ? { desired, sessionId } : { desired });
+    const who = self || storedFor || undefined;
+    storeWrite(storage, skey, withSession && sessionId ? { desired, user: who, sessionId } : { desired, user: who });
   }
 
   // ---- connection ----
@@ -210,6 +218,12 @@ export function createClient(options = {}) {
     if (unknownTimer !== null) { t.clearTimeout(unknownTimer); unknownTimer = null; }
     if (m.user) self = m.user;
     const resumed = !!m.resumed && m.sessionId === sessionId;
+    if (storedFor !== null && m.user && m.user !== storedFor) {
+      // Another user's choices: forget those this page did not make.
+      if (!touched.status) { desired.status = null; desired.statusExpiresAt = null; }
+      if (!touched.custom) { desired.custom = null; desired.customExpiresAt = null; }
+    }
+    storedFor = null;
     sessionId = m.sessionId || null;
     if (m.heartbeatMs) startHeartbeat(m.heartbeatMs);
     if (typeof token === 'function' && lastToken) armRefresh(lastToken);
@@ -537,6 +551,7 @@ export function createClient(options = {}) {
     unwatch(users) { release(Array.isArray(users) ? users : [users], true); },
     setStatus(status, { expiresInMs } = {}) {
       desired.status = status; desired.statusExpiresAt = expiresInMs ? t.now() + expiresInMs : null;
+      touched.status = true;
       remember(false);
       return sendOrQueue({ type: 'status', status, ...(expiresInMs ? { expiresInMs } : {}) });
     },
@@ -544,6 +559,7 @@ export function createClient(options = {}) {
       const c = custom ? { ...(custom.text ? { text: custom.text } : {}), ...(custom.emoji ? { emoji: custom.emoji } : {}) } : {};
       desired.custom = Object.keys(c).length ? c : null;
       desired.customExpiresAt = expiresInMs ? t.now() + expiresInMs : null;
+      touched.custom = true;
       remember(false);
       return sendOrQueue({ type: 'custom', ...c, ...(expiresInMs ? { expiresInMs } : {}) });
     },

@@ -204,3 +204,21 @@ test('back from the back/forward cache: the same session is resumed, the hidden 
   assert.equal(sockets[0].sent.filter((m) => m.type === 'activity' && !m.active).length, 0);
   c.close();
 });
+
+test("with a token, choices stored for another user (the tab signed in anew) are not re-sent", async () => {
+  const clock = fakeClock();
+  const { FakeWS, sockets } = fakeSockets();
+  const page = fakePage();
+  const opts = { user: undefined, token: 'not-a-jwt' };
+  const c1 = open(page, clock, FakeWS, opts);
+  await tick(); await tick();
+  sockets[0].recv(welcome('s1', false));
+  c1.setStatus('dnd').catch(() => {});
+  unload(page);
+  const c2 = open(fakePage(page.storage), clock, FakeWS, opts);
+  await tick(); await tick();
+  assert.equal(resumeOf(sockets[1]), 's1');
+  sockets[1].recv({ ...welcome('s9', false), user: 'bob' });
+  assert.equal(sockets[1].last('status'), undefined, "ann's dnd is not bob's");
+  c1.close(); c2.close();
+});
