@@ -7,6 +7,9 @@
 //    load: Bob receives no frame about Ann at all (no offline/online, no
 //    leave/join, no away, no cursor), and Ann is still dnd with her custom
 //    status, in the same session, in the room.
+//  - The standard's unload order (hidden, then pagehide) and a return from
+//    the back/forward cache: the page pushes no away and no cursor removal,
+//    and resumes its session.
 //  - An explicit away sticks through a custom status and the tab becoming
 //    visible (the SDK's activity:true).
 //  - Ann closes her tab for good: Bob sees her offline within 6 s (the
@@ -97,6 +100,44 @@ test('a reload (a 2 s page load) gives watchers and room members no event at all
     assert.doesNotMatch(await pageB.getAttribute(row('ann'), 'class'), /gone|stale/);
     assert.equal(await pageB.textContent(`${row('ann')} .custom-text`), 'In a meeting');
     assert.equal(await pageB.evaluate(() => window.__presenced.room.members.has('ann')), true);
+  }));
+
+test('hidden, pagehide, then back from the cache (the standard event order): the page pushes no away, nobody sees a thing', () =>
+  withScreenshots('reload', 'bfcache', pages, async () => {
+    // Chromium fires pagehide before the unload's visibilitychange; the
+    // HTML standard (and Firefox) the other way round. Play the standard's
+    // order on Ann's page, as a visit to the back/forward cache does.
+    await pageA.click('#status-buttons button[data-status="online"]');
+    await pageB.waitForSelector(`${row('ann')}[data-status="online"]`, { timeout: T });
+    const mark = frames.length;
+    const setVisibility = (state) => pageA.evaluate((st) => {
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => st });
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => st === 'hidden' });
+      document.dispatchEvent(new Event('visibilitychange'));
+    }, state);
+    await pageA.evaluate(() => {
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' });
+      Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+      document.dispatchEvent(new Event('visibilitychange'));
+      window.dispatchEvent(new PageTransitionEvent('pagehide', { persisted: true }));
+    });
+    await pageA.waitForFunction(() => window.__presenced.client.state === 'closed', null, { timeout: T });
+    // Past hiddenAwayMs (50 ms) and the page's own deferred work: a timer
+    // that survived the pagehide would have fired by now.
+    await sleep(300);
+    const before = await pageA.evaluate(() => window.__presenced.client.sessionId);
+    await pageA.evaluate(() => window.dispatchEvent(new PageTransitionEvent('pageshow', { persisted: true })));
+    await setVisibility('visible');
+    await pageA.waitForFunction(() => window.__presenced.client.state === 'open', null, { timeout: T });
+    const w = await pageA.evaluate(() => window.__presenced.client.welcome);
+    assert.equal(w.resumed, true, JSON.stringify(w));
+    assert.equal(w.sessionId, before);
+    // A marker: Ann's changes reach Bob in order.
+    await pageA.fill('#custom-text', 'marker');
+    await pageA.click('#custom-save');
+    await pageB.waitForFunction(() => document.querySelector('#members li[data-user="ann"] .custom-text')?.textContent === 'marker', null, { timeout: T });
+    const seen = aboutAnn(mark).map((f) => JSON.parse(f));
+    assert.deepEqual(seen.map((m) => [m.type, m.presence?.status, m.presence?.custom?.text]), [['presence', 'online', 'marker']], JSON.stringify(seen));
   }));
 
 test('an explicit away sticks through a custom status and the tab becoming visible', () =>
