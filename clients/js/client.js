@@ -450,7 +450,9 @@ export function createClient(options = {}) {
   }
   function clearHidden() { if (hiddenTimer !== null) { t.clearTimeout(hiddenTimer); hiddenTimer = null; } }
   // A hidden tab goes away after hiddenAwayMs, not at once: a page that
-  // unloads (a reload) is hidden first, and its pagehide cancels the timer.
+  // unloads (a reload) is hidden and gets its pagehide in one task, in
+  // either order (the standard: hidden first; Chromium: pagehide first), so
+  // the pagehide either cancels the timer or keeps it from being armed.
   function armHidden() {
     clearHidden();
     if (typeof hiddenAwayMs !== 'number' || !(hiddenAwayMs >= 0) || hiddenAwayMs === Infinity) return;
