@@ -5,7 +5,10 @@
 //    chosen freely with ?user= (kept per tab);
 //  - auth = jwt: a token from ?token= (then removed from the address bar) or
 //    pasted into the page, kept per tab; the user is the token's sub.
-// URL parameters: room (default "lobby"), user, name, device, token.
+// URL parameters: room (default "lobby"), user, name, device, token,
+// hiddenAwayMs (how long a hidden tab waits before it shows away; 60000).
+// A reload resumes the session (the SDK keeps it in sessionStorage): nobody
+// sees this page leave and come back.
 import { createClient, formatLastSeen } from '/sdk/index.js';
 
 const $ = (id) => document.getElementById(id);
@@ -49,6 +52,7 @@ let userId = '';
 let token = null;
 const device = ['desktop', 'mobile', 'tablet', 'web', 'other'].includes(params.get('device'))
   ? params.get('device') : (/iPad|Tablet/i.test(navigator.userAgent) ? 'tablet' : /Mobi/i.test(navigator.userAgent) ? 'mobile' : 'web');
+const HIDDEN_AWAY_MS = /^\d{1,9}$/.test(params.get('hiddenAwayMs') || '') ? Number(params.get('hiddenAwayMs')) : 60000;
 const PALETTE = ['#e5484d', '#f76b15', '#d6a000', '#30a46c', '#12a594', '#0090ff', '#3e63dd', '#8e4ec6', '#d6409f', '#6e56cf'];
 function colorOf(id) { let h = 2166136261; for (const c of id) h = Math.imul(h ^ c.codePointAt(0), 16777619) >>> 0; return PALETTE[h % PALETTE.length]; }
 let myColor = '#888';
@@ -219,10 +223,20 @@ function onEphemeral(m) {
   window.__cursorsDrawn = (window.__cursorsDrawn || 0) + 1;
 }
 
-// ---- hidden tab: show as away; the SDK re-asserts presence when visible again ----
+// ---- hidden tab: the SDK shows you away after hiddenAwayMs, online when visible ----
+// The page only takes its cursor away, and never while it unloads: a reload
+// hides the page and fires pagehide in one go (in either order), and must
+// send nothing at all.
+let unloading = false;
+addEventListener('pagehide', () => { unloading = true; });
+addEventListener('pageshow', () => { unloading = false; });
 document.addEventListener('visibilitychange', () => {
-  if (!client) return;
-  if (document.visibilityState === 'hidden') { if (!hiddenNow()) publisher.update(null); client.setActive(false); }
+  if (!client || unloading) return;
+  if (document.visibilityState === 'hidden') {
+    setTimeout(() => {
+      if (!unloading && document.visibilityState === 'hidden' && publisher && !hiddenNow()) publisher.update(null);
+    }, 0);
+  }
   scheduleRender();
 });
 
@@ -328,8 +342,8 @@ function start() {
   $('me-user').textContent = userId;
   $('name').value = displayName;
   client = token
-    ? createClient({ url: location.origin, token, device })
-    : createClient({ url: location.origin, user: userId, device });
+    ? createClient({ url: location.origin, token, device, hiddenAwayMs: HIDDEN_AWAY_MS })
+    : createClient({ url: location.origin, user: userId, device, hiddenAwayMs: HIDDEN_AWAY_MS });
   room = client.join(roomId, { meta: { name: displayName, color: myColor } });
   publisher = room.cursor();
   window.__presenced = { client, room, userId, roomId, mode: token ? 'jwt' : 'none' };

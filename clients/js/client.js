@@ -1,5 +1,6 @@
 // client.js - the connection: auth, heartbeats, watch list, rooms,
-// reconnect with resume, page lifecycle, degradation.
+// reconnect with resume, page lifecycle (reloads resume their session),
+// degradation.
 import { createBackoff } from './backoff.js';
 import { createPresenceBuffer } from './buffer.js';
 import { createActivityTracker } from './activity.js';
@@ -25,6 +26,30 @@ function tokenExp(token) {
   } catch { return null; }
 }
 
+// What the SDK keeps in sessionStorage (per tab, so per page and its
+// reloads): the user's chosen status and custom status, always; the session
+// id only from pagehide until the next page of the tab reads it. A duplicated
+// tab (which copies sessionStorage) therefore never takes over the session
+// of the live tab it was copied from.
+const STORE_VERSION = 1;
+function storeKey(url, user, device) {
+  return `presenced:${httpBase(url)}:${user || ''}:${device || ''}`;
+}
+function storeRead(storage, key) {
+  if (!storage) return null;
+  try {
+    const r = JSON.parse(storage.getItem(key) || 'null');
+    return r && r.v === STORE_VERSION ? r : null;
+  } catch { return null; }
+}
+function storeWrite(storage, key, rec) {
+  if (!storage) return;
+  try { storage.setItem(key, JSON.stringify({ v: STORE_VERSION, ...rec })); } catch { /* full, or private mode */ }
+}
+function defaultStorage(win) {
+  try { return win && win.sessionStorage ? win.sessionStorage : null; } catch { return null; } // a sandboxed frame throws
+}
+
 class Emitter {
   constructor() { this.l = new Set(); }
   on(fn) { this.l.add(fn); return () => this.l.delete(fn); }
@@ -37,6 +62,7 @@ export function createClient(options = {}) {
     bufferMs = 200, idleMs = 5 * 60 * 1000, unknownAfterMs = 30000,
     backoff: backoffOpts = {}, random = Math.random,
     trackActivity = true, lifecycle = true, protocols = ['presenced.v1'],
+    hiddenAwayMs = 60000,
   } = options;
   if (!url) throw new TypeError('createClient: url is required');
   const WS = options.WebSocket || globalThis.WebSocket;
@@ -45,6 +71,8 @@ export function createClient(options = {}) {
   const win = 'window' in options ? options.window : globalThis.window;
   const doc = 'document' in options ? options.document : globalThis.document;
   const nav = 'navigator' in options ? options.navigator : globalThis.navigator;
+  const storage = 'storage' in options ? options.storage : defaultStorage(win);
+  const skey = storeKey(url, user, device);
 
   const backoff = createBackoff({ ...backoffOpts, random });
   const stateEv = new Emitter(), presenceEv = new Emitter(), errorEv = new Emitter(), welcomeEv = new Emitter();
@@ -61,6 +89,8 @@ export function createClient(options = {}) {
   let closedByUser = false;
   let active = true;
   let desired = { status: null, statusExpiresAt: null, custom: null, customExpiresAt: null };
+  let hiddenTimer = null; // hiddenAwayMs after visibilitychange to hidden
+  let unloading = false; // between pagehide and pageshow: nothing may be sent
   let refN = 0;
   const pendingRefs = new Map(); // ref -> {resolve, reject}
   const watchCount = new Map(); // user -> refcount
@@ -85,6 +115,27 @@ export function createClient(options = {}) {
       pendingRefs.set(ref, { resolve, reject });
       rawSend({ ...obj, ref });
     });
+  }
+
+  // The previous page of this tab (a reload) left its session and the
+  // user's choices: resume the one, keep the other. The session id is
+  // taken, not copied (see storeKey).
+  // With a token the user is known only from the welcome: choices stored
+  // for another user (the tab signed in anew) are dropped there.
+  const stored = storeRead(storage, skey);
+  let storedFor = null; // the user `desired` came from storage for, until the welcome
+  const touched = { status: false, custom: false }; // set by this page
+  if (stored) {
+    if (stored.desired && typeof stored.desired === 'object') {
+      desired = { ...desired, ...stored.desired };
+      storedFor = typeof stored.user === 'string' ? stored.user : null;
+    }
+    if (typeof stored.sessionId === 'string' && stored.sessionId) sessionId = stored.sessionId;
+    storeWrite(storage, skey, { desired, user: storedFor || undefined });
+  }
+  function remember(withSession) {
+    const who = self || storedFor || undefined;
+    storeWrite(storage, skey, withSession && sessionId ? { desired, user: who, sessionId } : { desired, user: who });
   }
 
   // ---- connection ----
@@ -167,6 +218,12 @@ export function createClient(options = {}) {
     if (unknownTimer !== null) { t.clearTimeout(unknownTimer); unknownTimer = null; }
     if (m.user) self = m.user;
     const resumed = !!m.resumed && m.sessionId === sessionId;
+    if (storedFor !== null && m.user && m.user !== storedFor) {
+      // Another user's choices: forget those this page did not make.
+      if (!touched.status) { desired.status = null; desired.statusExpiresAt = null; }
+      if (!touched.custom) { desired.custom = null; desired.customExpiresAt = null; }
+    }
+    storedFor = null;
     sessionId = m.sessionId || null;
     if (m.heartbeatMs) startHeartbeat(m.heartbeatMs);
     if (typeof token === 'function' && lastToken) armRefresh(lastToken);
@@ -391,20 +448,65 @@ export function createClient(options = {}) {
     if (isOpen()) { send({ type: 'heartbeat' }); return; }
     if (reconnectTimer !== null) { t.clearTimeout(reconnectTimer); reconnectTimer = null; connect(); }
   }
+  function clearHidden() { if (hiddenTimer !== null) { t.clearTimeout(hiddenTimer); hiddenTimer = null; } }
+  // A hidden tab goes away after hiddenAwayMs, not at once: a page that
+  // unloads (a reload) is hidden and gets its pagehide in one task, in
+  // either order (the standard: hidden first; Chromium: pagehide first), so
+  // the pagehide either cancels the timer or keeps it from being armed.
+  function armHidden() {
+    clearHidden();
+    if (typeof hiddenAwayMs !== 'number' || !(hiddenAwayMs >= 0) || hiddenAwayMs === Infinity) return;
+    hiddenTimer = t.setTimeout(() => {
+      hiddenTimer = null;
+      if (unloading || closedByUser || !doc || doc.visibilityState !== 'hidden') return;
+      active = false; send({ type: 'activity', active: false });
+    }, hiddenAwayMs);
+  }
+  function onVisible() { clearHidden(); active = true; if (tracker) tracker.input(); send({ type: 'activity', active: true }); wake(); }
   if (lifecycle) {
     listen(doc, 'visibilitychange', () => {
-      if (doc.visibilityState === 'visible') { active = true; if (tracker) tracker.input(); send({ type: 'activity', active: true }); wake(); }
+      if (unloading) return;
+      if (doc.visibilityState === 'visible') onVisible();
+      else if (doc.visibilityState === 'hidden') armHidden();
     });
-    listen(doc, 'freeze', () => { active = false; send({ type: 'activity', active: false }); });
-    listen(doc, 'resume', () => { active = true; if (tracker) tracker.input(); send({ type: 'activity', active: true }); wake(); });
-    listen(win, 'pagehide', () => { leaveNow(); });
+    listen(doc, 'freeze', () => { if (unloading) return; active = false; send({ type: 'activity', active: false }); });
+    listen(doc, 'resume', () => { if (!unloading) onVisible(); });
+    listen(win, 'pagehide', () => { suspend(); });
     listen(win, 'pageshow', (e) => {
-      if (e && e.persisted && closedByUser === 'pagehide') { closedByUser = false; sessionId = null; connect(); }
+      if (!e || !e.persisted || !unloading) return;
+      // Back from the back/forward cache: resume the session (within its
+      // grace nobody saw anything), or start a new one.
+      unloading = false;
+      remember(false);
+      if (closedByUser === 'pagehide') { closedByUser = false; if (reconnectTimer === null) connect(); }
     });
     listen(win, 'online', () => wake());
+    if (doc && doc.visibilityState === 'hidden') armHidden();
   }
 
+  // pagehide: the page is unloading (a reload, a navigation, the tab
+  // closing) or entering the back/forward cache. Send nothing: no leave and
+  // no away, since a reload comes straight back. Close the socket, which
+  // starts the server's reconnect grace (5 s): the next page of this tab
+  // resumes the session within it and nobody sees a thing; a tab closed for
+  // good shows offline when the grace ends. The session id goes to
+  // sessionStorage for that next page.
+  function suspend() {
+    if (unloading) return;
+    unloading = true;
+    clearHidden();
+    if (closedByUser) return; // closed, or left: nothing to resume
+    remember(true);
+    closedByUser = 'pagehide';
+    if (reconnectTimer !== null) { t.clearTimeout(reconnectTimer); reconnectTimer = null; }
+    stopHeartbeat();
+    if (ws && typeof ws.close === 'function') { try { ws.close(1000); } catch { /* gone */ } }
+    if (!ws) setState('closed');
+  }
+
+  // An explicit leave: the session ends now (offline at once for others).
   function leaveNow() {
+    clearHidden();
     if (isOpen()) {
       rawSend({ type: 'leave' });
     } else if (sessionId && nav && typeof nav.sendBeacon === 'function') {
@@ -412,8 +514,9 @@ export function createClient(options = {}) {
       const q = lastToken ? `?token=${encodeURIComponent(lastToken)}` : '';
       try { nav.sendBeacon(`${httpBase(url)}/v1/heartbeat${q}`, body); } catch { /* best effort */ }
     }
-    closedByUser = 'pagehide';
+    closedByUser = 'pagehide'; // a page restored from the back/forward cache starts anew
     sessionId = null;
+    remember(false);
     if (reconnectTimer !== null) { t.clearTimeout(reconnectTimer); reconnectTimer = null; }
     if (ws && ws.readyState !== 1 && typeof ws.close === 'function') { try { ws.close(); } catch { /* gone */ } }
     if (!ws) setState('closed');
@@ -450,12 +553,16 @@ export function createClient(options = {}) {
     unwatch(users) { release(Array.isArray(users) ? users : [users], true); },
     setStatus(status, { expiresInMs } = {}) {
       desired.status = status; desired.statusExpiresAt = expiresInMs ? t.now() + expiresInMs : null;
+      touched.status = true;
+      remember(false);
       return sendOrQueue({ type: 'status', status, ...(expiresInMs ? { expiresInMs } : {}) });
     },
     setCustom(custom, { expiresInMs } = {}) {
       const c = custom ? { ...(custom.text ? { text: custom.text } : {}), ...(custom.emoji ? { emoji: custom.emoji } : {}) } : {};
       desired.custom = Object.keys(c).length ? c : null;
       desired.customExpiresAt = expiresInMs ? t.now() + expiresInMs : null;
+      touched.custom = true;
+      remember(false);
       return sendOrQueue({ type: 'custom', ...c, ...(expiresInMs ? { expiresInMs } : {}) });
     },
     setActive(a) { setActive(!!a); },
@@ -487,8 +594,8 @@ export function createClient(options = {}) {
     leave() { leaveNow(); },
     close() {
       closedByUser = true;
-      for (const h of [hbTimer, reconnectTimer, unknownTimer, refreshTimer]) if (h !== null) t.clearTimeout(h);
-      hbTimer = reconnectTimer = unknownTimer = refreshTimer = null;
+      for (const h of [hbTimer, reconnectTimer, unknownTimer, refreshTimer, hiddenTimer]) if (h !== null) t.clearTimeout(h);
+      hbTimer = reconnectTimer = unknownTimer = refreshTimer = hiddenTimer = null;
       if (tracker) tracker.stop();
       for (const [tg, ev, fn] of listeners.splice(0)) tg.removeEventListener(ev, fn, { capture: true });
       buffer.dispose();

@@ -65,7 +65,25 @@ export interface ClientOptions {
   random?: () => number;
   timers?: Partial<Timers>;
   trackActivity?: boolean;
+  /**
+   * Page Lifecycle handling, default true: a reload or a back/forward-cache
+   * visit resumes the session (no leave on pagehide; the session id waits in
+   * `storage`), hidden tabs go away after `hiddenAwayMs`, `freeze` makes the
+   * session away, `resume`/visible makes it active again.
+   */
   lifecycle?: boolean;
+  /**
+   * How long a tab stays hidden (visibilitychange to hidden) before the
+   * session goes away (activity:false); undone when it is visible again,
+   * never sent while the page unloads. Default 60000; null turns it off.
+   */
+  hiddenAwayMs?: number | null;
+  /**
+   * Where the next page of this tab finds the session to resume and the
+   * user's chosen status and custom status (re-asserted on a new session).
+   * Default `window.sessionStorage`; null keeps nothing across pages.
+   */
+  storage?: { getItem(key: string): string | null; setItem(key: string, value: string): void } | null;
   protocols?: string[];
   window?: any; document?: any; navigator?: any;
 }
@@ -124,6 +142,11 @@ export interface Client {
   /** Reference-counted; returns the matching release. */
   watch(users: string | string[]): () => void;
   unwatch(users: string | string[]): void;
+  /**
+   * An explicit status sticks until the next setStatus: activity and custom
+   * statuses never change it ('online' hands it back to activity). Kept
+   * across reloads and re-asserted on every new session, like setCustom.
+   */
   setStatus(status: Exclude<Status, 'offline'>, opts?: { expiresInMs?: number }): Promise<unknown>;
   setCustom(custom: { text?: string; emoji?: string } | null, opts?: { expiresInMs?: number }): Promise<unknown>;
   setActive(active: boolean): void;
@@ -147,7 +170,11 @@ export interface Client {
   /** createCursorPublisher, for positions sent another way (room.cursor() is the usual one). */
   cursor<P = CursorPosition>(opts: { send: (pos: P) => void; maxPerSecond?: number; timers?: Partial<Timers> }): CursorPublisher<P>;
   viewportFraction(clientX: number, clientY: number): { x: number; y: number };
-  /** Ends the session now ({"type":"leave"}, or a beacon when the socket is gone). */
+  /**
+   * Ends the session now ({"type":"leave"}, or a beacon when the socket is
+   * gone): others see you offline at once. Not needed when the page closes:
+   * its session ends when the server's reconnect grace (5 s) runs out.
+   */
   leave(): void;
   close(): void;
 }

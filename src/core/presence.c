@@ -154,7 +154,8 @@ struct session {
     uint32_t grace_ms;      /* while detached: end - last_beat (<= session_ttl_ms;
                              * last_beat does not move while detached) */
     uint8_t device;         /* enum presence_device */
-    uint8_t manual;         /* enum presence_status: BUSY or DND when set, else OFFLINE */
+    uint8_t manual;         /* enum presence_status: the user's explicit AWAY, BUSY or
+                             * DND, which activity does not change; else OFFLINE */
     uint8_t flags;          /* S_* */
     char sid[];             /* NUL-terminated; allocated from offsetof(), not sizeof(),
                              * so that a 32-character id fits pool class 144 */
@@ -1080,7 +1081,9 @@ int presence_set_status(struct presence *p, const char *sid, enum presence_statu
     rc = status_check(status, expires_at, now);
     if (rc != 0)
         return rc;
-    s->manual = status == PRESENCE_BUSY || status == PRESENCE_DND ? status : PRESENCE_OFFLINE;
+    /* Only ONLINE hands the status back to activity: an explicit AWAY
+     * sticks like BUSY and DND, until the user changes it. */
+    s->manual = status == PRESENCE_ONLINE ? PRESENCE_OFFLINE : status;
     session_set_status_expires(p, s, expires_at);
     if (status == PRESENCE_AWAY) {
         /* A user action (recency), but one that says "I am away". */

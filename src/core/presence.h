@@ -36,14 +36,17 @@
  * before the TTL. Last seen is accurate to `heartbeat_min_ms`.
  *
  * Statuses. A session is ONLINE or AWAY by activity: it starts active;
- * presence_activity(active = false), presence_set_status(AWAY) or
- * `idle_ms` without recorded activity make it idle (AWAY); activity or
- * presence_set_status(ONLINE) make it ONLINE again. BUSY and DND are set
- * explicitly, with an optional expiry; idle never changes them, and at the
- * expiry the session reverts to ONLINE or AWAY by its activity. Explicit
- * status and custom-status changes are user actions: they count as activity
- * on that session (AWAY excepted, which makes it idle). OFFLINE is derived:
- * a user without a session.
+ * presence_activity(active = false) or `idle_ms` without recorded activity
+ * make it idle (AWAY, the automatic away), and activity makes it ONLINE
+ * again. AWAY, BUSY and DND set with presence_set_status() are the user's
+ * explicit choice and stick: activity, idle and custom-status changes never
+ * change them, only the next presence_set_status() does (ONLINE hands the
+ * status back to activity). BUSY and DND may carry an expiry, at which the
+ * session reverts to ONLINE or AWAY by its activity. Explicit status and
+ * custom-status changes are user actions: they count as activity on that
+ * session (AWAY excepted, which also makes it idle). OFFLINE is derived: a
+ * user without a session. A resume keeps all of this: a reload changes
+ * nothing.
  *
  * Aggregation (a user's view). The user status merges the sessions' by the
  * configured policy (PRESENCE_POLICY_*): most-available ranks
@@ -213,7 +216,7 @@ struct presence_session_info {
     const char *user; /* the user's own copy: valid at least as long */
     enum presence_device device;
     enum presence_status status; /* the session's own, effective status */
-    bool idle;                   /* no recent activity (status AWAY unless BUSY/DND) */
+    bool idle;                   /* no recent activity (status AWAY unless set explicitly) */
     bool attached;               /* false: socket closed, in its reconnect grace */
     void *conn_ref;              /* the caller's, as last given */
     struct presence_custom custom;
@@ -299,9 +302,10 @@ int presence_heartbeat(struct presence *p, const char *sid, uint64_t now);
  * the idle timer; active = false makes the session idle now (the client saw
  * its user leave, e.g. a hidden tab). Errors as presence_heartbeat(). */
 int presence_activity(struct presence *p, const char *sid, bool active, uint64_t now);
-/* Sets the session's status: ONLINE or AWAY (expires_at must be 0), BUSY
- * or DND (expires_at 0 = until changed, else an absolute monotonic time >
- * now; the caller converts a client's wall time). 0, PRESENCE_E_NO_SESSION,
+/* Sets the session's status: ONLINE (back to ONLINE/AWAY by activity) or
+ * AWAY (until changed; expires_at must be 0 for both), BUSY or DND
+ * (expires_at 0 = until changed, else an absolute monotonic time > now; the
+ * caller converts a client's wall time). 0, PRESENCE_E_NO_SESSION,
  * _BAD_STATUS or _BAD_EXPIRY; on error nothing changes. */
 int presence_set_status(struct presence *p, const char *sid, enum presence_status status,
                         uint64_t expires_at, uint64_t now);

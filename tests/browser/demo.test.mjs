@@ -1,11 +1,11 @@
 // The demo page end to end, in Debian's headless Chromium driven by
 // playwright-core: two pages (two browser contexts, so two users) in one
 // room. A sets dnd with a custom status -> B shows it; A's cursor moves ->
-// B draws it; A hides its tab -> B sees away, and presence is re-asserted on
-// return; a server restart on the same port -> both pages reconnect and
-// resume without a render storm; A closes -> B shows A offline (its pagehide
-// leave makes that immediate; the grace is the upper bound)
-// with a last-seen text. Each test saves screenshots of both pages on
+// B draws it; A hides its tab -> B sees away once A's hiddenAwayMs (300 ms
+// here) has passed, and presence is re-asserted on return; a server restart
+// on the same port -> both pages reconnect and resume without a render
+// storm; A closes -> B shows A offline when the reconnect grace (1 s here)
+// ends, with a last-seen text. (Reloads: reload.test.mjs.) Each test saves screenshots of both pages on
 // failure under tests/out/. PRESENCED_DEMO_PNG=path also writes the demo
 // screenshot (docs/demo.png) from B's page during the cursor test.
 import { test, before, after } from 'node:test';
@@ -26,9 +26,9 @@ let srv;
 let browser;
 let ctxA, ctxB, pageA, pageB;
 
-async function open(ctx, user, name) {
+async function open(ctx, user, name, extra = '') {
   const page = await ctx.newPage();
-  await page.goto(`${srv.url}/?room=${ROOM}&user=${user}&name=${encodeURIComponent(name)}&device=desktop`);
+  await page.goto(`${srv.url}/?room=${ROOM}&user=${user}&name=${encodeURIComponent(name)}&device=desktop${extra}`);
   await page.waitForSelector('body[data-ready="yes"]', { timeout: T });
   return page;
 }
@@ -63,7 +63,7 @@ before(async () => {
   const viewport = { width: 1360, height: 820 };
   ctxA = await browser.newContext({ viewport });
   ctxB = await browser.newContext({ viewport });
-  pageA = await open(ctxA, 'ann', 'Ann Lee');
+  pageA = await open(ctxA, 'ann', 'Ann Lee', '&hiddenAwayMs=300');
   pageB = await open(ctxB, 'bob', 'Bob Stone');
   await pageB.waitForSelector(`${row('ann')}[data-status="online"]`, { timeout: T });
   await pageA.waitForSelector(`${row('bob')}[data-status="online"]`, { timeout: T });
@@ -131,7 +131,7 @@ test("A's cursor moves, B draws it labelled at the same place", () => onFailure(
   }
 }));
 
-test('A hides its tab: B sees away; on return presence is re-asserted', () => onFailure('hidden', async () => {
+test('A hides its tab: B sees away after hiddenAwayMs; on return presence is re-asserted', () => onFailure('hidden', async () => {
   await pageA.click('#status-buttons button[data-status="online"]');
   await pageB.waitForSelector(`${row('ann')}[data-status="online"]`, { timeout: T });
   const setVisibility = (state) => pageA.evaluate((s) => {
@@ -139,8 +139,10 @@ test('A hides its tab: B sees away; on return presence is re-asserted', () => on
     Object.defineProperty(document, 'hidden', { configurable: true, get: () => s === 'hidden' });
     document.dispatchEvent(new Event('visibilitychange'));
   }, state);
+  const hiddenAt = Date.now();
   await setVisibility('hidden');
   await pageB.waitForSelector(`${row('ann')}[data-status="away"]`, { timeout: T });
+  assert.ok(Date.now() - hiddenAt >= 300, 'not before hiddenAwayMs');
   assert.equal(await pageA.evaluate(() => window.__presenced.client.active), false);
   await setVisibility('visible');
   await pageB.waitForSelector(`${row('ann')}[data-status="online"]`, { timeout: T });
@@ -183,7 +185,7 @@ test('server restart on the same port: both pages reconnect and resume without a
   }
 }));
 
-test('A closes: B shows A offline (explicit leave on pagehide, so within the grace), with last seen', () => onFailure('close', async () => {
+test('A closes: B shows A offline when the grace ends, with last seen', () => onFailure('close', async () => {
   await ctxA.close();
   pageA = null;
   const r = `${row('ann')}[data-status="offline"]`;

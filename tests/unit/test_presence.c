@@ -494,15 +494,81 @@ static void test_idle_then_activity(void **state)
     flush(f);
     assert_int_equal(f->events, 3);
     assert_int_equal(f->ev[2].cur.status, PRESENCE_AWAY);
-    /* An explicit "away" is the same state; "online" undoes it. */
+    /* An explicit "away" looks the same, but activity does not undo it
+     * (test_explicit_away_sticks); "online" does. */
     assert_int_equal(presence_set_status(f->p, "s1", PRESENCE_ONLINE, 0, f->now), 0);
     assert_int_equal(presence_set_status(f->p, "s1", PRESENCE_AWAY, 0, f->now), 0);
     flush(f);
     assert_int_equal(f->events, 3); /* away -> online -> away: nothing */
     assert_int_equal(presence_activity(f->p, "s1", true, f->now), 0);
     flush(f);
+    assert_int_equal(f->events, 3);
+    assert_int_equal(presence_set_status(f->p, "s1", PRESENCE_ONLINE, 0, f->now), 0);
+    flush(f);
     assert_int_equal(f->events, 4);
     assert_int_equal(f->ev[3].cur.status, PRESENCE_ONLINE);
+    fx_free(f);
+}
+
+/*
+ * An explicitly chosen "away" is the user's word, like busy and dnd: no
+ * activity report (a tab becoming visible sends one), no custom status and
+ * no idle timer changes it; only another presence_set_status() does. The
+ * automatic idle-away stays undone by activity.
+ */
+static void test_explicit_away_sticks(void **state)
+{
+    struct fx *f = fx_new();
+
+    (void)state;
+    start(f, "s1", "u1", PRESENCE_DEVICE_DESKTOP);
+    flush(f);
+    clear(f);
+    assert_int_equal(presence_set_status(f->p, "s1", PRESENCE_AWAY, 0, f->now), 0);
+    flush(f);
+    assert_int_equal(f->events, 1);
+    assert_int_equal(f->ev[0].cur.status, PRESENCE_AWAY);
+    /* Activity, also past the heartbeat throttle: still away, no event. */
+    assert_int_equal(presence_activity(f->p, "s1", true, f->now), 0);
+    step(f, f->cfg.heartbeat_min_ms);
+    assert_int_equal(presence_activity(f->p, "s1", true, f->now), 0);
+    flush(f);
+    assert_int_equal(f->events, 1);
+    assert_int_equal(session_status(f, "s1"), PRESENCE_AWAY);
+    /* A custom status is a user action, but not a status change. */
+    assert_int_equal(presence_set_custom(f->p, "s1", "In a meeting", ":calendar:", 0, f->now), 0);
+    flush(f);
+    assert_int_equal(f->events, 2);
+    assert_int_equal(f->ev[1].cur.status, PRESENCE_AWAY);
+    assert_string_equal(f->ev[1].cur.text, "In a meeting");
+    /* Idle and activity after it: still away. */
+    beat_until(f, "s1", f->now + f->cfg.idle_ms + SEC);
+    assert_int_equal(presence_activity(f->p, "s1", true, f->now), 0);
+    flush(f);
+    assert_int_equal(f->events, 2);
+    assert_int_equal(view(f, "u1").status, PRESENCE_AWAY);
+    /* A resume (a reload) keeps it too. */
+    assert_int_equal(presence_socket_closed(f->p, "s1", conn(1), f->now), 0);
+    step(f, SEC);
+    assert_int_equal(presence_session_resume(f->p, "u1", "s1", conn(2), NULL, f->now), 0);
+    assert_int_equal(presence_activity(f->p, "s1", true, f->now), 0);
+    flush(f);
+    assert_int_equal(f->events, 2);
+    assert_int_equal(session_status(f, "s1"), PRESENCE_AWAY);
+    /* Only the user's next choice ends it. */
+    assert_int_equal(presence_set_status(f->p, "s1", PRESENCE_ONLINE, 0, f->now), 0);
+    flush(f);
+    assert_int_equal(f->events, 3);
+    assert_int_equal(f->ev[2].cur.status, PRESENCE_ONLINE);
+    assert_string_equal(f->ev[2].cur.text, "In a meeting");
+    /* And the automatic idle-away is undone by activity, as before. */
+    assert_int_equal(presence_activity(f->p, "s1", false, f->now), 0);
+    flush(f);
+    assert_int_equal(f->ev[3].cur.status, PRESENCE_AWAY);
+    assert_int_equal(presence_activity(f->p, "s1", true, f->now), 0);
+    flush(f);
+    assert_int_equal(f->events, 5);
+    assert_int_equal(f->ev[4].cur.status, PRESENCE_ONLINE);
     fx_free(f);
 }
 
@@ -865,14 +931,16 @@ static void test_most_recent_follows_activity(void **state)
     flush(f);
     assert_int_equal(view(f, "u").status, PRESENCE_DND);
     /* Both idle: away; one of them active again: online. */
-    set_session(f, "d", PRESENCE_AWAY);
-    set_session(f, "m", PRESENCE_AWAY);
+    set_session(f, "d", PRESENCE_ONLINE);
+    set_session(f, "m", PRESENCE_ONLINE);
+    assert_int_equal(presence_activity(f->p, "d", false, f->now), 0);
+    assert_int_equal(presence_activity(f->p, "m", false, f->now), 0);
     flush(f);
     assert_int_equal(view(f, "u").status, PRESENCE_AWAY);
     step(f, SEC);
     assert_int_equal(presence_activity(f->p, "d", true, f->now), 0);
     step(f, SEC);
-    set_session(f, "m", PRESENCE_AWAY); /* the most recent, but idle */
+    set_session(f, "m", PRESENCE_AWAY); /* the most recent, but away */
     flush(f);
     assert_int_equal(view(f, "u").status, PRESENCE_ONLINE);
     fx_free(f);
@@ -1527,7 +1595,7 @@ struct m_sess {
     bool live;
     int user;
     enum presence_device device;
-    enum presence_status manual; /* BUSY/DND or OFFLINE */
+    enum presence_status manual; /* explicit AWAY/BUSY/DND, or OFFLINE */
     bool active;
     bool attached;
     uintptr_t conn;
@@ -1765,7 +1833,7 @@ static int m_set_status(struct model *m, struct m_sess *s, enum presence_status 
         return PRESENCE_E_BAD_STATUS;
     if (st == PRESENCE_ONLINE || st == PRESENCE_AWAY ? exp != 0 : exp != 0 && exp <= now)
         return PRESENCE_E_BAD_EXPIRY;
-    s->manual = st == PRESENCE_BUSY || st == PRESENCE_DND ? st : PRESENCE_OFFLINE;
+    s->manual = st == PRESENCE_ONLINE ? PRESENCE_OFFLINE : st;
     s->status_exp = exp;
     if (st == PRESENCE_AWAY) {
         s->last_act = MAX(s->last_act, now);
@@ -2210,6 +2278,7 @@ int main(void)
         cmocka_unit_test(test_close_never_extends_ttl),
         cmocka_unit_test(test_heartbeat_storm_writes_nothing),
         cmocka_unit_test(test_idle_then_activity),
+        cmocka_unit_test(test_explicit_away_sticks),
         cmocka_unit_test(test_busy_and_dnd_ignore_idle_and_revert),
         cmocka_unit_test(test_status_validation),
         cmocka_unit_test(test_custom_text_validation),
