@@ -17,6 +17,7 @@
  * by itself within shutdown-drain-ms) and exits 0.
  */
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,9 +148,17 @@ static void hook_accept(struct worker *w, int fd, const struct sockaddr *peer)
     httpd_accept(w->app, &w->pool, fd, peer);
 }
 
+/* Set by the first worker that sees the store lose its file. */
+static atomic_bool store_fault_logged;
+
 static void hook_tick(struct worker *w)
 {
     engine_tick(((struct net_ctx *)w->app)->app);
+    if (!store_is_healthy(env.store) && !atomic_exchange(&store_fault_logged, true))
+        log_error("store",
+                  "%s: every settings write is refused from now on; restore the file "
+                  "and restart (/readyz answers 503 store_unhealthy)",
+                  store_strerror(store_fault(env.store)));
 }
 
 static void hook_drain(struct worker *w)
