@@ -244,7 +244,7 @@ done
 start_presenced --workers 2
 gen w8 native r1 $W8
 echo "presenced /metrics after W8:" >>"$LOG"
-curl -s "http://127.0.0.1:$SRV_PORT/metrics" | grep -E '^presenced_(output_limit_closes|conns_closed)_total' >>"$LOG" || true
+curl -s -H "Authorization: Bearer $SECRET" "http://127.0.0.1:$SRV_PORT/metrics" | grep -E '^presenced_(output_limit_closes|conns_closed)_total' >>"$LOG" || true
 stop_server
 one_sio w8 r1 "" $W8_SIO
 one_native w8s r1 "--workers 2" $W8S

@@ -11,8 +11,9 @@ SECRET=${BENCH_JWT_SECRET:-presence-bench-hs256-secret-0123456789abcdef}
 # static files, room for 19,000 clients under the 20,000 fd limit.
 # The per-address pending cap is off: the generator opens thousands of
 # sockets from a few loopback addresses at once (the benchmarks set what
-# they need; loopback is not exempt).
-PD_BASE="--auth jwt --jwt-hs256-secret $SECRET --log-level warn --static-dir= --sdk-dir= --max-connections 19900 --max-pending-per-address 0"
+# they need; loopback is not exempt). /metrics needs a key under auth = jwt:
+# the generator sends the JWT secret as the metrics key.
+PD_BASE="--auth jwt --jwt-hs256-secret $SECRET --log-level warn --static-dir= --sdk-dir= --max-connections 19900 --max-pending-per-address 0 --metrics-key $SECRET"
 
 if [ "$MODE" = quick ]; then
   REPS=1

@@ -142,7 +142,7 @@ static int64_t server_writev(const struct params *p)
 {
     if (p->target != T_NATIVE || p->nports > 1)
         return -1;
-    return scrape_metric(p->port, "presenced_writev_calls_total");
+    return scrape_metric(p->port, p->secret, "presenced_writev_calls_total");
 }
 
 /* Waits for every child to arrive at each phase, sampling the servers;

@@ -202,12 +202,14 @@ double self_cpu_s(int children)
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-int64_t scrape_metric(int port, const char *name)
+int64_t scrape_metric(int port, const char *key, const char *name)
 {
     static char body[1 << 20];
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     struct timeval tv = {.tv_sec = 2};
-    const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
+    char req[512];
+    int rn = snprintf(req, sizeof req, "GET /metrics HTTP/1.0\r\nAuthorization: Bearer %s\r\n\r\n",
+                      key && *key ? key : "-");
     size_t len = 0, nlen = strlen(name);
     int64_t sum = 0;
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -217,7 +219,7 @@ int64_t scrape_metric(int port, const char *name)
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
-        write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
+        rn < 0 || (size_t)rn >= sizeof req || write(fd, req, (size_t)rn) != (ssize_t)rn) {
         close(fd);
         return -1;
     }

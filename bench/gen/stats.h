@@ -57,9 +57,10 @@ struct sample {
 double busiest_thread_cpu_s(const struct sample *a, const struct sample *b);
 
 /* The sum over its labels of counter `name` in presenced's /metrics on
- * 127.0.0.1:port (HTTP/1.0, blocking, 2 s at most); -1 when it cannot be
+ * 127.0.0.1:port, asked with "Authorization: Bearer key" (HTTP/1.0,
+ * blocking, 2 s at most); -1 when it cannot be
  * read. Only the parent calls it, and only at phase boundaries. */
-int64_t scrape_metric(int port, const char *name);
+int64_t scrape_metric(int port, const char *key, const char *name);
 
 /* Parses a comma-separated pid list; dies on a bad one. */
 void sysmon_init(struct sysmon *m, const char *pids);

@@ -202,6 +202,9 @@ const struct config_def config_defs[] = {
                "deployments."),
     ROW_STRING("admin-api-key", admin_api_key, "",
                "Bearer key of the admin API under /v1/admin/ (empty: the admin API is off)."),
+    ROW_STRING("metrics-key", metrics_key, "",
+               "Bearer key for GET /metrics (the admin API key works too); with neither key set "
+               "/metrics is public only under auth = none, else it answers 401."),
     ROW_STRING("room-token-secret", room_token_secret, "",
                "Secret for per-room subscription tokens: when set, a join needs the JWT rooms "
                "claim or a token (empty: only the rooms claim, if any, is checked)."),

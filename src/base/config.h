@@ -80,6 +80,7 @@ struct config {
     /* privacy */
     char *store;              /* SQLite path or postgresql:// URI */
     char *admin_api_key;      /* "" = admin API off */
+    char *metrics_key;        /* GET /metrics bearer key ("" = none) */
     char *room_token_secret;  /* "" = no per-room subscription tokens */
     int query_rate;           /* ids per second per connection */
     int query_burst;          /* bucket size */

@@ -2,11 +2,16 @@
 /*
  * health.c - /healthz, /readyz and /metrics (health.h). They read the
  * runtime's server (readiness, the connection count, every worker's
- * counters), which sits below net; nothing of the application.
+ * counters), which sits below net; nothing of the application. /metrics
+ * needs a bearer key unless the server runs in development mode
+ * (metrics_allowed()).
  */
 #include "health.h"
 
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "buf.h"
 #include "httpd.h"
@@ -60,6 +65,33 @@ static void get_readyz(struct conn *c, const struct http_request *req, struct ne
                 "not ready");
 }
 
+/* True when the request's "Authorization: Bearer <k>" names key, a
+ * non-empty string; compared in constant time over SHA-256 digests, so
+ * neither the content nor the length of the key leaks through timing. */
+static bool bearer_is(const struct http_request *req, const char *key)
+{
+    const struct http_header *h = http_header_get(req, "Authorization");
+    unsigned char want[SHA256_DIGEST_LENGTH], got[SHA256_DIGEST_LENGTH];
+
+    if (!key[0] || !h || h->value_len < 7 || !ascii_ieq(h->value, 7, "bearer "))
+        return false;
+    SHA256((const unsigned char *)key, strlen(key), want);
+    SHA256((const unsigned char *)h->value + 7, h->value_len - 7, got);
+    return CRYPTO_memcmp(want, got, sizeof(want)) == 0;
+}
+
+/* /metrics shows per-worker counts that move when one user connects,
+ * changes status or leaves (sessions, users online, rooms, members,
+ * connections), so that anyone reading it could watch an invisible user.
+ * It is public only in development (auth = none and no key set at all);
+ * otherwise it needs the metrics key or the admin API key. */
+static bool metrics_allowed(const struct config *cfg, const struct http_request *req)
+{
+    if (!cfg->metrics_key[0] && !cfg->admin_api_key[0] && strcmp(cfg->auth, "none") == 0)
+        return true;
+    return bearer_is(req, cfg->metrics_key) || bearer_is(req, cfg->admin_api_key);
+}
+
 static void get_metrics(struct conn *c, const struct http_request *req, struct net_ctx *nc)
 {
     struct server *srv = nc->worker->srv;
@@ -67,7 +99,11 @@ static void get_metrics(struct conn *c, const struct http_request *req, struct n
     unsigned n = MIN(srv->nworkers, (unsigned)ARRAY_SIZE(per));
     struct buf out = {0};
 
-    (void)req;
+    if (!metrics_allowed(nc->cfg, req)) {
+        httpd_error(c, 401, "unauthorized",
+                    "/metrics needs Authorization: Bearer <metrics-key or admin-api-key>");
+        return;
+    }
     for (unsigned i = 0; i < n; i++)
         per[i] = &srv->workers[i].metrics;
     metrics_render(&out, per, n);

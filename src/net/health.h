@@ -4,7 +4,9 @@
  *   GET /healthz   liveness: 200 while the process runs
  *   GET /readyz    readiness: 200 while every worker runs, no shutdown
  *                  has begun and every added check passes, else 503
- *   GET /metrics   Prometheus text for every worker
+ *   GET /metrics   Prometheus text for every worker; needs "Authorization:
+ *                  Bearer <metrics-key or admin-api-key>" (401 without),
+ *                  except under auth = none with neither key set
  */
 #ifndef HEALTH_H
 #define HEALTH_H
