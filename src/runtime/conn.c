@@ -89,7 +89,13 @@ void conn_pool_init(struct conn_pool *pool, struct loop *l, struct metrics *m, u
     pool->loop = l;
     pool->metrics = m;
     pool->worker_id = worker_id;
-    pool->next_seq = 1;
+    /* Ids must not repeat across restarts (a room token signed for a
+     * connection id must not admit a later connection that gets the same
+     * id): the sequence starts at the wall clock in ms times 128, so a
+     * later start begins above everything an earlier run handed out,
+     * unless that run averaged over 128 connections per ms of its life.
+     * Wall ms < 2^41 until 2039, so the sequence stays within its 48 bits. */
+    pool->next_seq = (time_wall_ms() << 7) + 1;
     if (pool->linger_ms == 0)
         pool->linger_ms = 2000;
     if (pool->max_input == 0)

@@ -86,7 +86,7 @@ struct conn_pool {
     struct loop *loop;         /* the worker's loop */
     struct metrics *metrics;   /* the worker's counters */
     unsigned worker_id;        /* high bits of connection ids */
-    uint64_t next_seq;         /* low bits of connection ids */
+    uint64_t next_seq;         /* low bits of connection ids (from the wall clock) */
     size_t out_soft_limit;     /* bytes; 0 disables */
     uint64_t out_soft_ms;      /* how long over soft before closing */
     size_t out_hard_limit;     /* bytes; 0 disables */
@@ -141,7 +141,7 @@ struct conn_chunk {
  * connection gets busy and freed when it is idle again.
  */
 struct conn {
-    uint64_t id;                /* unique per process: worker << 48 | seq */
+    uint64_t id;                /* worker << 48 | seq; unique across restarts (conn_pool_init) */
     struct loop_io io;          /* epoll watcher; io.fd is the socket, owned,
                                  * closed by conn_close() (then -1) */
     struct conn_pool *pool;     /* borrowed; outlives c */

@@ -593,6 +593,29 @@ static void test_ids_are_unique_and_carry_the_worker(void **state)
     close(p1);
 }
 
+/* A restart is a new pool of the same worker: its ids must start above
+ * every id the earlier one gave out, or a room token signed for an old
+ * connection id would admit a new connection. */
+static void test_ids_do_not_repeat_after_a_restart(void **state)
+{
+    struct conn_pool before = {0}, after = {0};
+    struct metrics m = {0};
+    struct loop *l = loop_new();
+    uint64_t last;
+
+    (void)state;
+    conn_pool_init(&before, l, &m, 1);
+    before.next_seq += 100; /* the earlier run made 100 connections in its 2 ms */
+    last = ((uint64_t)1 << 48) | (before.next_seq - 1);
+    usleep(2000);
+    conn_pool_init(&after, l, &m, 1);
+    assert_true((((uint64_t)1 << 48) | after.next_seq) > last);
+    assert_int_equal((((uint64_t)1 << 48) | after.next_seq) >> 48, 1); /* still the worker's */
+    conn_pool_release(&before);
+    conn_pool_release(&after);
+    loop_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -614,6 +637,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_eof_while_last_words_queued, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peer_eof_closes_by_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_are_unique_and_carry_the_worker, setup, teardown),
+        cmocka_unit_test(test_ids_do_not_repeat_after_a_restart),
         cmocka_unit_test_setup_teardown(test_peer_addresses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bulk_keeps_order_with_urgent_output, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bulk_is_sliced_urgent_is_not, setup, teardown),
