@@ -28,6 +28,7 @@
 #include "http.h"
 #include "httpd.h"
 #include "log.h"
+#include "native.h"
 #include "net.h"
 #include "ratelimit.h"
 #include "route.h"
@@ -114,6 +115,7 @@ static void compose_routes(void)
 {
     const struct route_list parts[] = {
         health_routes,
+        native_routes,
         engine_routes,
 #ifdef PRESENCED_TESTING
         testing_routes,
