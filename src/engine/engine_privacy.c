@@ -363,13 +363,9 @@ struct payload *engine__view_frame(struct engine *e, const struct presence_view 
     const struct privacy_public *pub;
     const struct store_privacy *set = engine__privacy_settings(e, truth->user, &pub);
     struct presence_view v;
-    struct buf b = {0};
 
     privacy_view(truth, set, pub, (enum privacy_class)cls, &v);
-    buf_append_str(&b, "{\"type\":\"presence\",\"presence\":");
-    privacy_encode(&v, (enum privacy_class)cls, wall_offset(e), &b);
-    buf_append_str(&b, "}");
-    return frame_text(&b);
+    return frame_presence(&v, cls, wall_offset(e));
 }
 
 static enum privacy_relation relation(struct puser *pu, const char *viewer, bool contact,
@@ -664,16 +660,6 @@ void engine__privacy_on_change(struct engine *e, const struct presence_view *old
 
 /* ---- settings writes: the privacy message and the admin API ---- */
 
-static struct payload *privacy_event(const struct store_privacy *p)
-{
-    struct buf b = {0};
-
-    buf_append_str(&b, "{\"type\":\"privacy_changed\",\"privacy\":");
-    privacy_encode_settings(p, &b);
-    buf_append_str(&b, "}");
-    return frame_text(&b);
-}
-
 static void send_frame_to(struct engine *e, uint64_t conn_id, struct payload *f)
 {
     struct emsg *em = emsg_new(OP_REPLY, conn_id);
@@ -687,7 +673,7 @@ static void notify_sessions(struct engine *e, struct puser *pu)
 {
     struct presence_session_info si[SESSIONS_MAX];
     size_t n = presence_list_sessions(e->pres, pu->uid, si, SESSIONS_MAX);
-    struct payload *f = privacy_event(pu_set(pu));
+    struct payload *f = frame_privacy_changed(pu_set(pu));
 
     for (size_t i = 0; i < n && i < SESSIONS_MAX; i++) {
         uint64_t conn = (uint64_t)(uintptr_t)si[i].conn_ref;
@@ -704,7 +690,7 @@ void engine__privacy_hello(struct engine *e, struct emsg *req)
     if (!engine__privacy_ready(e, req, req->uid, req->uid))
         return;
     pu = puser_get(e, req->uid);
-    send_frame_to(e, req->conn_id, privacy_event(pu_set(pu)));
+    send_frame_to(e, req->conn_id, frame_privacy_changed(pu_set(pu)));
 }
 
 /* Answers an admin call: status code + JSON (see engine_admin.c). */

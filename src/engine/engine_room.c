@@ -264,7 +264,6 @@ static void answer_join(struct engine *e, const struct emsg *req)
 {
     struct room_resume rr = {0};
     struct room_info info;
-    struct buf b = {0};
     bool resumed = false;
 
     room_get_info(e->rooms, req->room, &info);
@@ -283,14 +282,8 @@ static void answer_join(struct engine *e, const struct emsg *req)
         send_state(e, req, payload_ref(rr.msgs[i].payload), false, info.epoch, rr.msgs[i].seq);
     room_resume_release(&rr);
     free(rr.msgs);
-    buf_printf(&b, "{\"type\":\"room_joined\",\"room\":");
-    json_append_cstr(&b, req->room);
-    buf_printf(&b, ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu,\"resumed\":%s",
-               (unsigned long long)info.epoch, (unsigned long long)info.seq,
-               room_mode_name(info.mode), (size_t)info.count, resumed ? "true" : "false");
-    frame_append_ref(&b, req->ref);
-    buf_append_str(&b, "}");
-    send_state(e, req, frame_text(&b), true, info.epoch, info.seq);
+    send_state(e, req, frame_room_joined(req->room, &info, resumed, req->ref), true, info.epoch,
+               info.seq);
 }
 
 static void subscribe(struct engine *e, const char *room, unsigned from, uint64_t gen)

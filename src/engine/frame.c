@@ -13,6 +13,9 @@
 #include "json.h"
 #include "msg.h"
 #include "presence.h"
+#include "privacy.h"
+#include "room.h"
+#include "store.h"
 #include "ws.h"
 
 #define FRAME_PROTOCOL 1 /* the native protocol's version, in the welcome */
@@ -153,6 +156,41 @@ void frame_send_token_expired(struct wsconn *ws)
 
     buf_append_str(&b, "{\"type\":\"token_expired\"}");
     frame_send_buf(ws, &b);
+}
+
+struct payload *frame_presence(const struct presence_view *v, int cls, int64_t wall_offset_ms)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"type\":\"presence\",\"presence\":");
+    privacy_encode(v, (enum privacy_class)cls, wall_offset_ms, &b);
+    buf_append_str(&b, "}");
+    return frame_text(&b);
+}
+
+struct payload *frame_privacy_changed(const struct store_privacy *p)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"type\":\"privacy_changed\",\"privacy\":");
+    privacy_encode_settings(p, &b);
+    buf_append_str(&b, "}");
+    return frame_text(&b);
+}
+
+struct payload *frame_room_joined(const char *room, const struct room_info *info, bool resumed,
+                                  const char *ref)
+{
+    struct buf b = {0};
+
+    buf_printf(&b, "{\"type\":\"room_joined\",\"room\":");
+    json_append_cstr(&b, room);
+    buf_printf(&b, ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu,\"resumed\":%s",
+               (unsigned long long)info->epoch, (unsigned long long)info->seq,
+               room_mode_name(info->mode), (size_t)info->count, resumed ? "true" : "false");
+    frame_append_ref(&b, ref);
+    buf_append_str(&b, "}");
+    return frame_text(&b);
 }
 
 void frame_reply(struct engine *e, const struct emsg *req, struct payload *frame)

@@ -4,9 +4,10 @@
  *
  * The engine still encodes its events as the native protocol's JSON
  * (docs/protocol.md) and frames them once as shared WebSocket payloads:
- * replies (error, ack), the welcome and session_ended, presence views
- * (engine_privacy.c) and room messages (the room core, framed by
- * frame_text_json()). Everything the engine writes to a socket or puts in
+ * replies (error, ack), the welcome, session_ended and token_expired,
+ * presence events, privacy_changed and room_joined. Room deltas and
+ * snapshots are still encoded by the room core (room.h) and only framed
+ * here (frame_text_json()). Everything the engine writes to a socket or puts in
  * an OP_REPLY goes through these functions, so that turning events into
  * structured values, encoded by each protocol adapter, changes this file
  * and its callers, not the routing around them.
@@ -26,6 +27,9 @@
 
 struct engine;
 struct emsg;
+struct presence_view;
+struct room_info;
+struct store_privacy;
 struct client;
 struct config;
 
@@ -58,6 +62,16 @@ void frame_send_welcome(struct wsconn *ws, const struct config *cfg, uint64_t co
 void frame_send_session_ended(struct wsconn *ws, int why, const char *message);
 /* token_expired (auth = jwt). */
 void frame_send_token_expired(struct wsconn *ws);
+
+/* A presence event: v as seen by class cls (enum privacy_class), its
+ * times converted with wall_offset_ms (wall - monotonic). */
+struct payload *frame_presence(const struct presence_view *v, int cls, int64_t wall_offset_ms);
+/* privacy_changed with the user's settings p. */
+struct payload *frame_privacy_changed(const struct store_privacy *p);
+/* room_joined: the room's epoch, seq, mode, count and whether the join
+ * resumed, for the join with ref. */
+struct payload *frame_room_joined(const char *room, const struct room_info *info, bool resumed,
+                                  const char *ref);
 
 /* Owner side: sends frame (a reference, taken over) to the client of
  * req->conn_id as an OP_REPLY. */
