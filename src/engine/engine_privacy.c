@@ -32,20 +32,19 @@
  */
 #include "engine_privacy.h"
 
-#include "client.h"
-#include "engine_room.h"
-#include "engine_state.h"
-#include "frame.h"
-#include "http_read.h"
-#include "watch.h"
-
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 
+#include "engine_room.h"
+#include "engine_state.h"
+#include "frame.h"
+#include "http_read.h"
 #include "httpd.h"
 #include "json.h"
 #include "log.h"
+#include "pool.h"
+#include "watch.h"
 
 #define PUSER_MAX    65536 /* cached users per worker before eviction */
 #define EVICT_SCAN   16    /* pusers looked at per eviction */

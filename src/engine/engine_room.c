@@ -56,7 +56,6 @@
 #include "engine_state.h"
 #include "frame.h"
 #include "http_read.h"
-#include "json.h"
 #include "log.h"
 #include "pool.h"
 #include "room.h"

@@ -21,7 +21,6 @@
 #include "conn.h"
 #include "engine_state.h"
 #include "frame.h"
-#include "json.h"
 #include "jwt.h"
 #include "log.h"
 #include "room.h"

@@ -20,7 +20,6 @@
 #include "json.h"
 #include "ratelimit.h"
 #include "room.h"
-#include "session.h"
 #include "sse.h"
 #include "watch.h"
 
