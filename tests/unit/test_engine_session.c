@@ -6,7 +6,8 @@
  * message (engine__dispatch(), as the bus would), then collects what the
  * engine sent back to the worker by draining the bus itself, so it sees
  * the op table's routing, the session lifecycle on the owner, the watch
- * fan-out of a transition and a room join's path through U and R.
+ * fan-out of a transition, a session whose socket closed before the
+ * owner answered, and a room join's path through U and R.
  *
  * Time: the presence core's debounce is 0 ms, so a transition is due at
  * the next loop iteration (loop_run_once(.., 0)); nothing waits for a
@@ -257,6 +258,37 @@ static void test_watch_fanout(void **state)
     assert_null(watch__find_sub(v->e, "bob")); /* its last viewer went */
 }
 
+/* The client side drops what comes for a connection it no longer has;
+ * a session whose socket closed before the owner's answer is let go:
+ * the client's worker answers OP_STARTED with OP_CLOSED, and the owner
+ * keeps the session only for its reconnect grace (detached). */
+static void test_gone_client(void **state)
+{
+    struct env *v = *state;
+    struct presence_session_info si;
+    const char *sid = start(v, CONN_A, "carol"); /* no struct client for it */
+    struct emsg *res = find_op(v, OP_STARTED), *closed;
+
+    for (size_t i = 0; i < v->nout; i++) /* res is taken: dispatched next */
+        if (v->out[i] == res)
+            v->out[i] = v->out[--v->nout];
+    out_clear(v);
+    engine__dispatch(v->e, res);
+    settle(v);
+    closed = find_op(v, OP_CLOSED);
+    assert_non_null(closed);
+    assert_string_equal(closed->sid, sid);
+    assert_int_equal(v->nout, 1);
+    v->nout = 0;
+    engine__dispatch(v->e, closed);
+    engine__dispatch(v->e, msg(OP_KICK, CONN_A, "carol", sid));  /* no client: ignored */
+    engine__dispatch(v->e, msg(OP_REPLY, CONN_A, "carol", sid)); /* ditto */
+    settle(v);
+    assert_int_equal(v->nout, 0);
+    assert_int_equal(presence_get_session(v->e->pres, sid, &si), 0);
+    assert_false(si.attached); /* in its grace */
+}
+
 /* A join goes client -> U (OP_RJOIN) -> R (OP_RJOIN_R); R answers the
  * client's worker with OP_RSTATE, the last one carrying room_joined. */
 static void test_room_routing(void **state)
@@ -294,6 +326,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_session_lifecycle, env_setup, env_teardown),
         cmocka_unit_test_setup_teardown(test_unknown_session_error, env_setup, env_teardown),
         cmocka_unit_test_setup_teardown(test_watch_fanout, env_setup, env_teardown),
+        cmocka_unit_test_setup_teardown(test_gone_client, env_setup, env_teardown),
         cmocka_unit_test_setup_teardown(test_room_routing, env_setup, env_teardown),
     };
 
