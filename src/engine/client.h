@@ -58,18 +58,18 @@ _Static_assert(PRESENCE_DEVICE_COUNT <= 8, "struct client's device has 3 bits");
  * to one 144-byte pool object for an idle authenticated socket: the rare
  * parts live in struct client_x, the uid and sid inline (read them with
  * client_uid()/client_sid(), set them with client_set_uid()/_sid()), one
- * room link inline (engine_room.c), the connection id read from the
+ * room link inline (engine_room_client.c), the connection id read from the
  * connection (client_conn_id()), and the timer of its auth deadline or
  * token expiry shared with the sockets due about then (engine_expiry.c).
  */
 struct client {
     struct hmap_node node; /* e->clients, by client_conn_id() */
     struct engine *e;
-    struct wsconn *ws;           /* NULL before open, and for an event stream */
-    struct client_x *x;          /* NULL until a rare part is needed (client_x()) */
-    uint64_t last_beat;          /* loop ms of the last forwarded heartbeat */
-    union {                      /* the rooms this socket is subscribed to (engine_room.c): */
-        struct room_link *one;   /* nrlinks <= 1: the only one, inline */
+    struct wsconn *ws;         /* NULL before open, and for an event stream */
+    struct client_x *x;        /* NULL until a rare part is needed (client_x()) */
+    uint64_t last_beat;        /* loop ms of the last forwarded heartbeat */
+    union {                    /* the rooms this socket is subscribed to (engine_room_client.c): */
+        struct room_link *one; /* nrlinks <= 1: the only one, inline */
         struct room_link **many; /* else an array of pow2ceil(nrlinks) */
     } rl;
     struct list auth_link; /* auth=jwt: in its deadline's group (engine_expiry.c) */

@@ -9,7 +9,7 @@
  * that worker's presence core (presence.h) holds the user's sessions and
  * emits their transitions. A client's socket lives on whatever worker
  * accepted it. So a client message becomes a bus message to the owner
- * (ENGINE ops below) and the owner's answers and events travel back by bus
+ * (the ops of msg.h) and the owner's answers and events travel back by bus
  * message. With one worker every message goes to itself through the same
  * path, so behaviour does not depend on the worker count. The ops and the
  * one table that dispatches them are in msg.h / msg.c.

@@ -930,7 +930,7 @@ static void want_set(struct engine *e, struct puser *pu, const struct store_priv
 
 /* Tells the client's worker that the rooms have heard of this privacy
  * message (OP_RVIS, if any, is on the bus before this): it may let the
- * connection's ephemeral messages through again (engine.c). */
+ * connection's ephemeral messages through again (client__on_priv_event). */
 static void release_hold(struct engine *e, uint64_t conn_id)
 {
     send_to(e, worker_of_conn(conn_id), emsg_new(OP_PRIV_EVENT, conn_id));

@@ -39,7 +39,7 @@
  * worker. Only for a client with blockers, the client worker re-encodes
  * each room message for that socket alone: blockers removed from snapshots
  * and deltas, count lowered by the blockers it hides, their ephemerals
- * dropped (see "blocks inside rooms" below). Everyone else gets the shared
+ * dropped (see "blocks inside rooms" in engine_room_client.c). Everyone else gets the shared
  * frame. A client whose user nobody blocks (nearly all of them) points at
  * the shared, never-written rb_none instead of a record of its own. A block or unblock is broadcast
  * (OP_RBLOCK); each socket of the target in a room where the blocker is shown gets a fresh

@@ -45,7 +45,7 @@ struct engine {
     struct hmap srooms;           /* user-owner side: struct sroom (a session's rooms) by sid */
     struct hmap expiries;         /* client side: clients' deadline groups (engine_expiry.c) */
     struct list queries;          /* HTTP reads waiting for answers (freed at shutdown) */
-    uint64_t sub_gen;             /* room subscription generations (engine_room.c) */
+    uint64_t sub_gen;             /* room subscription generations (engine_room_client.c) */
     /* privacy (engine_privacy.c) */
     struct hmap pusers; /* struct puser by uid: settings cache of owned users */
     struct list plru;   /* struct puser.lru, least recently used first */
