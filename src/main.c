@@ -29,6 +29,7 @@
 #include "http.h"
 #include "httpd.h"
 #include "log.h"
+#include "native.h"
 #include "net.h"
 #include "ratelimit.h"
 #include "route.h"
@@ -115,6 +116,7 @@ static void compose_routes(void)
 {
     const struct route_list parts[] = {
         health_routes,
+        native_routes,
         engine_routes,
 #ifdef PRESENCED_TESTING
         testing_routes,

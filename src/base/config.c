@@ -224,6 +224,10 @@ const struct config_def config_defs[] = {
     ROW_INT64("shutdown-drain-ms", shutdown_drain_ms, 0, 600000, 5000,
               "Time given on SIGTERM to flush queued output before exit; raise it if clients miss "
               "final messages during deploys."),
+    /* testing */
+    ROW_INT("test-silent-owners", test_silent_owners, 0, 1, 0,
+            "1 makes every owner ignore HTTP reads, as an unreachable node would, to test "
+            "degraded answers; never set it in production."),
 };
 const size_t config_ndefs = ARRAY_SIZE(config_defs);
 

@@ -88,6 +88,8 @@ struct config {
     int observer_query_burst; /* its bucket size */
     /* shutdown */
     int64_t shutdown_drain_ms; /* SIGTERM: time to flush before exit */
+    /* testing */
+    int test_silent_owners; /* 1: owners ignore HTTP reads (degraded answers) */
 };
 
 enum config_type { CONFIG_INT, CONFIG_INT64, CONFIG_STRING, CONFIG_ENUM };

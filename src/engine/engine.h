@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * engine.h - the presence engine across workers: sessions, heartbeats,
- * statuses and watch lists on the native WebSocket protocol.
+ * statuses, watch lists, rooms and privacy, below the protocol adapters
+ * (src/proto/native/ is the first). An adapter turns wire messages into
+ * the operations of session.h, watch.h and engine_room.h.
  *
  * Partitioning. Every user is owned by one worker, bus_route(user id);
  * that worker's presence core (presence.h) holds the user's sessions and
  * emits their transitions. A client's socket lives on whatever worker
  * accepted it. So a client message becomes a bus message to the owner
- * (ENGINE ops below) and the owner's answers and events travel back by bus
+ * (the ops of msg.h) and the owner's answers and events travel back by bus
  * message. With one worker every message goes to itself through the same
- * path, so behaviour does not depend on the worker count.
+ * path, so behaviour does not depend on the worker count. The ops and the
+ * one table that dispatches them are in msg.h / msg.c.
  *
  * Watch lists are subscriptions per worker, not per socket: the owner of a
  * user keeps a bitmask of the workers that have local watchers and sends
@@ -43,8 +46,7 @@ struct engine_env {
     struct ratelimit *observer_rate; /* observer-query-rate buckets, all workers; NULL = off */
 };
 
-/* The engine's HTTP routes: GET /v1/ws (the native WebSocket protocol),
- * /v1/presence, /v1/lastseen, /v1/presence/events, /v1/rooms/...,
+/* The engine's HTTP routes: GET /v1/presence, /v1/lastseen, /v1/presence/events, /v1/rooms/...,
  * POST /v1/heartbeat and /v1/admin/... (docs/api.md). Their handlers find
  * the worker's engine in nc->app. */
 extern const struct route_list engine_routes;
@@ -57,26 +59,18 @@ void engine_register(void);
  * a configuration the presence core refuses (config validation catches
  * it first). */
 struct engine *engine_new(struct worker *w, const struct engine_env *env, struct net_ctx *nc);
-/* The engine of worker w (w->app is its net_ctx, whose app is the engine). */
-struct engine *engine_of_worker(struct worker *w);
 /* One slice of the observer-rate table's sweep (ratelimit_sweep), at most
- * once a second per worker; the worker's tick calls it. */
+ * once a second per worker, and the engine's statistics copied into the
+ * worker's metrics (cheap); the worker's tick calls it. */
 void engine_tick(struct engine *e);
-/* Copies the engine's statistics into the worker's metrics (cheap; the
- * worker calls it once per loop iteration). */
-void engine_update_metrics(struct engine *e);
 /* Frees all state without events. NULL is a no-op. Worker thread, after
  * its connections are gone. */
 void engine_free(struct engine *e);
 
 struct client;
 
-/* The WebSocket application on GET /v1/ws. Its app_data is a struct
- * client made by engine_client_prepare(); the application owns it once
- * on_open ran. */
-extern const struct ws_app engine_app;
-
-/* The request side of GET /v1/ws: reads ?user= (optional: without it the
+/* The request side of a WebSocket upgrade (the protocol adapter's
+ * route, e.g. GET /v1/ws): reads ?user= (optional: without it the
  * socket is an anonymous observer that can watch but has no session),
  * ?device= (default web) and ?resume=<sessionId>. On a bad value answers
  * 400 (bad_user, bad_device) and returns NULL. */

@@ -10,7 +10,13 @@
  * through timing). No key configured: every call is 403 admin_disabled.
  */
 #include "engine.h"
-#include "engine_internal.h"
+#include "engine_admin.h"
+
+#include "engine_state.h"
+#include "frame.h"
+#include "http_read.h"
+#include "msg.h"
+#include "room.h"
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
@@ -69,10 +75,10 @@ static bool is_method(const struct http_request *req, const char *m)
 static void send_admin(struct conn *c, struct worker *w, struct emsg *em, const char *key)
 {
     struct engine *e = engine_of(w);
-    struct query *q = engine__query_new(c, QUERY_ADMIN, 1);
+    struct query *q = http_read__query_new(c, QUERY_ADMIN, 1);
 
     em->query = (uint64_t)(uintptr_t)q;
-    engine__query_set_id(q, 0, key);
+    http_read__query_set_id(q, 0, key);
     send_to(e, owner_of(e, key), em);
 }
 
@@ -226,7 +232,7 @@ static void rooms_route(struct conn *c, struct worker *w, const char *p, const c
     struct emsg *em;
 
     if (p == end) { /* every worker lists its rooms */
-        struct query *q = engine__query_new(c, QUERY_ADMIN_ROOMS, e->w->srv->nworkers);
+        struct query *q = http_read__query_new(c, QUERY_ADMIN_ROOMS, e->w->srv->nworkers);
         for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
             em = emsg_new(OP_ADMIN_ROOMS, 0);
             em->query = (uint64_t)(uintptr_t)q;
@@ -242,8 +248,8 @@ static void rooms_route(struct conn *c, struct worker *w, const char *p, const c
         return;
     }
     em->arg = 1;
-    em->query = (uint64_t)(uintptr_t)engine__query_new(c, QUERY_ADMIN, 1);
-    engine__query_set_id((struct query *)(uintptr_t)em->query, 0, em->room);
+    em->query = (uint64_t)(uintptr_t)http_read__query_new(c, QUERY_ADMIN, 1);
+    http_read__query_set_id((struct query *)(uintptr_t)em->query, 0, em->room);
     send_to(e, owner_of(e, em->room), em);
 }
 
@@ -263,9 +269,9 @@ void engine_http_admin(struct conn *c, const struct http_request *req, struct ne
         return;
     }
     if (end - p == 8 && memcmp(p, "presence", 8) == 0 && is_method(req, "GET"))
-        engine__http_read(c, req, w, QUERY_PRESENCE, true);
+        http_read__read(c, req, engine_of(w), QUERY_PRESENCE, true);
     else if (end - p == 8 && memcmp(p, "lastseen", 8) == 0 && is_method(req, "GET"))
-        engine__http_read(c, req, w, QUERY_LASTSEEN, true);
+        http_read__read(c, req, engine_of(w), QUERY_LASTSEEN, true);
     else if (end - p >= 5 && memcmp(p, "rooms", 5) == 0 && (end - p == 5 || p[5] == '/') &&
              is_method(req, "GET"))
         rooms_route(c, w, p + 5 + (end - p > 5), end);
@@ -289,5 +295,5 @@ void engine__admin_rooms(struct engine *e, struct emsg *em)
     } else {
         room_admin_list(e->rooms, &b, &first);
     }
-    engine__answer(e, em, buf_payload(&b));
+    http_read__answer(e, em, buf_payload(&b));
 }

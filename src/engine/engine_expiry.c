@@ -20,8 +20,10 @@
  * its last member does not free it under the callback, which frees it at
  * its end if no member is left.
  */
-#include "engine_internal.h"
+#include "engine_expiry.h"
 
+#include "client.h"
+#include "engine_state.h"
 #include "log.h"
 
 #define EXPIRY_SHIFT 6 /* a bucket is 2^6 seconds of exp, or ms of auth deadline */
@@ -96,24 +98,6 @@ static void expiry_drop(struct expiry *g)
     pool_free(g);
 }
 
-static void expire(struct client *c)
-{
-    struct buf b = {0};
-
-    if (c->e->expire) {
-        c->e->expire(c);
-        return;
-    }
-    if (!c->authed) {
-        proto_send_error(c->ws, "unauthenticated", "no valid token in time", NULL);
-        ws_close(c->ws, 4401, "authentication required");
-        return;
-    }
-    buf_append_str(&b, "{\"type\":\"token_expired\"}");
-    proto_send_buf(c->ws, &b);
-    ws_close(c->ws, 4403, "token expired");
-}
-
 /* Closes g's due members and re-arms g for the others, reading the clock
  * once. A close may arm or disarm members (see the top of the file): a
  * member still on todo is unlinked from it by its disarm, and g, marked
@@ -140,7 +124,7 @@ static void on_expiry(struct wheel_timer *t, uint64_t loop_ms)
         if (left_ms(g->e, g->token, c->deadline, now) > 0)
             expiry_add(g, c, now); /* not yet (or wall time went back) */
         else
-            expire(c); /* unlinked first: its close finds nothing to disarm */
+            g->e->expired(c); /* unlinked first: its close finds nothing to disarm */
     }
     g->firing = false;
     if (list_empty(&g->clients))

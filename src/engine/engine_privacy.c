@@ -30,15 +30,21 @@
  * with its new frame, and the watcher side sends it only if its bytes
  * differ from what that viewer last got.
  */
-#include "engine_internal.h"
+#include "engine_privacy.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 
+#include "engine_room.h"
+#include "engine_state.h"
+#include "frame.h"
+#include "http_read.h"
 #include "httpd.h"
 #include "json.h"
 #include "log.h"
+#include "pool.h"
+#include "watch.h"
 
 #define PUSER_MAX    65536 /* cached users per worker before eviction */
 #define EVICT_SCAN   16    /* pusers looked at per eviction */
@@ -97,11 +103,6 @@ struct load {
 static struct puser *find_puser(struct engine *e, const char *uid)
 {
     return ENGINE_FIND(struct puser, &e->pusers, uid, uid);
-}
-
-static struct sub *find_sub(struct engine *e, const char *uid)
-{
-    return ENGINE_FIND(struct sub, &e->subs, uid, uid);
 }
 
 /* ---- a puser's parts: settings bits and the on-demand state ---- */
@@ -296,7 +297,7 @@ static bool has_sessions(struct engine *e, const char *uid)
 
 static bool pinned(struct engine *e, struct puser *pu)
 {
-    return pu_loads(pu) || pu_writes(pu) || pu_parked(pu) || find_sub(e, pu->uid) ||
+    return pu_loads(pu) || pu_writes(pu) || pu_parked(pu) || watch__find_sub(e, pu->uid) ||
            has_sessions(e, pu->uid);
 }
 
@@ -361,88 +362,10 @@ struct payload *engine__view_frame(struct engine *e, const struct presence_view 
     const struct privacy_public *pub;
     const struct store_privacy *set = engine__privacy_settings(e, truth->user, &pub);
     struct presence_view v;
-    struct buf b = {0};
 
     privacy_view(truth, set, pub, (enum privacy_class)cls, &v);
-    buf_append_str(&b, "{\"type\":\"presence\",\"presence\":");
-    privacy_encode(&v, (enum privacy_class)cls, wall_offset(e), &b);
-    buf_append_str(&b, "}");
-    return frame_text(&b);
+    return frame_presence(&v, cls, wall_offset(e));
 }
-
-static bool same_bytes(const struct payload *a, const struct payload *b)
-{
-    return a && b && a->len == b->len && memcmp(a->data, b->data, a->len) == 0;
-}
-
-static uint64_t sub_workers(const struct sub *s)
-{
-    uint64_t w = 0;
-    struct list *pos;
-
-    list_foreach(pos, &s->viewers)
-    {
-        w |= container_of(pos, struct subv, link)->workers;
-    }
-    return w;
-}
-
-/* Sends the frames of every class in use whose bytes changed since the
- * last ones (nothing at all when none did). */
-static void republish(struct engine *e, struct sub *s, const struct presence_view *truth)
-{
-    struct payload *frames[PRIVACY_NCLASS] = {0};
-    uint64_t workers = sub_workers(s);
-    bool any = false;
-
-    for (int k = 0; k < PRIVACY_NCLASS; k++) {
-        struct payload *f;
-        if (s->ncls[k] == 0)
-            continue;
-        f = engine__view_frame(e, truth, k);
-        if (same_bytes(f, s->lastf[k])) {
-            payload_unref(f);
-            continue;
-        }
-        payload_unref(s->lastf[k]);
-        s->lastf[k] = f;
-        frames[k] = f;
-        any = true;
-    }
-    for (unsigned i = 0; any && i < e->w->srv->nworkers; i++) {
-        struct emsg *em;
-        if (!(workers & (1ull << i)))
-            continue;
-        em = emsg_new(OP_PRESENCE, 0);
-        emsg_set_id(&em->uid, truth->user);
-        em->version = truth->version;
-        for (int k = 0; k < PRIVACY_NCLASS; k++)
-            em->frames[k] = frames[k] ? payload_ref(frames[k]) : NULL;
-        send_to(e, i, em);
-    }
-}
-
-static void send_view(struct engine *e, const struct presence_view *truth, const struct subv *v,
-                      uint64_t workers)
-{
-    struct payload *f = engine__view_frame(e, truth, v->cls);
-
-    for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
-        struct emsg *em;
-        if (!(workers & (1ull << i)))
-            continue;
-        em = emsg_new(OP_VIEW, 0);
-        emsg_set_id(&em->uid, truth->user);
-        emsg_set_id(&em->viewer, v->viewer);
-        em->arg = (int8_t)v->cls;
-        em->version = truth->version;
-        em->frame = payload_ref(f);
-        send_to(e, i, em);
-    }
-    payload_unref(f);
-}
-
-/* ---- classes ---- */
 
 static enum privacy_relation relation(struct puser *pu, const char *viewer, bool contact,
                                       bool blocked)
@@ -498,7 +421,7 @@ bool engine__room_visible(struct engine *e, const char *uid)
  * republishes the frames whose bytes changed. */
 static void reclassify(struct engine *e, struct puser *pu)
 {
-    struct sub *s = find_sub(e, pu->uid);
+    struct sub *s = watch__find_sub(e, pu->uid);
     struct presence_view truth;
     struct list *pos;
 
@@ -515,7 +438,7 @@ static void reclassify(struct engine *e, struct puser *pu)
         s->ncls[v->cls]--;
         s->ncls[cls]++;
         v->cls = cls;
-        send_view(e, &truth, v, v->workers);
+        watch__send_view(e, &truth, v, v->workers);
     }
     for (int k = 0; k < PRIVACY_NCLASS; k++) {
         if (s->ncls[k] == 0) {
@@ -523,7 +446,7 @@ static void reclassify(struct engine *e, struct puser *pu)
             s->lastf[k] = NULL;
         }
     }
-    republish(e, s, &truth);
+    watch__republish(e, s, &truth);
 }
 
 /* New settings for pu (a load or an acknowledged write). */
@@ -722,101 +645,19 @@ bool engine__privacy_ready(struct engine *e, struct emsg *em, const char *uid, c
 
 /* ---- watch subscriptions (owner side) ---- */
 
-static struct subv *find_subv(struct sub *s, const char *viewer)
-{
-    struct list *pos;
-
-    list_foreach(pos, &s->viewers)
-    {
-        struct subv *v = container_of(pos, struct subv, link);
-        if (strcmp(v->viewer, viewer) == 0)
-            return v;
-    }
-    return NULL;
-}
-
-static void sub_free(struct engine *e, struct sub *s)
-{
-    while (!list_empty(&s->viewers)) {
-        struct list *l = list_first(&s->viewers);
-        list_del(l);
-        free(container_of(l, struct subv, link));
-    }
-    for (int k = 0; k < PRIVACY_NCLASS; k++)
-        payload_unref(s->lastf[k]);
-    hmap_remove(&e->subs, &s->node);
-    free(s);
-}
-
-static void unwatch(struct engine *e, const char *uid, const char *viewer, unsigned from)
-{
-    struct sub *s = find_sub(e, uid);
-    struct subv *v = s ? find_subv(s, viewer) : NULL;
-
-    if (!v || (v->workers &= ~(1ull << from)) != 0)
-        return;
-    s->ncls[v->cls]--;
-    list_del(&v->link);
-    free(v);
-    if (list_empty(&s->viewers))
-        sub_free(e, s);
-}
-
-void engine__op_watch(struct engine *e, struct emsg *req, bool on)
-{
-    unsigned from = req->msg.from;
-    struct presence_view truth;
-    struct sub *s;
-    struct subv *v;
-
-    if (!engine__privacy_ready(e, req, req->uid, on ? req->viewer : NULL))
-        return;
-    if (!on) {
-        unwatch(e, req->uid, req->viewer, from);
-        return;
-    }
-    if (!(s = find_sub(e, req->uid))) {
-        s = xcalloc(1, sizeof(*s));
-        copy_id(s->uid, req->uid);
-        list_init(&s->viewers);
-        hmap_insert(&e->subs, &s->node, str_hash(s->uid));
-    }
-    if (!(v = find_subv(s, req->viewer))) {
-        size_t n = strlen(req->viewer);
-        v = xcalloc(1, sizeof(*v) + n + 1);
-        memcpy(v->viewer, req->viewer, n + 1);
-        v->cls = engine__privacy_class(e, req->uid, req->viewer, &v->contact, &v->blocked);
-        s->ncls[v->cls]++;
-        list_insert_tail(&s->viewers, &v->link);
-    }
-    v->workers |= 1ull << from;
-    presence_get_user(e->pres, req->uid, loop_now(e->w->loop), &truth);
-    send_view(e, &truth, v, 1ull << from);
-}
-
 void engine__privacy_on_change(struct engine *e, const struct presence_view *old,
                                const struct presence_view *cur)
 {
-    struct sub *s = find_sub(e, cur->user);
+    struct sub *s = watch__find_sub(e, cur->user);
     struct puser *pu = find_puser(e, cur->user);
 
     if (pu && cur->status != PRESENCE_OFFLINE && old->status == PRESENCE_OFFLINE && old->last_seen)
         pu_pub_set(pu, offsetof(struct privacy_public, offline_last_seen), old->last_seen);
     if (s)
-        republish(e, s, cur);
+        watch__republish(e, s, cur);
 }
 
 /* ---- settings writes: the privacy message and the admin API ---- */
-
-static struct payload *privacy_event(const struct store_privacy *p)
-{
-    struct buf b = {0};
-
-    buf_append_str(&b, "{\"type\":\"privacy_changed\",\"privacy\":");
-    privacy_encode_settings(p, &b);
-    buf_append_str(&b, "}");
-    return frame_text(&b);
-}
 
 static void send_frame_to(struct engine *e, uint64_t conn_id, struct payload *f)
 {
@@ -831,7 +672,7 @@ static void notify_sessions(struct engine *e, struct puser *pu)
 {
     struct presence_session_info si[SESSIONS_MAX];
     size_t n = presence_list_sessions(e->pres, pu->uid, si, SESSIONS_MAX);
-    struct payload *f = privacy_event(pu_set(pu));
+    struct payload *f = frame_privacy_changed(pu_set(pu));
 
     for (size_t i = 0; i < n && i < SESSIONS_MAX; i++) {
         uint64_t conn = (uint64_t)(uintptr_t)si[i].conn_ref;
@@ -848,7 +689,7 @@ void engine__privacy_hello(struct engine *e, struct emsg *req)
     if (!engine__privacy_ready(e, req, req->uid, req->uid))
         return;
     pu = puser_get(e, req->uid);
-    send_frame_to(e, req->conn_id, privacy_event(pu_set(pu)));
+    send_frame_to(e, req->conn_id, frame_privacy_changed(pu_set(pu)));
 }
 
 /* Answers an admin call: status code + JSON (see engine_admin.c). */
@@ -860,7 +701,7 @@ static void admin_answer(struct engine *e, const struct emsg *req, int code, str
     buf_append(&b, json->data ? json->data : "", json->len);
     buf_append(&b, "\n", 1);
     buf_release(json);
-    engine__answer(e, req, buf_payload(&b));
+    http_read__answer(e, req, buf_payload(&b));
 }
 
 static void admin_error(struct engine *e, const struct emsg *req, int code, const char *err,
@@ -919,7 +760,7 @@ static int cmp_str(const void *a, const void *b)
 /* Applies an acknowledged contacts or block write to the viewers' bits. */
 static void relations_apply(struct engine *e, struct puser *pu, const struct emsg *req)
 {
-    struct sub *s = find_sub(e, pu->uid);
+    struct sub *s = watch__find_sub(e, pu->uid);
     struct list *pos;
 
     if (req->arg == ADMIN_CONTACTS_REPLACE)
@@ -977,8 +818,8 @@ static void write_done(void *ctx, int status, const struct store_result *r)
         if (admin)
             admin_error(e, req, 503, "store_unavailable", store_strerror(status));
         else
-            engine__reply_error(e, req->conn_id, "store_unavailable",
-                                "the settings could not be saved; nothing changed", req->ref);
+            frame_reply_error(e, req->conn_id, "store_unavailable",
+                              "the settings could not be saved; nothing changed", req->ref);
     } else if (req->op == OP_PRIVACY || req->arg == ADMIN_SET_PRIVACY) {
         pu_flag(pu, PU_STALE, false); /* the stored value is known now: the one written */
         settings_apply(e, pu, &req->priv);
@@ -986,7 +827,7 @@ static void write_done(void *ctx, int status, const struct store_result *r)
         if (admin)
             admin_settings(e, req, pu);
         else
-            reply_ack(e, req);
+            frame_reply_ack(e, req);
     } else {
         relations_apply(e, pu, req);
         if ((req->arg == ADMIN_BLOCK || req->arg == ADMIN_UNBLOCK) && r->changed > 0)
@@ -1063,8 +904,8 @@ static struct puser *fresh_settings(struct engine *e, struct emsg *req)
         if (req->op == OP_ADMIN)
             admin_error(e, req, 503, "store_unavailable", "the settings store is unreachable");
         else
-            engine__reply_error(e, req->conn_id, "store_unavailable",
-                                "the settings could not be saved; nothing changed", req->ref);
+            frame_reply_error(e, req->conn_id, "store_unavailable",
+                              "the settings could not be saved; nothing changed", req->ref);
         return NULL;
     }
     req->reread = true;
@@ -1089,7 +930,7 @@ static void want_set(struct engine *e, struct puser *pu, const struct store_priv
 
 /* Tells the client's worker that the rooms have heard of this privacy
  * message (OP_RVIS, if any, is on the bus before this): it may let the
- * connection's ephemeral messages through again (engine.c). */
+ * connection's ephemeral messages through again (client__on_priv_event). */
 static void release_hold(struct engine *e, uint64_t conn_id)
 {
     send_to(e, worker_of_conn(conn_id), emsg_new(OP_PRIV_EVENT, conn_id));
@@ -1110,8 +951,8 @@ void engine__op_privacy(struct engine *e, struct emsg *req)
     merge(&p, req);
     req->priv = p;
     if (submit_write(e, pu, req) < 0) {
-        engine__reply_error(e, req->conn_id, "store_unavailable",
-                            "the settings could not be saved; nothing changed", req->ref);
+        frame_reply_error(e, req->conn_id, "store_unavailable",
+                          "the settings could not be saved; nothing changed", req->ref);
         release_hold(e, conn);
         return;
     }
@@ -1201,15 +1042,6 @@ static void drain_inbox(struct engine *e)
         poll(&pfd, 1, 100);
         store_inbox_drain(e->inbox);
     }
-}
-
-void engine__subs_free(struct engine *e)
-{
-    while (e->subs.count > 0) {
-        size_t it;
-        sub_free(e, container_of(hmap_first(&e->subs, &it), struct sub, node));
-    }
-    hmap_release(&e->subs);
 }
 
 void engine__privacy_free(struct engine *e)

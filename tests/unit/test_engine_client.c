@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_engine_client.c - the compact client of engine_internal.h: its
+ * test_engine_client.c - the compact client of client.h: its
  * ids inline while they fit together and as pool copies when not (and
  * back), an id set from the client's own other id, and the deadline
  * groups of engine_expiry.c (shared within a 64-unit bucket and a kind,
@@ -17,7 +17,9 @@
 #include <cmocka.h>
 
 #include "config.h"
-#include "engine_internal.h"
+#include "client.h"
+#include "engine_expiry.h"
+#include "engine_state.h"
 #include "loop.h"
 
 #define SID32 "0123456789abcdef0123456789abcdef" /* like a server-made sid */
@@ -236,7 +238,7 @@ static struct fake *fake_mid_bucket(int64_t *s)
 
     *s = (now_s / 64 - 2) * 64;
     f->srv.cfg.jwt_leeway_s = (int)(now_s - *s - 32);
-    f->e.expire = hook_expire;
+    f->e.expired = hook_expire;
     memset(&hook, 0, sizeof(hook));
     return f;
 }

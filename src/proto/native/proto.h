@@ -9,7 +9,8 @@
  * or lack a type are answered with an "error" message and the connection
  * stays open; PROTO_MAX_ERRORS rejected messages in a row close it with
  * 1008. Binary messages close with 1003: the protocol is JSON text only.
- * The message types themselves live in engine.c.
+ * The message types themselves live in native.c; the replies are
+ * encoded by the engine's frame.h.
  */
 #ifndef PROTO_H
 #define PROTO_H
@@ -18,10 +19,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "buf.h"
 #include "wsconn.h"
 
-#define PROTO_VERSION    1
 #define PROTO_MAX_ERRORS 20 /* consecutive bad messages before close 1008 */
 #define PROTO_REF_MAX    64 /* bytes of a ref kept as JSON text */
 
@@ -33,18 +32,8 @@ cJSON *proto_parse(struct wsconn *ws, const char *p, size_t n, const char **type
 /* The message's "ref" rendered as JSON text into out (a string literal or
  * an integer), "" when absent or unusable (too long, another type). */
 void proto_ref_text(const cJSON *root, char out[PROTO_REF_MAX]);
-/* Appends ,"ref":<ref> when ref is not "". */
-void proto_append_ref(struct buf *b, const char *ref);
-/* Appends {"type":"error","code":..,"message":..[,"ref":..]} to b. */
-void proto_error_json(struct buf *b, const char *code, const char *message, const char *ref);
-/* Sends that error message on ws. */
-void proto_send_error(struct wsconn *ws, const char *code, const char *message, const char *ref);
-/* {"type":"ack"[,"ref":..]}, only when ref is not "". */
-void proto_send_ack(struct wsconn *ws, const char *ref);
 /* {"type":"pong","time":<server wall ms>[,"ref":..]} */
 void proto_send_pong(struct wsconn *ws, const char *ref);
-/* Sends the buffer as one text message and releases it. */
-void proto_send_buf(struct wsconn *ws, struct buf *b);
 /* Counts one rejected message in *bad (reset it to 0 on success); after
  * PROTO_MAX_ERRORS in a row closes with 1008 and returns true. */
 bool proto_count_error(struct wsconn *ws, unsigned *bad);

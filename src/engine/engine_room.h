@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine_room.h - rooms on the workers (engine_room.c has the model):
+ * the operations a protocol adapter asks for on a client (join, leave,
+ * patch, ephemeral, an event stream's subscription), and the three roles'
+ * bus ops: R, the room's owner (engine_room.c), U, the joining user's
+ * owner (engine_room.c), and the client's worker (engine_room_client.c,
+ * with the blocks inside rooms).
+ */
+#ifndef ENGINE_ROOM_H
+#define ENGINE_ROOM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "msg.h"
+
+struct client;
+struct engine;
+struct room_engine;
+
+/* ---- client side: the operations ---- */
+
+/* True when c may join room: by its token's rooms claim, or by tok (NULL:
+ * none), a room subscription token for its connection, when
+ * room-token-secret is set. Without a secret and without a claim every
+ * room is open. */
+bool engine__room_allowed(const struct client *c, const char *room, const char *tok);
+/* Joins room (valid) with meta (compact JSON, NULL = none), resuming
+ * after (epoch, seq) when has_since. The snapshot or the missed deltas,
+ * then room_joined, come from R. -EALREADY when c is in the room already. */
+int engine__room_join(struct client *c, const char *room, const char *meta, bool has_since,
+                      uint64_t epoch, uint64_t seq, const char *ref);
+/* Leaves room: -ENOENT when c is not in it. */
+int engine__room_leave(struct client *c, const char *room, const char *ref);
+/* A metadata patch (meta: a JSON merge patch, compact) or an ephemeral
+ * message (data: compact JSON, kind a string) to the room's owner. */
+void engine__room_patch(struct client *c, const char *room, const char *meta, const char *ref);
+void engine__room_ephemeral(struct client *c, const char *room, const char *kind, const char *data,
+                            const char *ref);
+/* True while c's ephemerals are dropped: it asked to hide and the rooms
+ * have not heard yet (session__privacy()). */
+bool engine__room_ephemerals_held(const struct client *c);
+/* Subscribes an event-stream client to room (no membership), resuming
+ * after last_event_id ("epoch-seq") when given. */
+void engine__room_stream(struct client *c, const char *room, const char *last_event_id);
+/* A closing client's room links go (membership follows the session). */
+void engine__rooms_client_closed(struct client *c);
+/* Frees the client side's local rooms (engine_free). */
+void engine__rooms_client_free(struct engine *e);
+
+/* True when tok is the room subscription token of holder (a connection id
+ * in hex, or "http" for HTTP reads) for room: the lowercase hex
+ * HMAC-SHA256 of "<holder>:<room>" under room-token-secret, as the
+ * application's backend signs it (like Pusher's channel auth). */
+bool engine__room_token_ok(const struct engine *e, const char *holder, const char *room,
+                           const char *tok);
+
+/* ---- U side ---- */
+
+/* owner's acknowledged block (or unblock) of target; tells every worker,
+ * so that target's sockets stop (or start) seeing owner in rooms. */
+void engine__rooms_block_changed(struct engine *e, const char *owner, const char *target,
+                                 bool blocked);
+/* Tells the owners of uid's rooms its new room visibility. */
+void engine__rooms_visibility(struct engine *e, const char *uid, bool visible);
+/* A session ended: R hears its leaves (no ghosts). */
+void engine__rooms_session_ended(struct engine *e, const char *sid, const char *uid);
+
+/* ---- R side ---- */
+
+struct room_engine *engine__rooms_new(struct engine *e);
+void engine__rooms_free(struct engine *e);
+/* GET /v1/rooms/{id}: the room's info object as seen by a reader blocked
+ * by the nblockers users in blockers (not listed, not counted; see
+ * room_encode_info_for()). */
+void engine__room_info(struct engine *e, const char *room, char *const *blockers, size_t nblockers,
+                       struct buf *out);
+
+/* ---- the op-table handlers ---- */
+engine_op_fn engine__room_on_join;    /* OP_RJOIN (U) */
+engine_op_fn engine__room_on_leave;   /* OP_RLEAVE (U) */
+engine_op_fn engine__room_on_join_r;  /* OP_RJOIN_R (R) */
+engine_op_fn engine__room_on_leave_r; /* OP_RLEAVE_R (R) */
+engine_op_fn engine__room_on_patch;   /* OP_RPATCH and OP_REPHEM (R) */
+engine_op_fn engine__room_on_unsub;   /* OP_RUNSUB (R) */
+engine_op_fn engine__room_on_info;    /* OP_RINFO (R) */
+engine_op_fn engine__room_on_sub;     /* OP_RSUB (R) */
+engine_op_fn engine__room_on_vis;     /* OP_RVIS (R) */
+engine_op_fn engine__room_on_refresh; /* OP_RREFRESH (R) */
+engine_op_fn engine__room_on_state;   /* OP_RSTATE (client side) */
+engine_op_fn engine__room_on_event;   /* OP_REVENT (client side) */
+engine_op_fn engine__room_on_block;   /* OP_RBLOCK (client side, every worker) */
+
+#endif

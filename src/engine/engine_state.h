@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engine_state.h - one worker's engine state (struct engine) and the
+ * small lookup helpers every engine file uses on it.
+ *
+ * Each engine file owns some of these fields and says so in its header:
+ * client.c the clients, watch.c the watches and subs, engine_room*.c the
+ * room maps, engine_privacy.c the settings cache and the store inbox,
+ * engine_expiry.c the deadline groups, http_read.c the queries. Only
+ * engine.c creates and frees the whole.
+ */
+#ifndef ENGINE_STATE_H
+#define ENGINE_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "bus.h"
+#include "engine.h"
+#include "hmap.h"
+#include "list.h"
+#include "loop.h"
+#include "msg.h"
+#include "net.h"
+#include "presence.h"
+#include "util.h"
+#include "worker.h"
+
+struct client;
+
+struct engine {
+    struct worker *w;
+    const struct engine_env *env; /* shared by every worker's engine (engine.h) */
+    struct net_ctx *nc;           /* this worker's net context (its app is e) */
+    uint64_t swept_ms;            /* loop ms of the last observer-rate sweep (engine_tick) */
+    struct presence *pres;        /* the users this worker owns */
+    struct hmap clients;          /* struct client by conn_id (client.c) */
+    struct hmap watches;          /* struct watch by uid (watch.c) */
+    struct hmap subs;             /* struct sub by uid (watch.c, owner side) */
+    struct room_engine *rooms;    /* the rooms this worker owns */
+    struct hmap rsubs;            /* owner side: struct rsub by room id */
+    struct hmap lrooms;           /* client side: struct lroom by room id */
+    struct hmap srooms;           /* user-owner side: struct sroom (a session's rooms) by sid */
+    struct hmap expiries;         /* client side: clients' deadline groups (engine_expiry.c) */
+    struct list queries;          /* HTTP reads waiting for answers (freed at shutdown) */
+    uint64_t sub_gen;             /* room subscription generations (engine_room_client.c) */
+    /* privacy (engine_privacy.c) */
+    struct hmap pusers; /* struct puser by uid: settings cache of owned users */
+    struct list plru;   /* struct puser.lru, least recently used first */
+    size_t npusers;
+    struct store_inbox *inbox; /* this worker's store completions */
+    struct loop_io inbox_io;
+    bool closing;            /* engine_free: completions only free their context */
+    const char *kick_reason; /* during an admin kick: the reason for on_end */
+    /* How engine_expiry.c closes a client whose deadline passed:
+     * client__expire() (engine_new sets it; the unit test of the deadline
+     * groups puts a recorder there, as it has no sockets). */
+    void (*expired)(struct client *c);
+};
+
+static inline struct engine *engine_of(struct worker *w)
+{
+    return ((struct net_ctx *)w->app)->app;
+}
+
+static inline uint64_t str_hash(const char *s)
+{
+    return hash_bytes(s, strlen(s));
+}
+
+static inline void copy_id(char dst[PRESENCE_ID_MAX + 1], const char *src)
+{
+    size_t n = strnlen(src, PRESENCE_ID_MAX);
+
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+static inline void send_to(struct engine *e, unsigned to, struct emsg *em)
+{
+    worker_send(e->w, to, &em->msg);
+}
+
+/* send_to() for a message that may wait a few ms (worker_send_lazy()). */
+static inline void send_lazy(struct engine *e, unsigned to, struct emsg *em)
+{
+    worker_send_lazy(e->w, to, &em->msg);
+}
+
+/* The worker that owns a user or a room id. */
+static inline unsigned owner_of(struct engine *e, const char *uid)
+{
+    return bus_route(e->w->srv->bus, uid, strlen(uid));
+}
+
+/* The struct that embeds a hmap node (node_off into it) and a string
+ * key (a char array at key_off) equal to key, or NULL. */
+static inline void *engine__find(const struct hmap *m, const char *key, size_t node_off,
+                                 size_t key_off)
+{
+    uint64_t h = str_hash(key);
+
+    for (struct hmap_node *n = hmap_find(m, h); n; n = hmap_find_next(n, h)) {
+        char *owner = (char *)n - node_off;
+        if (strcmp(owner + key_off, key) == 0)
+            return owner;
+    }
+    return NULL;
+}
+#define ENGINE_FIND(type, map, field, key) \
+    ((type *)engine__find((map), (key), offsetof(type, node), offsetof(type, field)))
+
+/* Frees every struct in m (release, if not NULL, first frees what one
+ * owns) and the table itself. engine.c. The structs go through
+ * pool_free(), so they may come from pool_alloc() or malloc. */
+void engine__free_map(struct hmap *m, size_t node_off, void (*release)(void *owner));
+
+/* wall - monotonic, both read now (not the loop's cached time, which would
+ * make a converted time jitter by the age of the iteration). */
+static inline int64_t wall_offset(struct engine *e)
+{
+    (void)e;
+    return (int64_t)time_wall_ms() - (int64_t)time_mono_ms();
+}
+
+#endif

@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * watch.c - watch lists and the fan-out of transitions (watch.h has the
+ * model): the watcher side (struct watch, struct wview, a client's links)
+ * and the owner side (struct sub, struct subv). The frames are encoded by
+ * engine_privacy.c (engine__view_frame(), one per privacy class).
+ */
+#include "watch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "engine_privacy.h"
+#include "engine_state.h"
+#include "frame.h"
+#include "sse.h"
+
+/* ---- watcher side ---- */
+static struct watch *find_watch(struct engine *e, const char *uid)
+{
+    return ENGINE_FIND(struct watch, &e->watches, uid, uid);
+}
+
+/* Sends frame f (the watch's current one for class cls) to one watcher,
+ * as a WebSocket frame or an SSE event (formatted once per frame, shared
+ * by all streams). */
+static void client_send_frame(struct client *c, struct watch *wt, int cls)
+{
+    const char *json;
+    size_t n;
+
+    if (c->ws) {
+        ws_send_payload(c->ws, wt->last[cls]);
+        return;
+    }
+    if (!wt->last_sse[cls]) {
+        frame_json(wt->last[cls], &json, &n);
+        wt->last_sse[cls] = sse_format("presence", ++wt->sse_id, json, n);
+    }
+    sse_send_payload(c->x->sse, wt->last_sse[cls]);
+}
+
+static void set_last(struct watch *wt, int cls, struct payload *f)
+{
+    if (wt->last[cls] == f)
+        return;
+    payload_unref(wt->last[cls]);
+    payload_unref(wt->last_sse[cls]);
+    wt->last[cls] = payload_ref(f);
+    wt->last_sse[cls] = NULL;
+}
+
+/* Delivers the view's current frame to its watchers: all of them when its
+ * bytes differ from what they got last, else only those still waiting for
+ * a snapshot. */
+static void view_deliver(struct watch *wt, struct wview *v)
+{
+    struct payload *f = wt->last[v->cls];
+    bool changed = !v->sent || v->sent->len != f->len || memcmp(v->sent->data, f->data, f->len);
+    struct list *pos, *tmp;
+
+    list_foreach_safe(pos, tmp, &v->links)
+    {
+        struct watch_link *l = container_of(pos, struct watch_link, link);
+
+        if (changed || l->need_snapshot)
+            client_send_frame(l->client, wt, v->cls);
+        l->need_snapshot = false;
+    }
+    payload_unref(v->sent);
+    v->sent = payload_ref(f);
+}
+
+static struct wview *find_view(struct watch *wt, const char *viewer)
+{
+    struct list *pos;
+
+    list_foreach(pos, &wt->views)
+    {
+        struct wview *v = container_of(pos, struct wview, node);
+        if (strcmp(v->viewer, viewer) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+/* OP_VIEW: the owner's class and frame for one viewer (a snapshot, or a
+ * re-classification after a privacy change). */
+void watch__on_view(struct engine *e, struct emsg *em)
+{
+    struct watch *wt = find_watch(e, em->uid);
+    struct wview *v = wt ? find_view(wt, em->viewer) : NULL;
+
+    if (!v)
+        return; /* unwatched meanwhile */
+    v->cls = em->arg;
+    set_last(wt, v->cls, em->frame);
+    view_deliver(wt, v);
+}
+
+/* OP_PRESENCE: a transition, one frame per class whose bytes changed. */
+void watch__on_presence(struct engine *e, struct emsg *em)
+{
+    struct watch *wt = find_watch(e, em->uid);
+    struct list *pos;
+
+    if (!wt)
+        return;
+    for (int k = 0; k < PRIVACY_NCLASS; k++)
+        if (em->frames[k])
+            set_last(wt, k, em->frames[k]);
+    list_foreach(pos, &wt->views)
+    {
+        struct wview *v = container_of(pos, struct wview, node);
+        if (v->cls >= 0 && em->frames[v->cls])
+            view_deliver(wt, v);
+    }
+}
+
+static void watch_request(struct engine *e, const char *uid, const char *viewer, enum engine_op op)
+{
+    struct emsg *em = emsg_new(op, 0);
+
+    emsg_set_id(&em->uid, uid);
+    emsg_set_id(&em->viewer, viewer);
+    send_to(e, owner_of(e, uid), em);
+}
+
+struct watch_link *watch__find_link(struct client *c, const char *uid, size_t *idx)
+{
+    for (size_t i = 0; c->x && i < c->x->nlinks; i++) {
+        if (strcmp(c->x->links[i]->watch->uid, uid) == 0) {
+            *idx = i;
+            return c->x->links[i];
+        }
+    }
+    return NULL;
+}
+
+/* The watch of uid and, in it, the view of c's user (both made, and the
+ * owner asked, when new). */
+static struct wview *view_get(struct client *c, const char *uid, struct watch **out)
+{
+    struct engine *e = c->e;
+    struct watch *wt = find_watch(e, uid);
+    struct wview *v;
+    size_t n;
+
+    if (!wt) {
+        wt = xcalloc(1, sizeof(*wt));
+        copy_id(wt->uid, uid);
+        list_init(&wt->views);
+        hmap_insert(&e->watches, &wt->node, str_hash(wt->uid));
+    }
+    *out = wt;
+    if ((v = find_view(wt, client_uid(c))) != NULL)
+        return v;
+    n = strlen(client_uid(c));
+    v = xcalloc(1, sizeof(*v) + n + 1);
+    memcpy(v->viewer, client_uid(c), n + 1);
+    v->cls = -1;
+    list_init(&v->links);
+    list_insert_tail(&wt->views, &v->node);
+    watch_request(e, uid, client_uid(c), OP_WATCH);
+    return v;
+}
+
+void watch__add(struct client *c, const char *uid)
+{
+    struct watch *wt;
+    struct wview *v = view_get(c, uid, &wt);
+    struct watch_link *l = xcalloc(1, sizeof(*l));
+    struct client_x *x = client_x(c);
+
+    l->view = v;
+    l->watch = wt;
+    l->client = c;
+    l->need_snapshot = v->cls < 0;
+    list_insert_tail(&v->links, &l->link);
+    if (x->nlinks == x->caplinks) {
+        x->caplinks = x->caplinks ? x->caplinks * 2 : 8;
+        x->links = pool_realloc(x->links, x->caplinks * sizeof(*x->links));
+    }
+    x->links[x->nlinks++] = l;
+    if (v->cls >= 0)
+        client_send_frame(c, wt, v->cls); /* snapshot from the local copy */
+}
+
+static void watch_free(struct engine *e, struct watch *wt)
+{
+    hmap_remove(&e->watches, &wt->node);
+    for (int k = 0; k < PRIVACY_NCLASS; k++) {
+        payload_unref(wt->last[k]);
+        payload_unref(wt->last_sse[k]);
+    }
+    free(wt);
+}
+
+void watch__remove(struct client *c, size_t idx)
+{
+    struct client_x *x = c->x;
+    struct watch_link *l = x->links[idx];
+    struct wview *v = l->view;
+    struct watch *wt = l->watch;
+
+    x->links[idx] = x->links[--x->nlinks];
+    list_del(&l->link);
+    free(l);
+    if (!list_empty(&v->links))
+        return;
+    watch_request(c->e, wt->uid, v->viewer, OP_UNWATCH);
+    list_del(&v->node);
+    payload_unref(v->sent);
+    free(v);
+    if (list_empty(&wt->views))
+        watch_free(c->e, wt);
+}
+
+/* ---- owner side ---- */
+
+struct sub *watch__find_sub(struct engine *e, const char *uid)
+{
+    return ENGINE_FIND(struct sub, &e->subs, uid, uid);
+}
+
+static bool same_bytes(const struct payload *a, const struct payload *b)
+{
+    return a && b && a->len == b->len && memcmp(a->data, b->data, a->len) == 0;
+}
+
+static uint64_t sub_workers(const struct sub *s)
+{
+    uint64_t w = 0;
+    struct list *pos;
+
+    list_foreach(pos, &s->viewers)
+    {
+        w |= container_of(pos, struct subv, link)->workers;
+    }
+    return w;
+}
+
+/* Sends the frames of every class in use whose bytes changed since the
+ * last ones (nothing at all when none did). */
+void watch__republish(struct engine *e, struct sub *s, const struct presence_view *truth)
+{
+    struct payload *frames[PRIVACY_NCLASS] = {0};
+    uint64_t workers = sub_workers(s);
+    bool any = false;
+
+    for (int k = 0; k < PRIVACY_NCLASS; k++) {
+        struct payload *f;
+        if (s->ncls[k] == 0)
+            continue;
+        f = engine__view_frame(e, truth, k);
+        if (same_bytes(f, s->lastf[k])) {
+            payload_unref(f);
+            continue;
+        }
+        payload_unref(s->lastf[k]);
+        s->lastf[k] = f;
+        frames[k] = f;
+        any = true;
+    }
+    for (unsigned i = 0; any && i < e->w->srv->nworkers; i++) {
+        struct emsg *em;
+        if (!(workers & (1ull << i)))
+            continue;
+        em = emsg_new(OP_PRESENCE, 0);
+        emsg_set_id(&em->uid, truth->user);
+        em->version = truth->version;
+        for (int k = 0; k < PRIVACY_NCLASS; k++)
+            em->frames[k] = frames[k] ? payload_ref(frames[k]) : NULL;
+        send_to(e, i, em);
+    }
+}
+
+void watch__send_view(struct engine *e, const struct presence_view *truth, const struct subv *v,
+                      uint64_t workers)
+{
+    struct payload *f = engine__view_frame(e, truth, v->cls);
+
+    for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
+        struct emsg *em;
+        if (!(workers & (1ull << i)))
+            continue;
+        em = emsg_new(OP_VIEW, 0);
+        emsg_set_id(&em->uid, truth->user);
+        emsg_set_id(&em->viewer, v->viewer);
+        em->arg = (int8_t)v->cls;
+        em->version = truth->version;
+        em->frame = payload_ref(f);
+        send_to(e, i, em);
+    }
+    payload_unref(f);
+}
+
+/* ---- classes ---- */
+
+static struct subv *find_subv(struct sub *s, const char *viewer)
+{
+    struct list *pos;
+
+    list_foreach(pos, &s->viewers)
+    {
+        struct subv *v = container_of(pos, struct subv, link);
+        if (strcmp(v->viewer, viewer) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+static void sub_free(struct engine *e, struct sub *s)
+{
+    while (!list_empty(&s->viewers)) {
+        struct list *l = list_first(&s->viewers);
+        list_del(l);
+        free(container_of(l, struct subv, link));
+    }
+    for (int k = 0; k < PRIVACY_NCLASS; k++)
+        payload_unref(s->lastf[k]);
+    hmap_remove(&e->subs, &s->node);
+    free(s);
+}
+
+static void unwatch(struct engine *e, const char *uid, const char *viewer, unsigned from)
+{
+    struct sub *s = watch__find_sub(e, uid);
+    struct subv *v = s ? find_subv(s, viewer) : NULL;
+
+    if (!v || (v->workers &= ~(1ull << from)) != 0)
+        return;
+    s->ncls[v->cls]--;
+    list_del(&v->link);
+    free(v);
+    if (list_empty(&s->viewers))
+        sub_free(e, s);
+}
+
+static void op_watch(struct engine *e, struct emsg *req, bool on)
+{
+    unsigned from = req->msg.from;
+    struct presence_view truth;
+    struct sub *s;
+    struct subv *v;
+
+    if (!engine__privacy_ready(e, req, req->uid, on ? req->viewer : NULL))
+        return;
+    if (!on) {
+        unwatch(e, req->uid, req->viewer, from);
+        return;
+    }
+    if (!(s = watch__find_sub(e, req->uid))) {
+        s = xcalloc(1, sizeof(*s));
+        copy_id(s->uid, req->uid);
+        list_init(&s->viewers);
+        hmap_insert(&e->subs, &s->node, str_hash(s->uid));
+    }
+    if (!(v = find_subv(s, req->viewer))) {
+        size_t n = strlen(req->viewer);
+        v = xcalloc(1, sizeof(*v) + n + 1);
+        memcpy(v->viewer, req->viewer, n + 1);
+        v->cls = engine__privacy_class(e, req->uid, req->viewer, &v->contact, &v->blocked);
+        s->ncls[v->cls]++;
+        list_insert_tail(&s->viewers, &v->link);
+    }
+    v->workers |= 1ull << from;
+    presence_get_user(e->pres, req->uid, loop_now(e->w->loop), &truth);
+    watch__send_view(e, &truth, v, 1ull << from);
+}
+
+void watch__on_watch(struct engine *e, struct emsg *req)
+{
+    op_watch(e, req, true);
+}
+
+void watch__on_unwatch(struct engine *e, struct emsg *req)
+{
+    op_watch(e, req, false);
+}
+
+void watch__subs_free(struct engine *e)
+{
+    while (e->subs.count > 0) {
+        size_t it;
+        sub_free(e, container_of(hmap_first(&e->subs, &it), struct sub, node));
+    }
+    hmap_release(&e->subs);
+}

@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * native.c - the native protocol's client messages: the one type table,
+ * the handlers that turn wire JSON into engine operations, and the
+ * WebSocket application that feeds them (native.h).
+ *
+ * A handler returns false when it rejected the message (after answering
+ * with an error): PROTO_MAX_ERRORS of those in a row close the socket
+ * (proto_count_error()). Its replies that do not depend on the owner
+ * (errors of validation, acks of watch lists, pongs) are written here; the
+ * others come back from the engine.
+ */
+#include "native.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "client.h"
+#include "engine.h"
+#include "engine_room.h"
+#include "frame.h"
+#include "http_read.h"
+#include "presence.h"
+#include "privacy.h"
+#include "proto.h"
+#include "room.h"
+#include "session.h"
+#include "watch.h"
+
+/* proto_count_error() closes at PROTO_MAX_ERRORS: the count must reach it. */
+_Static_assert(PROTO_MAX_ERRORS <= CLIENT_BAD_MAX, "struct client's bad_in_a_row has 5 bits");
+_Static_assert(PROTO_REF_MAX <= MSG_REF_MAX, "a ref fits a bus message");
+
+/* ---- helpers ---- */
+
+static bool need_session(struct client *c, const char *ref)
+{
+    if (c->started)
+        return true;
+    frame_send_error(c->ws, "no_session",
+                     client_uid(c)[0] ? "the session is not started yet"
+                                      : "connect with ?user= to have a session",
+                     ref);
+    return false;
+}
+
+/* "expiresInMs": absent or null = none; else a positive integer. */
+static bool parse_expiry(const cJSON *root, uint64_t *out)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "expiresInMs");
+
+    *out = 0;
+    if (!x || cJSON_IsNull(x))
+        return true;
+    if (!cJSON_IsNumber(x) || x->valuedouble < 1 || x->valuedouble > 31536000000.0)
+        return false;
+    *out = (uint64_t)x->valuedouble;
+    return true;
+}
+
+static const char *opt_string(const cJSON *root, const char *key, bool *ok)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, key);
+
+    if (!x || cJSON_IsNull(x))
+        return "";
+    if (!cJSON_IsString(x))
+        *ok = false;
+    return cJSON_IsString(x) ? x->valuestring : "";
+}
+
+/* ---- sessions ---- */
+
+static bool msg_heartbeat(struct client *c, const cJSON *root, const char *ref)
+{
+    (void)root;
+    if (!need_session(c, ref))
+        return false;
+    session__heartbeat(c, ref);
+    return true;
+}
+
+static bool msg_activity(struct client *c, const cJSON *root, const char *ref)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "active");
+
+    if (!need_session(c, ref))
+        return false;
+    if (!cJSON_IsBool(a)) {
+        frame_send_error(c->ws, "invalid", "\"active\" must be true or false", ref);
+        return false;
+    }
+    session__activity(c, cJSON_IsTrue(a), ref);
+    return true;
+}
+
+static bool msg_status(struct client *c, const cJSON *root, const char *ref)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(root, "status");
+    uint64_t exp;
+    int st;
+
+    if (!need_session(c, ref))
+        return false;
+    st = cJSON_IsString(s) ? presence_status_parse(s->valuestring) : PRESENCE_E_BAD_STATUS;
+    if (st < 0 || st == PRESENCE_OFFLINE) {
+        frame_send_error(c->ws, "invalid", "\"status\" must be online, away, busy or dnd", ref);
+        return false;
+    }
+    if (!parse_expiry(root, &exp)) {
+        frame_send_error(c->ws, "invalid", "\"expiresInMs\" must be a positive integer", ref);
+        return false;
+    }
+    session__status(c, st, exp, ref);
+    return true;
+}
+
+static bool msg_custom(struct client *c, const cJSON *root, const char *ref)
+{
+    bool ok = true;
+    const char *text = opt_string(root, "text", &ok);
+    const char *emoji = opt_string(root, "emoji", &ok);
+    uint64_t exp;
+    int r;
+
+    if (!need_session(c, ref))
+        return false;
+    if (!ok || !parse_expiry(root, &exp)) {
+        frame_send_error(c->ws, "invalid",
+                         "\"text\" and \"emoji\" must be strings, \"expiresInMs\" a positive "
+                         "integer",
+                         ref);
+        return false;
+    }
+    if ((r = presence_custom_check(text, emoji)) < 0) {
+        frame_send_error(c->ws, "invalid", presence_strerror(r), ref);
+        return false;
+    }
+    session__custom(c, text, emoji, exp, ref);
+    return true;
+}
+
+static bool msg_leave(struct client *c, const cJSON *root, const char *ref)
+{
+    (void)root;
+    if (!need_session(c, ref))
+        return false;
+    session__leave(c, ref);
+    return true;
+}
+
+/* {"type":"privacy","online":"contacts","lastSeen":"nobody","invisible":true}:
+ * any of the three; acknowledged once stored (engine_privacy.c). */
+static bool msg_privacy(struct client *c, const cJSON *root, const char *ref)
+{
+    struct store_privacy p = {STORE_VIS_EVERYONE, STORE_VIS_EVERYONE, false};
+    uint8_t mask;
+
+    if (!need_session(c, ref))
+        return false;
+    if (privacy_parse_update(root, &p, &mask) < 0) {
+        frame_send_error(c->ws, "bad_request",
+                         "online and lastSeen must be everyone, contacts or nobody; invisible "
+                         "true or false",
+                         ref);
+        return false;
+    }
+    session__privacy(c, &p, mask, ref);
+    return true;
+}
+
+/* ---- watch lists ---- */
+
+/* Validates the "users" array: 1..max ids, each valid. */
+static const cJSON *users_arg(struct client *c, const cJSON *root, const char *ref)
+{
+    const cJSON *users = cJSON_GetObjectItemCaseSensitive(root, "users");
+    const cJSON *u;
+
+    if (!cJSON_IsArray(users) || cJSON_GetArraySize(users) == 0) {
+        frame_send_error(c->ws, "invalid", "\"users\" must be a non-empty array of user ids", ref);
+        return NULL;
+    }
+    if (cJSON_GetArraySize(users) > c->e->w->srv->cfg.max_watch) {
+        frame_send_error(c->ws, "too_many_watched", "more users than max-watch", ref);
+        return NULL;
+    }
+    cJSON_ArrayForEach(u, users)
+    {
+        if (!cJSON_IsString(u) || !presence_id_valid(u->valuestring)) {
+            frame_send_error(c->ws, "invalid", "invalid user id in \"users\"", ref);
+            return NULL;
+        }
+    }
+    return users;
+}
+
+static bool msg_watch(struct client *c, const cJSON *root, const char *ref)
+{
+    const cJSON *users = users_arg(c, root, ref);
+    const cJSON *u;
+    size_t idx, fresh = 0;
+    struct client_x *x;
+    const char *why;
+
+    if (!users)
+        return false;
+    cJSON_ArrayForEach(u, users)
+    {
+        fresh += watch__find_link(c, u->valuestring, &idx) == NULL;
+    }
+    if ((c->x ? c->x->nlinks : 0) + fresh > (size_t)c->e->w->srv->cfg.max_watch) {
+        frame_send_error(c->ws, "too_many_watched", "watch list over max-watch; unwatch first",
+                         ref);
+        return false;
+    }
+    x = client_x(c);
+    if (!http_read__rate_take(c->e, &x->qtokens, &x->qlast, client_uid(c), ws_conn(c->ws), fresh,
+                              &why)) {
+        frame_send_error(c->ws, "rate_limited", why, ref);
+        return true; /* the client's own pace, not garbage */
+    }
+    frame_send_ack(c->ws, ref); /* first, so that snapshots always follow it */
+    cJSON_ArrayForEach(u, users)
+    {
+        if (!watch__find_link(c, u->valuestring, &idx))
+            watch__add(c, u->valuestring);
+    }
+    return true;
+}
+
+static bool msg_unwatch(struct client *c, const cJSON *root, const char *ref)
+{
+    const cJSON *users = users_arg(c, root, ref);
+    const cJSON *u;
+    size_t idx;
+
+    if (!users)
+        return false;
+    cJSON_ArrayForEach(u, users)
+    {
+        if (watch__find_link(c, u->valuestring, &idx))
+            watch__remove(c, idx);
+    }
+    frame_send_ack(c->ws, ref);
+    return true;
+}
+
+/* ---- connection ---- */
+
+static bool msg_ping(struct client *c, const cJSON *root, const char *ref)
+{
+    (void)root;
+    proto_send_pong(c->ws, ref);
+    return true;
+}
+
+/* {"type":"auth","token":...}: a first token, or a refresh (client.c). */
+static bool msg_auth(struct client *c, const cJSON *root, const char *ref)
+{
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "token");
+    struct jwt_claims cl;
+
+    if (!client__auth_jwt(c->e)) {
+        frame_send_error(c->ws, "invalid", "this server does not use tokens (auth = none)", ref);
+        return false;
+    }
+    if (!cJSON_IsString(tok) ||
+        client__verify_token(c->e, tok->valuestring, strlen(tok->valuestring), &cl) < 0) {
+        frame_send_error(c->ws, "unauthorized", jwt_strerror(-1), ref);
+        return false;
+    }
+    if (c->authed && strcmp(cl.sub, client_uid(c)) != 0) {
+        frame_send_error(c->ws, "token_user_mismatch", "a refreshed token must name the same user",
+                         ref);
+        return false;
+    }
+    if (client__take_token(c, &cl))
+        frame_send_ack(c->ws, ref); /* a refresh */
+    return true;
+}
+
+/* ---- rooms ---- */
+
+static const char *room_arg(struct client *c, const cJSON *root, const char *ref)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "room");
+
+    if (!cJSON_IsString(r) || !room_id_valid(r->valuestring)) {
+        frame_send_error(c->ws, "invalid", "\"room\" must be a room id", ref);
+        return NULL;
+    }
+    return r->valuestring;
+}
+
+/* The JSON value of key as compact text (heap, caller cJSON_free()s it),
+ * or NULL when absent; *bad when present but over max bytes. */
+static char *json_arg(const cJSON *root, const char *key, size_t max, bool *bad)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    char *text;
+
+    *bad = false;
+    if (!v)
+        return NULL;
+    text = cJSON_PrintUnformatted(v);
+    if (!text || strlen(text) > max) {
+        *bad = true;
+        cJSON_free(text);
+        return NULL;
+    }
+    return text;
+}
+
+static bool msg_join(struct client *c, const cJSON *root, const char *ref)
+{
+    const char *room = room_arg(c, root, ref);
+    const cJSON *since = cJSON_GetObjectItemCaseSensitive(root, "since");
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "token");
+    uint64_t epoch = 0, seq = 0;
+    bool bad, has_since = false;
+    char *meta;
+    int r;
+
+    if (!room || !need_session(c, ref))
+        return false;
+    if (!engine__room_allowed(c, room, cJSON_IsString(tok) ? tok->valuestring : NULL)) {
+        frame_send_error(c->ws, "forbidden",
+                         "the token does not allow this room and no valid room token was given",
+                         ref);
+        return false;
+    }
+    meta = json_arg(root, "meta", 1024, &bad);
+    if (bad) {
+        frame_send_error(c->ws, "invalid", "\"meta\" is over 1024 bytes", ref);
+        return false;
+    }
+    if (cJSON_IsObject(since)) {
+        const cJSON *ep = cJSON_GetObjectItemCaseSensitive(since, "epoch");
+        const cJSON *sq = cJSON_GetObjectItemCaseSensitive(since, "seq");
+        if (cJSON_IsNumber(ep) && cJSON_IsNumber(sq) && ep->valuedouble >= 0 &&
+            sq->valuedouble >= 0) {
+            epoch = (uint64_t)ep->valuedouble;
+            seq = (uint64_t)sq->valuedouble;
+            has_since = true;
+        }
+    }
+    r = engine__room_join(c, room, meta, has_since, epoch, seq, ref);
+    cJSON_free(meta);
+    if (r == -EALREADY) {
+        frame_send_error(c->ws, "already_joined", "this connection is in the room already", ref);
+        return false;
+    }
+    return true;
+}
+
+static bool msg_room_leave(struct client *c, const cJSON *root, const char *ref)
+{
+    const char *room = room_arg(c, root, ref);
+
+    if (!room || !need_session(c, ref))
+        return false;
+    if (engine__room_leave(c, room, ref) == -ENOENT) {
+        frame_send_error(c->ws, "not_joined", "this connection is not in the room", ref);
+        return false;
+    }
+    frame_send_ack(c->ws, ref);
+    return true;
+}
+
+static bool msg_patch(struct client *c, const cJSON *root, const char *ref)
+{
+    const char *room = room_arg(c, root, ref);
+    char *meta;
+    bool bad;
+
+    if (!room || !need_session(c, ref))
+        return false;
+    if (!(meta = json_arg(root, "meta", 1024, &bad))) {
+        frame_send_error(c->ws, "invalid", "need \"meta\" (a JSON merge patch, <= 1024 bytes)",
+                         ref);
+        return false;
+    }
+    engine__room_patch(c, room, meta, ref);
+    cJSON_free(meta);
+    return true;
+}
+
+static bool msg_ephemeral(struct client *c, const cJSON *root, const char *ref)
+{
+    const char *room = room_arg(c, root, ref);
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
+    char *data;
+    bool bad;
+
+    if (!room || !need_session(c, ref))
+        return false;
+    if (engine__room_ephemerals_held(c))
+        return true; /* asked to hide: dropped until the rooms know */
+    data = json_arg(root, "data", 1024, &bad);
+    if (!data || !cJSON_IsString(kind)) {
+        cJSON_free(data);
+        frame_send_error(c->ws, "invalid",
+                         "need \"kind\" (string) and \"data\" (JSON, <= 1024 bytes)", ref);
+        return false;
+    }
+    engine__room_ephemeral(c, room, kind->valuestring, data, ref);
+    cJSON_free(data);
+    return true;
+}
+
+/* ---- the type table ---- */
+
+struct native_type {
+    const char *type;
+    bool (*fn)(struct client *c, const cJSON *root, const char *ref);
+    bool before_auth; /* allowed before the first token (auth = jwt) */
+};
+
+/* clang-format off */
+static const struct native_type types[] = {
+    {"auth",       msg_auth,       true},
+    {"ping",       msg_ping,       true},
+    {"heartbeat",  msg_heartbeat,  false},
+    {"activity",   msg_activity,   false},
+    {"status",     msg_status,     false},
+    {"custom",     msg_custom,     false},
+    {"leave",      msg_leave,      false},
+    {"privacy",    msg_privacy,    false},
+    {"watch",      msg_watch,      false},
+    {"unwatch",    msg_unwatch,    false},
+    {"join",       msg_join,       false},
+    {"room_leave", msg_room_leave, false},
+    {"patch",      msg_patch,      false},
+    {"ephemeral",  msg_ephemeral,  false},
+};
+/* clang-format on */
+
+static bool dispatch(struct client *c, const cJSON *root, const char *type)
+{
+    const struct native_type *t = NULL;
+    char ref[PROTO_REF_MAX];
+
+    proto_ref_text(root, ref);
+    for (size_t i = 0; i < ARRAY_SIZE(types) && !t; i++)
+        if (strcmp(type, types[i].type) == 0)
+            t = &types[i];
+    if (!(t && t->before_auth) && client__auth_jwt(c->e) && !c->authed) {
+        frame_send_error(c->ws, "unauthenticated", "send {\"type\":\"auth\",\"token\":...} first",
+                         ref);
+        return false;
+    }
+    if (t)
+        return t->fn(c, root, ref);
+    frame_send_error(c->ws, "unknown_type", "unknown message type", ref);
+    return false;
+}
+
+/* ---- the WebSocket application ---- */
+
+static void on_open(struct wsconn *ws)
+{
+    struct client *c = ws_app_data(ws);
+
+    ws_set_user_data(ws, c);
+    client__open(c, ws);
+}
+
+static void on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
+{
+    struct client *c = ws_user_data(ws);
+    const char *type;
+    cJSON *root;
+    bool ok;
+
+    if (binary) {
+        ws_close(ws, 1003, "binary messages are not supported");
+        return;
+    }
+    root = proto_parse(ws, p, n, &type);
+    ok = root && dispatch(c, root, type);
+    cJSON_Delete(root);
+    if (ok) {
+        c->bad_in_a_row = 0;
+    } else {
+        unsigned bad = c->bad_in_a_row;
+        proto_count_error(ws, &bad); /* closes at PROTO_MAX_ERRORS, so bad stays small */
+        c->bad_in_a_row = MIN(bad, (unsigned)CLIENT_BAD_MAX) & 31u;
+    }
+}
+
+static void on_close(struct wsconn *ws, unsigned code)
+{
+    struct client *c = ws_user_data(ws);
+
+    (void)code;
+    if (!c)
+        return;
+    client__close(c);
+    ws_set_user_data(ws, NULL);
+}
+
+const struct ws_app native_app = {
+    .on_open = on_open,
+    .on_message = on_message,
+    .on_close = on_close,
+};
+
+/* GET /v1/ws: the native protocol's WebSocket upgrade. */
+static void get_ws(struct conn *c, const struct http_request *req, struct net_ctx *nc)
+{
+    struct client *cl = engine_client_prepare(nc->worker, c, req);
+
+    if (cl && !ws_upgrade(c, req, &nc->ws_opts, &native_app, cl))
+        engine_client_discard(cl);
+}
+
+static const struct route routes[] = {
+    {"GET", "/v1/ws", get_ws},
+};
+
+const struct route_list native_routes = ROUTE_LIST(routes);

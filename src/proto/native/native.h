@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * native.h - the native WebSocket protocol (docs/protocol.md) as the
+ * first protocol adapter above the engine: GET /v1/ws upgrades to it, and
+ * each client message is looked up by its "type" in one table
+ * (native.c: grep "{\"heartbeat\"") whose handler validates the message
+ * and calls the engine's operation (session.h, watch.h, engine_room.h).
+ *
+ * A second adapter (Pusher, Phoenix) plugs in the same way: a route of
+ * its own that upgrades with its struct ws_app, a type table of its own
+ * calling the same operations.
+ */
+#ifndef NATIVE_H
+#define NATIVE_H
+
+#include "route.h"
+#include "wsconn.h"
+
+/* GET /v1/ws; main.c joins it to the engine's routes. */
+extern const struct route_list native_routes;
+
+/* The WebSocket application on GET /v1/ws. Its app_data is a struct
+ * client made by engine_client_prepare(); the engine owns it once
+ * on_open ran (client__open()). */
+extern const struct ws_app native_app;
+
+#endif
