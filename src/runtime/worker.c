@@ -357,6 +357,7 @@ static int worker_init(struct server *srv, struct worker *w, unsigned id)
     w->pool.out_soft_limit = (size_t)srv->cfg.client_output_soft_limit_bytes;
     w->pool.out_soft_ms = (uint64_t)srv->cfg.client_output_soft_limit_ms;
     w->pool.out_hard_limit = (size_t)srv->cfg.client_output_hard_limit_bytes;
+    w->pool.sndbuf = (int)srv->cfg.client_socket_sndbuf_bytes;
     w->pool.shared_count = &srv->conns;
     /* Leftover input is bounded by the protocols (a request head and body,
      * a partial frame header); this is the backstop, plus one read. */
