@@ -51,18 +51,59 @@ static void append_escape(struct buf *b, unsigned char ch)
     }
 }
 
+/* Length of the valid UTF-8 sequence at s[0] (s[0] >= 0x80), or 0 when
+ * there is none; then *bad is the length of the maximal ill-formed subpart
+ * (Unicode's "U+FFFD substitution of maximal subparts": at least 1, never
+ * the byte that proved it ill-formed, which may start a valid sequence). */
+static size_t utf8_seq(const char *s, size_t n, size_t *bad)
+{
+    uint32_t st = UTF8_ACCEPT;
+
+    for (size_t k = 0; k < n && k < 4; k++) {
+        st = utf8_step(st, s + k, 1);
+        if (st == UTF8_ACCEPT)
+            return k + 1;
+        if (st == UTF8_REJECT) {
+            *bad = k > 0 ? k : 1;
+            return 0;
+        }
+    }
+    *bad = MIN(n, (size_t)4); /* cut short by the end of the string */
+    return 0;
+}
+
+/* The escaping loop: runs of bytes that need nothing are appended at once;
+ * control characters, quotes and backslashes are escaped; invalid UTF-8 is
+ * replaced by U+FFFD, so that no text the server writes (a kick reason, a
+ * stored setting) can make a WebSocket text frame invalid. */
 void json_append_string(struct buf *b, const char *s, size_t n)
 {
-    size_t start = 0;
+    size_t start = 0, i = 0, bad = 0;
 
     buf_reserve(b, n + 2);
     buf_append(b, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        if (!needs_escape((unsigned char)s[i]))
+    while (i < n) {
+        unsigned char ch = (unsigned char)s[i];
+        size_t len;
+
+        if (ch >= 0x80) {
+            len = utf8_seq(s + i, n - i, &bad);
+            if (len) {
+                i += len;
+                continue;
+            }
+            buf_append(b, s + start, i - start);
+            buf_append(b, "\xef\xbf\xbd", 3);
+            i += bad;
+            start = i;
             continue;
-        buf_append(b, s + start, i - start);
-        append_escape(b, (unsigned char)s[i]);
-        start = i + 1;
+        }
+        i++;
+        if (!needs_escape(ch))
+            continue;
+        buf_append(b, s + start, i - 1 - start);
+        append_escape(b, ch);
+        start = i;
     }
     buf_append(b, s + start, n - start);
     buf_append(b, "\"", 1);

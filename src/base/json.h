@@ -24,9 +24,11 @@
 #include "buf.h"
 #include "util.h"
 
-/* Appends "s" with JSON escaping (quotes included). Bytes >= 0x80 are
- * copied as they are: callers pass valid UTF-8. Control characters become
- * \n, \t, ... or \u00XX. */
+/* Appends "s" with JSON escaping (quotes included). Valid UTF-8 is copied
+ * as it is; each maximal ill-formed subsequence becomes U+FFFD, so the
+ * output is always valid UTF-8 (a text frame cannot be made invalid by
+ * what a client or an admin sent). Control characters become \n, \t, ...
+ * or \u00XX. */
 void json_append_string(struct buf *b, const char *s, size_t n);
 void json_append_cstr(struct buf *b, const char *s); /* ditto for a C string */
 void json_append_u64(struct buf *b, uint64_t v);

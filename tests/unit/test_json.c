@@ -18,6 +18,7 @@
 
 #include "guard.h"
 #include "json.h"
+#include "utf8.h"
 
 static void expect_escaped(const char *in, size_t n, const char *want)
 {
@@ -71,6 +72,35 @@ static void test_utf8_passes_through(void **state)
 {
     (void)state;
     expect_escaped("h\xc3\xa9 \xf0\x9f\x98\x80", 8, "\"h\xc3\xa9 \xf0\x9f\x98\x80\"");
+}
+
+/* Invalid UTF-8 never reaches a text frame: a kick reason with a stray
+ * byte was forwarded as it was (issue 15, item 6). Each maximal ill-formed
+ * subpart becomes one U+FFFD. */
+static void test_invalid_utf8_is_replaced(void **state)
+{
+    (void)state;
+    expect_escaped("a\xff"
+                   "b",
+                   3,
+                   "\"a\xef\xbf\xbd"
+                   "b\"");
+    expect_escaped("\xc3", 1, "\"\xef\xbf\xbd\"");                 /* cut short at the end */
+    expect_escaped("\xc3(", 2, "\"\xef\xbf\xbd(\"");               /* lead without its tail */
+    expect_escaped("\xe2\x82(", 3, "\"\xef\xbf\xbd(\"");           /* one U+FFFD for the subpart */
+    expect_escaped("\xc0\xaf", 2, "\"\xef\xbf\xbd\xef\xbf\xbd\""); /* overlong: two */
+    expect_escaped("\xed\xa0\x80", 3, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""); /* surrogate */
+    expect_escaped("\xf4\x90\x80\x80", 4,
+                   "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""); /* > U+10FFFF */
+    expect_escaped("\xe2\x82\xac\xff\n", 5, "\"\xe2\x82\xac\xef\xbf\xbd\\n\"");
+    for (int ch = 0x80; ch < 0x100; ch++) {
+        char in[3] = {'x', (char)ch, '"'};
+        struct buf b = {0};
+
+        json_append_string(&b, in, sizeof(in));
+        assert_true(utf8_valid(b.data, b.len));
+        buf_release(&b);
+    }
 }
 
 static void test_integers(void **state)
@@ -348,6 +378,7 @@ int main(void)
         cmocka_unit_test(test_named_control_escapes),
         cmocka_unit_test(test_every_control_character),
         cmocka_unit_test(test_utf8_passes_through),
+        cmocka_unit_test(test_invalid_utf8_is_replaced),
         cmocka_unit_test(test_integers),
         cmocka_unit_test(test_check_accepts_json),
         cmocka_unit_test(test_check_refuses_syntax),
