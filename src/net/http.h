@@ -78,11 +78,11 @@ struct http_request {
  * the request is incomplete but within limits, or a negative enum
  * http_error. max_body bounds Content-Length. *req is filled when a
  * request is returned, and also on PS_PARTIAL once the head is complete
- * and only body bytes are missing (then req->head_len > 0 and req->body is
- * NULL: the moment to answer expect_continue). Stateless and
- * prefix-consistent: every prefix of a
- * request gives PS_PARTIAL, and once a prefix gives an error, every longer
- * one gives the same error. A request with a body is never an upgrade (its
+ * and only body bytes are missing: then req->head_len > 0 and req->body is
+ * NULL (the moment to answer expect_continue). On any other result only
+ * req->head_len == 0 is promised. Stateless and prefix-consistent: every
+ * prefix of a request gives PS_PARTIAL, and once a prefix gives an error,
+ * every longer one gives the same error. A request with a body is never an upgrade (its
  * body is consumed). */
 ssize_t http_parse_request(const char *buf, size_t len, size_t max_body, struct http_request *req);
 
