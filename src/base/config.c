@@ -134,6 +134,9 @@ const struct config_def config_defs[] = {
               1048576,
               "Queued output at which a client is disconnected at once (0 = off); it bounds the "
               "memory one slow consumer can hold."),
+    ROW_INT64("client-socket-sndbuf-bytes", client_socket_sndbuf_bytes, 0, 67108864, 65536,
+              "SO_SNDBUF of client sockets (the kernel doubles it; 0 = kernel autotuning, up to "
+              "tcp_wmem's max); a full socket buffer counts towards the output limits."),
     /* presence */
     ROW_ENUM("auth", auth, "none|jwt", "none",
              "How clients prove who they are: jwt verifies a signed token; none (development "

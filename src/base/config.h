@@ -53,6 +53,7 @@ struct config {
     int64_t client_output_soft_limit_bytes; /* over it for soft-ms -> close */
     int64_t client_output_soft_limit_ms;
     int64_t client_output_hard_limit_bytes; /* over it -> close at once */
+    int64_t client_socket_sndbuf_bytes;     /* SO_SNDBUF; 0 = kernel autotuning */
     /* presence */
     char *auth;                    /* none (development) | jwt */
     char *jwt_hs256_secret;        /* HS256 shared secret, or "" */

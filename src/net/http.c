@@ -13,8 +13,9 @@
  *
  * Beyond llhttp's own (non-lenient) checks, requests are refused for:
  * header names that are not tokens (llhttp 8 accepts "Host :" and
- * "Conn ection:"), empty header names, obsolete line folding, and any
- * version but 1.0 and 1.1.
+ * "Conn ection:"), empty header names, obsolete line folding, any
+ * version but 1.0 and 1.1, a missing (HTTP/1.1), repeated or invalid Host,
+ * and an expectation other than 100-continue.
  */
 #include "http.h"
 
@@ -224,17 +225,65 @@ static void finish_headers(struct http_request *req)
     }
 }
 
+/* Length of the "scheme://" at the start of (t, n), 0 when there is none
+ * (RFC 3986: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )). */
+static size_t scheme_len(const char *t, size_t n)
+{
+    size_t i = 0;
+
+    if (n == 0 || !((t[0] | 0x20) >= 'a' && (t[0] | 0x20) <= 'z'))
+        return 0;
+    while (i < n && (((t[i] | 0x20) >= 'a' && (t[i] | 0x20) <= 'z') || is_digit(t[i]) ||
+                     t[i] == '+' || t[i] == '-' || t[i] == '.'))
+        i++;
+    if (n - i < 3 || memcmp(t + i, "://", 3) != 0)
+        return 0;
+    return i + 3;
+}
+
+/* RFC 3986 host [ ":" port ] characters: unreserved, pct-encoded,
+ * sub-delims, ':' and the brackets of an IP literal. Not '@': userinfo is
+ * an error in a request (RFC 9110 4.2.4). */
+static bool is_host_char(unsigned char ch)
+{
+    if ((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'))
+        return true;
+    return ch != '\0' && strchr("-._~%!$&'()*+,;=:[]", ch) != NULL;
+}
+
+static bool host_valid(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!is_host_char((unsigned char)p[i]))
+            return false;
+    }
+    return true;
+}
+
 /* Splits the target into path and query; a fragment (which clients should
- * not send) is part of neither. */
-static void split_target(struct http_request *req)
+ * not send) is part of neither. An absolute-form target (RFC 9112 3.2.2,
+ * what a client talking to a proxy sends) gives its authority as the host
+ * and the rest as the path. */
+static int split_target(struct http_request *req)
 {
     const char *t = req->target;
-    size_t n = req->target_len, i = 0;
+    size_t n = req->target_len, i = scheme_len(t, n), a = i;
 
+    if (a > 0) {
+        while (i < n && t[i] != '/' && t[i] != '?' && t[i] != '#')
+            i++;
+        if (i == a || !host_valid(t + a, i - a))
+            return HTTP_E_HOST;
+        req->host = t + a;
+        req->host_len = i - a;
+        t += i;
+        n -= i;
+        i = 0;
+    }
     while (i < n && t[i] != '?' && t[i] != '#')
         i++;
-    req->path = t;
-    req->path_len = i;
+    req->path = i > 0 || a == 0 ? t : "/";
+    req->path_len = i > 0 || a == 0 ? i : 1;
     req->query = NULL;
     req->query_len = 0;
     if (i < n && t[i] == '?') {
@@ -245,6 +294,56 @@ static void split_target(struct http_request *req)
         req->query = t + q;
         req->query_len = i - q;
     }
+    return 0;
+}
+
+/* RFC 9112 3.2: an HTTP/1.1 request has exactly one Host header, any
+ * request at most one, and its value must be a host. With an absolute-form
+ * target the target's authority wins (the header must still be there). */
+static int check_host(struct http_request *req)
+{
+    const struct http_header *host = NULL;
+
+    for (size_t i = 0; i < req->nheaders; i++) {
+        const struct http_header *h = &req->headers[i];
+
+        if (!ascii_ieq(h->name, h->name_len, "Host") || h->name_len != 4)
+            continue;
+        if (host)
+            return HTTP_E_HOST;
+        host = h;
+    }
+    if (!host)
+        return req->version_minor == 1 ? HTTP_E_HOST : 0;
+    if (!host_valid(host->value, host->value_len))
+        return HTTP_E_HOST;
+    if (!req->host) {
+        req->host = host->value;
+        req->host_len = host->value_len;
+    }
+    return 0;
+}
+
+/* RFC 9110 10.1.1: 100-continue is the only expectation defined; anything
+ * else is answered 417. HTTP/1.0 clients cannot expect anything (the field
+ * is ignored). Sets req->expect_continue for a request with a body. */
+static int check_expect(struct http_request *req, uint64_t body_len)
+{
+    bool seen = false;
+
+    if (req->version_minor == 0)
+        return 0;
+    for (size_t i = 0; i < req->nheaders; i++) {
+        const struct http_header *h = &req->headers[i];
+
+        if (h->name_len != 6 || !ascii_ieq(h->name, h->name_len, "Expect"))
+            continue;
+        if (h->value_len != 12 || !ascii_ieq(h->value, h->value_len, "100-continue"))
+            return HTTP_E_EXPECTATION;
+        seen = true;
+    }
+    req->expect_continue = seen && body_len > 0;
+    return 0;
 }
 
 static bool wants_upgrade(const struct http_request *req)
@@ -268,6 +367,7 @@ static ssize_t finish_request(const llhttp_t *p, const char *buf, size_t len, si
                               size_t head_len, struct http_request *req)
 {
     uint64_t body_len = 0;
+    int err;
 
     if (head_len > HTTP_MAX_HEAD_BYTES)
         return HTTP_E_HEAD_TOO_LARGE;
@@ -281,8 +381,10 @@ static ssize_t finish_request(const llhttp_t *p, const char *buf, size_t len, si
         return HTTP_E_BODY_TOO_LARGE;
 
     finish_headers(req);
-    split_target(req);
     req->version_minor = p->http_minor;
+    if ((err = split_target(req)) < 0 || (err = check_host(req)) < 0 ||
+        (err = check_expect(req, body_len)) < 0)
+        return err;
     req->head_len = head_len;
     req->keep_alive = llhttp_should_keep_alive(p);
     /* An upgrade must carry no body: one that does is answered as a plain
@@ -340,6 +442,8 @@ int http_error_status(ssize_t err)
         return 431;
     case HTTP_E_VERSION:
         return 505;
+    case HTTP_E_EXPECTATION:
+        return 417;
     default:
         return 400;
     }
@@ -404,6 +508,8 @@ const char *http_status_text(int status)
         return "Unsupported Media Type";
     case 416:
         return "Range Not Satisfiable";
+    case 417:
+        return "Expectation Failed";
     case 422:
         return "Unprocessable Content";
     case 426:

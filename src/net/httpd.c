@@ -226,6 +226,8 @@ static const char *error_code(int status)
         return "length_required";
     case 413:
         return "payload_too_large";
+    case 417:
+        return "expectation_failed";
     case 431:
         return "headers_too_large";
     case 505:
@@ -243,7 +245,12 @@ static const char *error_message(ssize_t err)
     case HTTP_E_BODY_TOO_LARGE:
         return "request body exceeds http-max-body-bytes";
     case HTTP_E_HEAD_TOO_LARGE:
-        return "request header block exceeds 8192 bytes";
+        return "request header block exceeds 8192 bytes; a token too large for a header or "
+               "the query string goes in the first {\"type\":\"auth\"} message on /v1/ws";
+    case HTTP_E_HOST:
+        return "an HTTP/1.1 request needs exactly one Host header with a valid host";
+    case HTTP_E_EXPECTATION:
+        return "the only expectation supported is Expect: 100-continue";
     case HTTP_E_TOO_MANY_HEADERS:
         return "more than 100 request headers";
     case HTTP_E_VERSION:
@@ -328,6 +335,12 @@ static size_t httpd_on_data(struct conn *c, const char *p, size_t n)
         ssize_t r = http_parse_request(p + off, n - off, max_body, &req);
 
         if (r == PS_PARTIAL) {
+            /* RFC 9110 10.1.1: a client that expects 100-continue waits
+             * for it before the body. Sent when the head is all that has
+             * arrived, which is once per request: on_data only runs again
+             * with more bytes. */
+            if (req.expect_continue && req.head_len == n - off)
+                conn_write(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
             arm_timer(c, HTTPD_PARTIAL);
             return off;
         }

@@ -37,7 +37,9 @@
 #define STATIC_ETAG_MAX       64         /* static_etag output, incl. NUL */
 
 /* Answers req (GET or HEAD) from the directory root with
- * httpd_respond/httpd_error; always answers. Blocks while reading. */
+ * httpd_respond/httpd_error; always answers. Blocks while reading. A
+ * request for /favicon.ico that the directory cannot answer gets a small
+ * built-in icon instead of a 404. */
 void static_serve(struct conn *c, const struct http_request *req, const char *root);
 
 /* Pure: maps a raw request path (not decoded, e.g. req->path) to a path

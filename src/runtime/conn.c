@@ -32,10 +32,12 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -78,6 +80,7 @@ struct conn_busy {
     struct conn_soft *soft; /* while over the soft limit, else NULL */
     struct conn_chunk *out; /* ring of queued chunks: ring[], or heap once grown */
     size_t out_bytes;       /* unwritten bytes queued */
+    size_t kernel_bytes;    /* in the socket's full buffer at the last short write */
     uint32_t out_head;      /* index of the first chunk */
     uint32_t out_count;     /* chunks queued */
     uint32_t out_cap;       /* ring size (power of two) */
@@ -123,6 +126,7 @@ static struct conn_busy *busy_get(struct conn *c)
     b->soft = NULL;
     b->out = b->ring;
     b->out_bytes = 0;
+    b->kernel_bytes = 0;
     b->out_head = b->out_count = 0;
     b->out_cap = CONN_RING_INLINE;
     c->busy = b;
@@ -139,6 +143,7 @@ static void out_drop_all(struct conn_busy *b)
     b->out_cap = CONN_RING_INLINE;
     b->out_head = b->out_count = 0;
     b->out_bytes = 0;
+    b->kernel_bytes = 0;
 }
 
 static void soft_stop(struct conn_busy *b)
@@ -212,6 +217,10 @@ struct conn *conn_new(struct conn_pool *pool, int fd, const struct conn_ops *ops
     c->id = ((uint64_t)pool->worker_id << 48) | pool->next_seq++;
     c->io.fd = fd;
     c->pool = pool;
+    /* Without it the kernel autotunes the buffer up to tcp_wmem's max, so
+     * a stalled reader could hold megabytes before our queue grew. */
+    if (pool->sndbuf > 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &pool->sndbuf, sizeof(pool->sndbuf));
     c->ops = ops;
     c->proto = proto;
     wheel_timer_init(&c->timer, conn_on_timer);
@@ -299,20 +308,23 @@ static void soft_start(struct conn *c, uint64_t now)
     loop_timer_start(c->pool->loop, &s->timer, c->pool->out_soft_ms + 1);
 }
 
-/* Called with output queued (c->busy exists). */
+/* Called with output queued (c->busy exists). What counts is the own
+ * queue plus the kernel's full buffer (kernel_bytes, 0 while writes go
+ * through): the reader is that far behind. */
 static void check_limits(struct conn *c)
 {
     struct conn_pool *pool = c->pool;
     struct conn_busy *b = c->busy;
+    size_t queued = b->out_bytes + b->kernel_bytes;
     uint64_t now;
 
     if (c->flags & CONN_OVERFLOWED)
         return;
-    if (pool->out_hard_limit && b->out_bytes > pool->out_hard_limit) {
+    if (pool->out_hard_limit && queued > pool->out_hard_limit) {
         overflow(c);
         return;
     }
-    if (!pool->out_soft_limit || b->out_bytes <= pool->out_soft_limit) {
+    if (!pool->out_soft_limit || queued <= pool->out_soft_limit) {
         soft_stop(b);
         return;
     }
@@ -767,6 +779,17 @@ static void finish_close(struct conn *c)
         conn_close(c);
 }
 
+/* Bytes the kernel holds for c's socket, not yet sent or not yet
+ * acknowledged (SIOCOUTQ: TCP and Unix stream sockets); 0 if unknown. */
+static size_t kernel_queued(const struct conn *c)
+{
+    int n = 0;
+
+    if (ioctl(c->io.fd, SIOCOUTQ, &n) < 0 || n < 0)
+        return 0;
+    return (size_t)n;
+}
+
 /* c is busy (it was on a flush list); it may be idle afterwards. */
 static void flush_one(struct conn *c)
 {
@@ -787,6 +810,9 @@ static void flush_one(struct conn *c)
         }
     }
     if (b->out_count > 0) {
+        /* A short write: the socket's buffer is full, and part of what the
+         * reader has not taken. Read once here, not on every write. */
+        b->kernel_bytes = kernel_queued(c);
         set_want_write(c, true);
         check_limits(c);
         return;

@@ -29,7 +29,12 @@
  * Limits: queued bytes above the hard limit, or above the soft limit for
  * longer than the soft window, trip ops->on_overflow (WebSocket sends close
  * 4008) and the connection is closed after a short linger; writes to a
- * closing connection are dropped, so memory stays bounded.
+ * closing connection are dropped, so memory stays bounded. Queued bytes
+ * are the connection's own queue plus, once a write came back short (the
+ * socket's buffer is full), what the kernel still holds for it (SIOCOUTQ,
+ * read once per flush): a reader is cut at the configured limit, not at
+ * the limit plus a send buffer of up to tcp_wmem's max (4 MiB). pool->
+ * sndbuf bounds that buffer on every new socket.
  * Lifetime: conn_close() never frees. It closes the socket, stops timers
  * and queues the connection; the before-sleep hook calls ops->on_close and
  * frees it. During a graceful close c->timer is the linger deadline (the
@@ -90,6 +95,7 @@ struct conn_pool {
     size_t out_soft_limit;     /* bytes; 0 disables */
     uint64_t out_soft_ms;      /* how long over soft before closing */
     size_t out_hard_limit;     /* bytes; 0 disables */
+    int sndbuf;                /* SO_SNDBUF set on new sockets; 0 leaves autotuning */
     uint64_t linger_ms;        /* close-after-flush deadline */
     size_t max_input;          /* leftover input cap; above it the conn is closed */
     struct list all;           /* every live connection */

@@ -122,14 +122,6 @@ static void on_accepted(struct worker *w, int fd, const struct sockaddr_storage 
         return;
     }
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-#ifdef PRESENCED_TESTING
-    /* Test builds: a tiny kernel send buffer makes backpressure reach our
-     * own output queue quickly, so tests can observe what it drops. */
-    if (getenv("PRESENCED_TEST_SNDBUF")) {
-        int sz = atoi(getenv("PRESENCED_TEST_SNDBUF"));
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
-    }
-#endif
     srv->hooks->accept(w, fd, (const struct sockaddr *)ss);
 }
 
@@ -324,6 +316,7 @@ static int worker_init(struct server *srv, struct worker *w, unsigned id)
     w->pool.out_soft_limit = (size_t)srv->cfg.client_output_soft_limit_bytes;
     w->pool.out_soft_ms = (uint64_t)srv->cfg.client_output_soft_limit_ms;
     w->pool.out_hard_limit = (size_t)srv->cfg.client_output_hard_limit_bytes;
+    w->pool.sndbuf = (int)srv->cfg.client_socket_sndbuf_bytes;
     w->pool.shared_count = &srv->conns;
     w->pool.addrs = srv->addrs;
     conn_pool_init(&w->pool, w->loop, &w->metrics, id);

@@ -44,6 +44,8 @@ static bool is_result(ssize_t r, size_t len)
     case HTTP_E_HEAD_TOO_LARGE:
     case HTTP_E_TOO_MANY_HEADERS:
     case HTTP_E_VERSION:
+    case HTTP_E_EXPECTATION:
+    case HTTP_E_HOST:
         return true;
     default:
         return r > 0 && (size_t)r <= len;
@@ -63,9 +65,16 @@ static void check_views(const struct http_request *req, const char *base, ssize_
     CHECK(req->head_len <= HTTP_MAX_HEAD_BYTES);
     CHECK(inside(req->method, req->method_len, base, head_end) && req->method_len > 0);
     CHECK(inside(req->target, req->target_len, base, head_end) && req->target_len > 0);
-    CHECK(req->path == req->target && req->path_len <= req->target_len);
-    CHECK(!req->query || inside(req->query, req->query_len, req->target + req->path_len + 1,
-                                req->target + req->target_len));
+    /* The path is the target's start, or for an absolute-form target
+     * ("http://h/x") a part of it after the authority, or a static "/". */
+    CHECK(req->path_len > 0 || req->path == req->target);
+    CHECK(inside(req->path, req->path_len, req->target, req->target + req->target_len) ||
+          (req->path_len == 1 && req->path[0] == '/' && req->target[0] != '/'));
+    CHECK(!req->query ||
+          inside(req->query, req->query_len, req->target + 1, req->target + req->target_len));
+    CHECK(!req->host || inside(req->host, req->host_len, base, head_end));
+    CHECK(req->version_minor == 0 || req->host); /* HTTP/1.1 has its Host */
+    CHECK(!req->expect_continue || req->body_len > 0);
     CHECK(req->version_minor == 0 || req->version_minor == 1);
     CHECK(req->nheaders <= HTTP_MAX_HEADERS);
     for (size_t i = 0; i < req->nheaders; i++) {
@@ -92,6 +101,9 @@ static void check_same(const struct http_request *a, const char *abase,
     SAME_SPAN(target);
     SAME_SPAN(query);
     SAME_SPAN(body);
+    SAME_SPAN(host);
+    CHECK(a->host_len == b->host_len && a->expect_continue == b->expect_continue);
+    CHECK(a->path == b->path || a->path - abase == b->path - bbase);
     CHECK(a->method_len == b->method_len && a->target_len == b->target_len);
     CHECK(a->path_len == b->path_len && a->query_len == b->query_len);
     CHECK(a->body_len == b->body_len && a->head_len == b->head_len);

@@ -97,13 +97,10 @@ def ws_read_all(sock, deadline, done):
 
 class BackpressureTest(unittest.TestCase):
     def test_ephemeral_dropped_first_deltas_never(self):
-        os.environ["PRESENCED_TEST_SNDBUF"] = "4096"
-        try:
-            srv = Server("--workers", "2", "--client-output-soft-limit-bytes", "16384",
-                         "--client-output-soft-limit-ms", "60000",
-                         "--client-output-hard-limit-bytes", "4194304", "--room-batch-ms", "20")
-        finally:
-            del os.environ["PRESENCED_TEST_SNDBUF"]
+        srv = Server("--workers", "2", "--client-socket-sndbuf-bytes", "4096",
+                     "--client-output-soft-limit-bytes", "16384",
+                     "--client-output-soft-limit-ms", "60000",
+                     "--client-output-hard-limit-bytes", "4194304", "--room-batch-ms", "20")
         try:
             room = f"bp-{os.getpid()}"
             slow = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -235,6 +235,76 @@ static void test_soft_limit_resets_when_drained(void **state)
     assert_int_equal(overflows, 0);
 }
 
+/* The slow-reader limit is the real one: what the kernel holds in the
+ * socket's full buffer counts with the own queue (issue 15, item 7).
+ * Before, a reader could be behind by the limit plus the whole send
+ * buffer, up to tcp_wmem's max of 4 MiB. */
+static void test_hard_limit_counts_the_kernel_buffer(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *c;
+    char chunk[1000];
+    int sz = 16384;
+    size_t in_kernel;
+
+    f->pool.out_hard_limit = 100000;
+    c = new_conn(f, &rec_ops);
+    assert_int_equal(setsockopt(c->io.fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)), 0);
+    memset(chunk, 'x', sizeof(chunk));
+    for (int i = 0; i < 50; i++)
+        conn_write(c, chunk, sizeof(chunk));
+    conn_pool_flush(f->loop, &f->pool); /* the socket takes what fits; it fills */
+    assert_true(conn_output_len(c) > 0);
+    in_kernel = 50000 - conn_output_len(c);
+    assert_true(in_kernel >= 8000);
+    /* Our own queue stays below the limit; with the kernel's share it is over. */
+    while (!overflows && conn_output_len(c) + sizeof(chunk) <= f->pool.out_hard_limit)
+        conn_write(c, chunk, sizeof(chunk));
+    assert_int_equal(overflows, 1);
+    assert_int_equal(METRIC_GET(&f->metrics, output_limit_closes), 1);
+}
+
+/* Once the reader took everything, the kernel's share is forgotten. */
+static void test_kernel_share_resets_when_drained(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *c;
+    char chunk[1000], out[65536];
+    int sz = 16384;
+
+    f->pool.out_soft_limit = 30000;
+    f->pool.out_soft_ms = 5000;
+    c = new_conn(f, &rec_ops);
+    assert_int_equal(setsockopt(c->io.fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)), 0);
+    memset(chunk, 'x', sizeof(chunk));
+    for (int i = 0; i < 40; i++)
+        conn_write(c, chunk, sizeof(chunk));
+    conn_pool_flush(f->loop, &f->pool);
+    assert_true(conn_output_len(c) > 0);
+    for (int i = 0; i < 100 && c->busy; i++) {
+        read_peer(f, out, sizeof(out));
+        loop_run_once(f->loop, 10); /* EPOLLOUT, then the flush hook */
+    }
+    assert_null(c->busy);
+    conn_write(c, chunk, sizeof(chunk)); /* far below the soft limit again */
+    assert_int_equal(conn_soft_since(c), 0);
+    assert_int_equal(overflows, 0);
+}
+
+/* pool->sndbuf is applied to every new socket (the kernel doubles it). */
+static void test_sndbuf_is_set_on_new_sockets(void **state)
+{
+    struct fixture *f = *state;
+    struct conn *c;
+    int got = 0;
+    socklen_t len = sizeof(got);
+
+    f->pool.sndbuf = 16384;
+    c = new_conn(f, &rec_ops);
+    assert_int_equal(getsockopt(c->io.fd, SOL_SOCKET, SO_SNDBUF, &got, &len), 0);
+    assert_int_equal(got, 2 * 16384);
+}
+
 static void test_partial_input_is_represented(void **state)
 {
     struct fixture *f = *state;
@@ -626,6 +696,9 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_soft_limit_needs_its_window, setup, teardown),
         cmocka_unit_test_setup_teardown(test_soft_limit_resets_when_drained, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hard_limit_counts_the_kernel_buffer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kernel_share_resets_when_drained, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sndbuf_is_set_on_new_sockets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_partial_input_is_represented, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy_part_outlives_either_use, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ring_grows_past_its_inline_chunks, setup, teardown),

@@ -61,8 +61,8 @@ static const char *guard_place(struct guard *g, const char *p, size_t n)
 
 static void assert_span(const char *a, const char *abase, const char *b, const char *bbase)
 {
-    if (!a || !b) {
-        assert_true(a == b);
+    if (!a || !b || a == b) {
+        assert_true(a == b); /* both absent, or the same static string */
         return;
     }
     assert_int_equal(a - abase, b - bbase);
@@ -80,6 +80,9 @@ static void assert_same_request(const struct http_request *a, const char *abase,
     assert_int_equal(a->path_len, b->path_len);
     assert_span(a->query, abase, b->query, bbase);
     assert_int_equal(a->query_len, b->query_len);
+    assert_span(a->host, abase, b->host, bbase);
+    assert_int_equal(a->host_len, b->host_len);
+    assert_int_equal(a->expect_continue, b->expect_continue);
     assert_int_equal(a->version_minor, b->version_minor);
     assert_int_equal(a->nheaders, b->nheaders);
     for (size_t i = 0; i < a->nheaders; i++) {
@@ -102,7 +105,13 @@ static void assert_views_inside(const struct http_request *req, const char *base
 
     assert_true(req->method >= base && req->method + req->method_len <= end);
     assert_true(req->target >= base && req->target + req->target_len <= end);
-    assert_true(req->path == req->target && req->path_len <= req->target_len);
+    if (req->path_len == 1 && req->path[0] == '/' && (req->path < base || req->path >= end))
+        assert_true(req->target[0] != '/'); /* an absolute form's empty path */
+    else
+        assert_true(req->path >= req->target &&
+                    req->path + req->path_len <= req->target + req->target_len);
+    if (req->host)
+        assert_true(req->host >= base && req->host + req->host_len <= base + req->head_len);
     if (req->query)
         assert_true(req->query > req->target &&
                     req->query + req->query_len <= req->target + req->target_len);
@@ -270,7 +279,7 @@ static void test_simple_get(void **state)
 
 static void test_empty_and_leading_crlf(void **state)
 {
-    static const char raw[] = "\r\nGET /x HTTP/1.1\r\n\r\n";
+    static const char raw[] = "\r\nGET /x HTTP/1.1\r\nHost: h\r\n\r\n";
     struct http_request req;
 
     (void)state;
@@ -285,27 +294,27 @@ static void test_query_string(void **state)
     struct http_request req;
 
     (void)state;
-    assert_true(parse("GET /a/b?x=1&y=%20 HTTP/1.1\r\n\r\n", &req) > 0);
+    assert_true(parse("GET /a/b?x=1&y=%20 HTTP/1.1\r\nHost: h\r\n\r\n", &req) > 0);
     assert_view(req.target, req.target_len, "/a/b?x=1&y=%20");
     assert_view(req.path, req.path_len, "/a/b");
     assert_view(req.query, req.query_len, "x=1&y=%20");
 
-    assert_true(parse("GET /p? HTTP/1.1\r\n\r\n", &req) > 0);
+    assert_true(parse("GET /p? HTTP/1.1\r\nHost: h\r\n\r\n", &req) > 0);
     assert_view(req.path, req.path_len, "/p");
     assert_non_null(req.query);
     assert_int_equal(req.query_len, 0);
 
-    assert_true(parse("GET /p?q=1#frag HTTP/1.1\r\n\r\n", &req) > 0);
+    assert_true(parse("GET /p?q=1#frag HTTP/1.1\r\nHost: h\r\n\r\n", &req) > 0);
     assert_view(req.path, req.path_len, "/p");
     assert_view(req.query, req.query_len, "q=1");
 
-    assert_true(parse("OPTIONS * HTTP/1.1\r\n\r\n", &req) > 0);
+    assert_true(parse("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n", &req) > 0);
     assert_view(req.path, req.path_len, "*");
 }
 
 static void test_header_whitespace(void **state)
 {
-    static const char raw[] = "GET / HTTP/1.1\r\n"
+    static const char raw[] = "GET / HTTP/1.1\r\nHost: h\r\n"
                               "X-A:   spaced out  \r\n"
                               "X-B:\ttabbed\t\r\n"
                               "X-C:\r\n"
@@ -316,7 +325,7 @@ static void test_header_whitespace(void **state)
 
     (void)state;
     assert_int_equal(parse(raw, &req), sizeof(raw) - 1);
-    assert_int_equal(req.nheaders, 5);
+    assert_int_equal(req.nheaders, 6);
     assert_header(&req, "x-a", "spaced out");
     assert_header(&req, "X-B", "tabbed");
     assert_header(&req, "X-C", "");
@@ -332,24 +341,32 @@ static void test_bad_headers(void **state)
 
     (void)state;
     /* obsolete line folding */
-    assert_int_equal(parse("GET / HTTP/1.1\r\nFoo: a\r\n b\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
-    assert_int_equal(parse("GET / HTTP/1.1\r\nFoo:\r\n\tb\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost: h\r\nFoo: a\r\n b\r\n\r\n", &req),
+                     HTTP_E_BAD_REQUEST);
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost: h\r\nFoo:\r\n\tb\r\n\r\n", &req),
+                     HTTP_E_BAD_REQUEST);
     /* whitespace in or after the name, empty name */
-    assert_int_equal(parse("GET / HTTP/1.1\r\nHost : a\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
-    assert_int_equal(parse("GET / HTTP/1.1\r\nCon nection: a\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
-    assert_int_equal(parse("GET / HTTP/1.1\r\n: a\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
-    assert_int_equal(parse("GET / HTTP/1.1\r\nNoColon\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost: h\r\nHost : a\r\n\r\n", &req),
+                     HTTP_E_BAD_REQUEST);
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost: h\r\nCon nection: a\r\n\r\n", &req),
+                     HTTP_E_BAD_REQUEST);
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost: h\r\n: a\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost: h\r\nNoColon\r\n\r\n", &req),
+                     HTTP_E_BAD_REQUEST);
     /* control character in a value, bare LF line ends */
-    assert_int_equal(parse("GET / HTTP/1.1\r\nX: a\x01\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
-    assert_int_equal(parse("GET / HTTP/1.1\r\nX: a\nY: b\n\n", &req), HTTP_E_BAD_REQUEST);
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost: h\r\nX: a\x01\r\n\r\n", &req),
+                     HTTP_E_BAD_REQUEST);
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost: h\r\nX: a\nY: b\n\n", &req),
+                     HTTP_E_BAD_REQUEST);
 }
 
-/* Builds a request with nheaders headers "H<i>: v". */
+/* Builds a request with nheaders headers: Host, then "H<i>: v" for i from
+ * 1. */
 static size_t build_many_headers(char *out, size_t outsz, size_t nheaders)
 {
-    size_t n = (size_t)snprintf(out, outsz, "GET / HTTP/1.1\r\n");
+    size_t n = (size_t)snprintf(out, outsz, "GET / HTTP/1.1\r\nHost: h\r\n");
 
-    for (size_t i = 0; i < nheaders; i++)
+    for (size_t i = 1; i < nheaders; i++)
         n += (size_t)snprintf(out + n, outsz - n, "H%zu: v\r\n", i);
     n += (size_t)snprintf(out + n, outsz - n, "\r\n");
     assert_true(n < outsz);
@@ -382,7 +399,7 @@ static void test_many_headers(void **state)
 /* Builds a complete head of exactly size bytes (one padding header). */
 static size_t build_head(char *out, size_t size)
 {
-    static const char pre[] = "GET / HTTP/1.1\r\nX-Pad: ";
+    static const char pre[] = "GET / HTTP/1.1\r\nHost: h\r\nX-Pad: ";
     static const char post[] = "\r\n\r\n";
     size_t pad = size - (sizeof(pre) - 1) - (sizeof(post) - 1);
 
@@ -422,8 +439,8 @@ static void test_head_size_limit(void **state)
 
 static void test_body_content_length(void **state)
 {
-    static const char raw[] = "POST /x HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello";
-    static const char zero[] = "POST /x HTTP/1.1\r\nContent-Length: 0\r\n\r\n";
+    static const char raw[] = "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello";
+    static const char zero[] = "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n";
     struct http_request req;
 
     (void)state;
@@ -442,11 +459,12 @@ static void test_body_content_length(void **state)
 
 static void test_body_too_large(void **state)
 {
-    static const char over[] = "POST /x HTTP/1.1\r\nContent-Length: 11\r\n\r\n";
-    static const char at[] = "POST /x HTTP/1.1\r\nContent-Length: 10\r\n\r\n";
-    static const char huge[] = "POST /x HTTP/1.1\r\nContent-Length: 18446744073709551615\r\n\r\n";
+    static const char over[] = "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 11\r\n\r\n";
+    static const char at[] = "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n";
+    static const char huge[] =
+        "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 18446744073709551615\r\n\r\n";
     static const char overflow[] =
-        "POST /x HTTP/1.1\r\nContent-Length: 18446744073709551616\r\n\r\n";
+        "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 18446744073709551616\r\n\r\n";
     struct http_request req;
 
     (void)state;
@@ -463,13 +481,15 @@ static void test_chunked_refused(void **state)
     struct http_request req;
 
     (void)state;
-    assert_int_equal(
-        parse("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", &req),
-        HTTP_E_LENGTH_REQUIRED);
-    assert_int_equal(parse("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", &req),
+    assert_int_equal(parse("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: "
+                           "chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+                           &req),
                      HTTP_E_LENGTH_REQUIRED);
+    assert_int_equal(
+        parse("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", &req),
+        HTTP_E_LENGTH_REQUIRED);
     /* chunked not last, or not at all: the length is unknowable */
-    assert_int_equal(parse("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", &req),
+    assert_int_equal(parse("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", &req),
                      HTTP_E_BAD_REQUEST);
     assert_int_equal(http_error_status(HTTP_E_LENGTH_REQUIRED), 411);
 }
@@ -479,22 +499,22 @@ static void test_content_length_and_transfer_encoding(void **state)
     struct http_request req;
 
     (void)state;
-    assert_int_equal(parse("POST / HTTP/1.1\r\nContent-Length: 5\r\n"
+    assert_int_equal(parse("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n"
                            "Transfer-Encoding: chunked\r\n\r\nhello",
                            &req),
                      HTTP_E_BAD_REQUEST);
-    assert_int_equal(parse("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+    assert_int_equal(parse("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n"
                            "Content-Length: 5\r\n\r\nhello",
                            &req),
                      HTTP_E_BAD_REQUEST);
     assert_int_equal(
-        parse("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", &req),
+        parse("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", &req),
         HTTP_E_BAD_REQUEST);
-    assert_int_equal(parse("POST / HTTP/1.1\r\nContent-Length: 5x\r\n\r\n", &req),
+    assert_int_equal(parse("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5x\r\n\r\n", &req),
                      HTTP_E_BAD_REQUEST);
-    assert_int_equal(parse("POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", &req),
+    assert_int_equal(parse("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\n", &req),
                      HTTP_E_BAD_REQUEST);
-    assert_int_equal(parse("POST / HTTP/1.1\r\nContent-Length: \r\n\r\n", &req),
+    assert_int_equal(parse("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: \r\n\r\n", &req),
                      HTTP_E_BAD_REQUEST);
 }
 
@@ -506,11 +526,12 @@ static void test_garbage(void **state)
     (void)state;
     assert_int_equal(parse_n(tls, sizeof(tls) - 1, MAX_BODY, &req), HTTP_E_BAD_REQUEST);
     assert_int_equal(parse("hello world\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
-    assert_int_equal(parse(" GET / HTTP/1.1\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
-    assert_int_equal(parse("GET /a b HTTP/1.1\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
+    assert_int_equal(parse(" GET / HTTP/1.1\r\nHost: h\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
+    assert_int_equal(parse("GET /a b HTTP/1.1\r\nHost: h\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
     assert_int_equal(parse("GET / FOO/1.1\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
     assert_int_equal(parse("GET / HTTP/1.1 \r\n\r\n", &req), HTTP_E_BAD_REQUEST);
-    assert_int_equal(parse_n("GET /\0 HTTP/1.1\r\n\r\n", 20, MAX_BODY, &req), HTTP_E_BAD_REQUEST);
+    assert_int_equal(parse_n("GET /\0 HTTP/1.1\r\nHost: h\r\n\r\n", 20, MAX_BODY, &req),
+                     HTTP_E_BAD_REQUEST);
     assert_int_equal(http_error_status(HTTP_E_BAD_REQUEST), 400);
 }
 
@@ -519,9 +540,9 @@ static void test_lowercase_method(void **state)
     struct http_request req;
 
     (void)state;
-    assert_int_equal(parse("get / HTTP/1.1\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
-    assert_int_equal(parse("Get / HTTP/1.1\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
-    assert_true(parse("DELETE /x HTTP/1.1\r\n\r\n", &req) > 0);
+    assert_int_equal(parse("get / HTTP/1.1\r\nHost: h\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
+    assert_int_equal(parse("Get / HTTP/1.1\r\nHost: h\r\n\r\n", &req), HTTP_E_BAD_REQUEST);
+    assert_true(parse("DELETE /x HTTP/1.1\r\nHost: h\r\n\r\n", &req) > 0);
     assert_view(req.method, req.method_len, "DELETE");
 }
 
@@ -553,11 +574,11 @@ static void test_keep_alive(void **state)
     struct http_request req;
 
     (void)state;
-    assert_true(parse("GET / HTTP/1.1\r\n\r\n", &req) > 0);
+    assert_true(parse("GET / HTTP/1.1\r\nHost: h\r\n\r\n", &req) > 0);
     assert_true(req.keep_alive);
-    assert_true(parse("GET / HTTP/1.1\r\nConnection: close\r\n\r\n", &req) > 0);
+    assert_true(parse("GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n", &req) > 0);
     assert_false(req.keep_alive);
-    assert_true(parse("GET / HTTP/1.1\r\nConnection: Close\r\n\r\n", &req) > 0);
+    assert_true(parse("GET / HTTP/1.1\r\nHost: h\r\nConnection: Close\r\n\r\n", &req) > 0);
     assert_false(req.keep_alive);
     assert_true(parse("GET / HTTP/1.0\r\n\r\n", &req) > 0);
     assert_false(req.keep_alive);
@@ -569,9 +590,9 @@ static void test_keep_alive(void **state)
 
 static void test_pipelined(void **state)
 {
-#define REQ_A "GET /a HTTP/1.1\r\n\r\n"
-#define REQ_B "POST /b HTTP/1.1\r\nContent-Length: 3\r\n\r\nxyz"
-#define REQ_C "GET /c HTTP/1.1\r\nConnection: close\r\n\r\n"
+#define REQ_A "GET /a HTTP/1.1\r\nHost: h\r\n\r\n"
+#define REQ_B "POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nxyz"
+#define REQ_C "GET /c HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
     static const char raw[] = REQ_A REQ_B REQ_C;
     struct http_request req;
     size_t off = 0, n = sizeof(raw) - 1;
@@ -607,11 +628,12 @@ static void test_upgrade(void **state)
                              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                              "\r\n"
                              "\x81\x85\x37\xfa\x21\x3d\x7f\x9f\x4d\x51\x58"
-                             "GET / HTTP/1.1\r\n\r\n";
-    static const char head_only[] = "GET / HTTP/1.1\r\nConnection: upgrade\r\n"
+                             "GET / HTTP/1.1\r\nHost: h\r\n\r\n";
+    static const char head_only[] = "GET / HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\n"
                                     "Upgrade: websocket\r\n\r\n";
-    static const char with_body[] = "POST / HTTP/1.1\r\nConnection: upgrade\r\nUpgrade: x\r\n"
-                                    "Content-Length: 2\r\n\r\nab";
+    static const char with_body[] =
+        "POST / HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\nUpgrade: x\r\n"
+        "Content-Length: 2\r\n\r\nab";
     struct http_request req;
     size_t head = strstr(ws, "\r\n\r\n") + 4 - ws;
 
@@ -625,16 +647,18 @@ static void test_upgrade(void **state)
     assert_int_equal(parse(head_only, &req), sizeof(head_only) - 1);
     assert_true(req.upgrade);
     /* Either half alone is not an upgrade. */
-    assert_true(parse("GET / HTTP/1.1\r\nUpgrade: websocket\r\n\r\n", &req) > 0);
+    assert_true(parse("GET / HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\n\r\n", &req) > 0);
     assert_false(req.upgrade);
-    assert_true(parse("GET / HTTP/1.1\r\nConnection: upgrade\r\n\r\n", &req) > 0);
+    assert_true(parse("GET / HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\n\r\n", &req) > 0);
     assert_false(req.upgrade);
-    assert_true(parse("GET / HTTP/1.1\r\nConnection: upgraded\r\nUpgrade: x\r\n\r\n", &req) > 0);
+    assert_true(
+        parse("GET / HTTP/1.1\r\nHost: h\r\nConnection: upgraded\r\nUpgrade: x\r\n\r\n", &req) > 0);
     assert_false(req.upgrade);
     /* The token may be in a second Connection header. */
-    assert_true(parse("GET / HTTP/1.1\r\nConnection: keep-alive\r\nConnection: upgrade\r\n"
-                      "Upgrade: x\r\n\r\n",
-                      &req) > 0);
+    assert_true(
+        parse("GET / HTTP/1.1\r\nHost: h\r\nConnection: keep-alive\r\nConnection: upgrade\r\n"
+              "Upgrade: x\r\n\r\n",
+              &req) > 0);
     assert_true(req.upgrade);
     /* With a body it is answered as an ordinary request: body consumed. */
     assert_int_equal(parse(with_body, &req), sizeof(with_body) - 1);
@@ -643,6 +667,112 @@ static void test_upgrade(void **state)
 }
 
 /* ---- Helpers ---- */
+
+/* RFC 9112 3.2: exactly one Host in HTTP/1.1, at most one in HTTP/1.0. */
+static void test_host_required(void **state)
+{
+    struct http_request req;
+
+    (void)state;
+    assert_int_equal(parse("GET / HTTP/1.1\r\n\r\n", &req), HTTP_E_HOST);
+    assert_int_equal(parse("GET / HTTP/1.1\r\nX: y\r\n\r\n", &req), HTTP_E_HOST);
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", &req), HTTP_E_HOST);
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost: a\r\nX: y\r\nhost: b\r\n\r\n", &req),
+                     HTTP_E_HOST);
+    assert_int_equal(parse("GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", &req), HTTP_E_HOST);
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost: a b\r\n\r\n", &req), HTTP_E_HOST);
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost: user@a\r\n\r\n", &req), HTTP_E_HOST);
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", &req), HTTP_E_HOST);
+    assert_int_equal(http_error_status(HTTP_E_HOST), 400);
+
+    assert_true(parse("GET / HTTP/1.0\r\n\r\n", &req) > 0); /* HTTP/1.0 may omit it */
+    assert_null(req.host);
+    assert_true(parse("GET / HTTP/1.1\r\nHost: example.com:7400\r\n\r\n", &req) > 0);
+    assert_view(req.host, req.host_len, "example.com:7400");
+    assert_true(parse("GET / HTTP/1.1\r\nhOsT: [::1]:80\r\n\r\n", &req) > 0);
+    assert_view(req.host, req.host_len, "[::1]:80");
+    assert_true(parse("GET / HTTP/1.1\r\nHost:\r\n\r\n", &req) > 0); /* empty is allowed */
+    assert_int_equal(req.host_len, 0);
+    /* A header whose name only starts with Host is another header. */
+    assert_int_equal(parse("GET / HTTP/1.1\r\nHost-X: a\r\n\r\n", &req), HTTP_E_HOST);
+}
+
+/* RFC 9112 3.2.2: a server must accept the absolute form; its path is
+ * what is served and its authority is the host. */
+static void test_absolute_form(void **state)
+{
+    struct http_request req;
+
+    (void)state;
+    assert_true(parse("GET http://example.com/v1/presence?user=a HTTP/1.1\r\n"
+                      "Host: example.com\r\n\r\n",
+                      &req) > 0);
+    assert_view(req.target, req.target_len, "http://example.com/v1/presence?user=a");
+    assert_view(req.path, req.path_len, "/v1/presence");
+    assert_view(req.query, req.query_len, "user=a");
+    assert_view(req.host, req.host_len, "example.com");
+
+    /* The target's authority wins over the header. */
+    assert_true(parse("GET HTTPS://a.example:8443/x HTTP/1.1\r\nHost: b.example\r\n\r\n", &req) >
+                0);
+    assert_view(req.path, req.path_len, "/x");
+    assert_view(req.host, req.host_len, "a.example:8443");
+
+    /* An empty path is "/". */
+    assert_true(parse("GET http://example.com HTTP/1.1\r\nHost: example.com\r\n\r\n", &req) > 0);
+    assert_view(req.path, req.path_len, "/");
+    assert_null(req.query);
+    assert_true(parse("GET http://example.com?q=1 HTTP/1.1\r\nHost: example.com\r\n\r\n", &req) >
+                0);
+    assert_view(req.path, req.path_len, "/");
+    assert_view(req.query, req.query_len, "q=1");
+
+    /* Still needs its Host header; no empty authority, no userinfo. */
+    assert_int_equal(parse("GET http://example.com/ HTTP/1.1\r\n\r\n", &req), HTTP_E_HOST);
+    assert_int_equal(parse("GET http:///x HTTP/1.1\r\nHost: h\r\n\r\n", &req), HTTP_E_HOST);
+    assert_int_equal(parse("GET http://u:p@example.com/ HTTP/1.1\r\nHost: h\r\n\r\n", &req),
+                     HTTP_E_HOST);
+}
+
+/* RFC 9110 10.1.1: only 100-continue is defined; the caller answers it. */
+static void test_expect(void **state)
+{
+    static const char head[] = "POST /x HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\n"
+                               "Content-Length: 5\r\n\r\n";
+    char whole[sizeof(head) + 5];
+    struct http_request req;
+
+    (void)state;
+    memcpy(whole, head, sizeof(head) - 1);
+    memcpy(whole + sizeof(head) - 1, "hello", 6);
+    assert_int_equal(parse(whole, &req), sizeof(whole) - 1);
+    assert_true(req.expect_continue);
+    assert_view(req.body, req.body_len, "hello");
+
+    /* The head alone: partial, with the head filled in to answer with 100. */
+    assert_int_equal(http_parse_request(head, sizeof(head) - 1, MAX_BODY, &req), PS_PARTIAL);
+    assert_int_equal(req.head_len, sizeof(head) - 1);
+    assert_true(req.expect_continue);
+    assert_null(req.body);
+    /* Before the head is complete nothing is filled in. */
+    assert_int_equal(http_parse_request(head, sizeof(head) - 3, MAX_BODY, &req), PS_PARTIAL);
+    assert_int_equal(req.head_len, 0);
+    assert_false(req.expect_continue);
+
+    assert_true(parse("POST /x HTTP/1.1\r\nHost: h\r\nexpect: 100-Continue\r\n\r\n", &req) > 0);
+    assert_false(req.expect_continue); /* no body: nothing to wait for */
+    assert_true(
+        parse("POST /x HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nx", &req) > 0);
+    assert_false(req.expect_continue); /* HTTP/1.0: ignored */
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nHost: h\r\nExpect: 200-ok\r\n\r\n", &req),
+                     HTTP_E_EXPECTATION);
+    assert_int_equal(parse("POST /x HTTP/1.1\r\nHost: h\r\nExpect: 100-continue, x\r\n\r\n", &req),
+                     HTTP_E_EXPECTATION);
+    assert_int_equal(http_error_status(HTTP_E_EXPECTATION), 417);
+    assert_string_equal(http_status_text(417), "Expectation Failed");
+    /* The body limit is decided first: a 413 needs no 100. */
+    assert_int_equal(parse_n(head, sizeof(head) - 1, 4, &req), HTTP_E_BODY_TOO_LARGE);
+}
 
 static void test_header_has_token(void **state)
 {
@@ -785,6 +915,9 @@ int main(void)
         cmocka_unit_test(test_keep_alive),
         cmocka_unit_test(test_pipelined),
         cmocka_unit_test(test_upgrade),
+        cmocka_unit_test(test_host_required),
+        cmocka_unit_test(test_absolute_form),
+        cmocka_unit_test(test_expect),
         cmocka_unit_test(test_header_has_token),
         cmocka_unit_test(test_query_next),
         cmocka_unit_test(test_url_decode),

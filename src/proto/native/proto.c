@@ -2,10 +2,12 @@
 /*
  * proto.c - the native protocol's envelope: parsing a client message into
  * a type, the ref, the pong, and the count of rejected messages. Replies
- * are written by the engine's frame.h; cJSON is used only to read.
+ * are written by the engine's frame.h; cJSON is used only to read, and
+ * only text that json_check() accepted.
  */
 #include "proto.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,21 +16,33 @@
 #include "log.h"
 #include "util.h"
 
-void proto_ref_text(const cJSON *root, char out[PROTO_REF_MAX])
+/* Renders a ref as JSON text into out: a string (as it is escaped on the
+ * way out) or an integer in the int64 range (a double that is integral
+ * and inside it: anything else would be an undefined cast), at most
+ * PROTO_REF_MAX - 1 bytes. False, with out = "", for anything else. */
+static bool ref_render(const cJSON *ref, char out[PROTO_REF_MAX])
 {
-    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(root, "ref");
     struct buf b = {0};
+    int64_t v;
+    bool ok = false;
 
     out[0] = '\0';
     if (cJSON_IsString(ref))
         json_append_cstr(&b, ref->valuestring);
-    else if (cJSON_IsNumber(ref))
-        json_append_i64(&b, (int64_t)ref->valuedouble);
+    else if (json_number_i64(ref, INT64_MIN, INT64_MAX, &v) == 0)
+        json_append_i64(&b, v);
     if (b.len > 0 && b.len < PROTO_REF_MAX) {
         memcpy(out, b.data, b.len);
         out[b.len] = '\0';
+        ok = true;
     }
     buf_release(&b);
+    return ok;
+}
+
+void proto_ref_text(const cJSON *root, char out[PROTO_REF_MAX])
+{
+    ref_render(cJSON_GetObjectItemCaseSensitive(root, "ref"), out);
 }
 
 void proto_send_pong(struct wsconn *ws, const char *ref)
@@ -41,21 +55,36 @@ void proto_send_pong(struct wsconn *ws, const char *ref)
     frame_send_buf(ws, &b);
 }
 
+/* The text is checked (json_check) before cJSON sees it: cJSON alone
+ * would take trailing data, raw control characters and bad UTF-8, and turn
+ * "a\\u0000b" into an id "a" further on. */
 cJSON *proto_parse(struct wsconn *ws, const char *p, size_t n, const char **type)
 {
-    cJSON *root = cJSON_ParseWithLength(p, n);
-    const cJSON *t;
-    char ref[PROTO_REF_MAX];
+    int err = json_check(p, n);
+    cJSON *root = err < 0 ? NULL : cJSON_ParseWithLength(p, n);
+    const cJSON *t, *r;
+    char ref[PROTO_REF_MAX], msg[96];
 
     if (!root) {
-        frame_send_error(ws, "bad_json", "message is not valid JSON", NULL);
+        if (err < 0 && err != JSON_E_SYNTAX)
+            snprintf(msg, sizeof(msg), "message is not valid JSON: %s", json_strerror(err));
+        else
+            snprintf(msg, sizeof(msg), "message is not valid JSON");
+        frame_send_error(ws, "bad_json", msg, NULL);
         return NULL;
     }
     t = cJSON_GetObjectItemCaseSensitive(root, "type");
+    r = cJSON_GetObjectItemCaseSensitive(root, "ref");
     if (!cJSON_IsObject(root) || !cJSON_IsString(t)) {
         proto_ref_text(root, ref);
         frame_send_error(ws, "bad_message", "message must be an object with a string \"type\"",
                          ref);
+        cJSON_Delete(root);
+        return NULL;
+    }
+    if (r && !ref_render(r, ref)) {
+        frame_send_error(ws, "bad_message",
+                         "ref must be a string of at most 61 bytes or an integer", NULL);
         cJSON_Delete(root);
         return NULL;
     }

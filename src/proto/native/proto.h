@@ -26,11 +26,18 @@
 
 /* Parses one text message. On success returns the root object (the
  * caller cJSON_Delete()s it) with *type set to its "type" string (borrowed
- * from the root). On failure answers with bad_json or bad_message itself
- * and returns NULL. */
+ * from the root). The text must be exactly one JSON value (json_check():
+ * no trailing data, no raw control character, no \u0000, valid UTF-8);
+ * otherwise the answer is bad_json, with the reason. The value must be an
+ * object with a string "type", and a "ref", when present, must be usable
+ * (proto_ref_text); otherwise the answer is bad_message. On failure
+ * answers itself and returns NULL. */
 cJSON *proto_parse(struct wsconn *ws, const char *p, size_t n, const char **type);
-/* The message's "ref" rendered as JSON text into out (a string literal or
- * an integer), "" when absent or unusable (too long, another type). */
+/* The message's "ref" rendered as JSON text into out: a string literal of
+ * at most PROTO_REF_MAX - 1 bytes as escaped (61 plain bytes and its
+ * quotes), or an integer in the int64 range. "" when absent or unusable
+ * (too long, not integral, out of range, another type): proto_parse()
+ * refuses those, so after it "" means absent. */
 void proto_ref_text(const cJSON *root, char out[PROTO_REF_MAX]);
 /* {"type":"pong","time":<server wall ms>[,"ref":..]} */
 void proto_send_pong(struct wsconn *ws, const char *ref);
