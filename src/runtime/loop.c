@@ -46,6 +46,7 @@ struct loop {
     uint64_t busy_start; /* monotonic us when this iteration's wait returned */
     uint64_t iterations; /* completed iterations */
     uint64_t lag_max_us; /* max busy time since last read */
+    bool fixed_clock;    /* loop_set_clock(): now moves only by its calls */
     struct epoll_event events[LOOP_MAX_EVENTS];
 };
 
@@ -202,7 +203,8 @@ static void iterate(struct loop *l, int max_wait_ms)
     n = epoll_wait(l->epfd, l->events, LOOP_MAX_EVENTS, max_wait_ms < t ? max_wait_ms : t);
     busy_start = time_mono_us();
     l->busy_start = busy_start;
-    l->now = busy_start / 1000u;
+    if (!l->fixed_clock)
+        l->now = busy_start / 1000u;
     if (n < 0 && errno != EINTR)
         fatal("loop", "epoll_wait");
     if (n > 0)
@@ -211,6 +213,13 @@ static void iterate(struct loop *l, int max_wait_ms)
     run_hooks(l);
     l->iterations++;
     l->lag_max_us = MAX(l->lag_max_us, time_mono_us() - busy_start);
+}
+
+void loop_set_clock(struct loop *l, uint64_t now_ms)
+{
+    l->fixed_clock = true;
+    if (now_ms > l->now)
+        l->now = now_ms;
 }
 
 int loop_run(struct loop *l)

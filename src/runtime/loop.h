@@ -82,6 +82,11 @@ void loop_io_stop(struct loop *l, struct loop_io *io); /* no-op if not started *
 void loop_io_forget(struct loop_io *io);
 
 uint64_t loop_now(const struct loop *l); /* cached monotonic ms of this iteration */
+/* A test clock: from now on loop_now() is now_ms, which only further calls
+ * move (forward only: an earlier now_ms is ignored); each iteration fires
+ * the timers due by it. For unit tests that drive TTLs and debounces
+ * without waiting. Not for use in the server. */
+void loop_set_clock(struct loop *l, uint64_t now_ms);
 struct wheel *loop_wheel(struct loop *l);
 /* Arms t to fire delay_ms after loop_now() (re-arms if linked). */
 void loop_timer_start(struct loop *l, struct wheel_timer *t, uint64_t delay_ms);

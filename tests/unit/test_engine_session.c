@@ -12,6 +12,10 @@
  * Time: the presence core's debounce is 0 ms, so a transition is due at
  * the next loop iteration (loop_run_once(.., 0)); nothing waits for a
  * clock. The one wait is for the store thread's answers (bounded poll).
+ * The clocked tests put the loop on a test clock (loop_set_clock()) with
+ * the real debounce, TTL and grace, and move it by hand: TTL expiry, the
+ * reconnect grace and the debounce are checked to the millisecond, and no
+ * test sleeps.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -95,7 +99,12 @@ static bool frame_has(const struct payload *f, const char *s)
     return f && memmem(f->data, f->len, s, strlen(s)) != NULL;
 }
 
-static int env_setup(void **state)
+/* The clocked tests' timings (ms). */
+#define T_DEBOUNCE 100
+#define T_TTL      3000
+#define T_GRACE    1000
+
+static int env_make(void **state, bool clocked)
 {
     struct env *v = calloc(1, sizeof(*v));
     char err[STORE_ERR_LEN];
@@ -105,12 +114,20 @@ static int env_setup(void **state)
     assert_non_null(mkdtemp(v->dir));
     snprintf(v->path, sizeof(v->path), "%s/s.db", v->dir);
     config_init(&v->srv.cfg);
-    v->srv.cfg.presence_debounce_ms = 0;
+    v->srv.cfg.presence_debounce_ms = clocked ? T_DEBOUNCE : 0;
+    if (clocked) {
+        v->srv.cfg.heartbeat_min_ms = 100;
+        v->srv.cfg.heartbeat_interval_ms = 1000;
+        v->srv.cfg.session_ttl_ms = T_TTL;
+        v->srv.cfg.reconnect_grace_ms = T_GRACE;
+    }
     v->srv.nworkers = 1;
     v->srv.bus = bus_new(1);
     v->srv.workers = &v->w;
     v->w.srv = &v->srv;
     v->w.loop = loop_new();
+    if (clocked)
+        loop_set_clock(v->w.loop, loop_now(v->w.loop));
     v->w.app = &v->nc;
     v->nc.worker = &v->w;
     v->ee.store = store_open(v->path, err, sizeof(err));
@@ -119,6 +136,16 @@ static int env_setup(void **state)
     v->nc.app = v->e;
     *state = v;
     return 0;
+}
+
+static int env_setup(void **state)
+{
+    return env_make(state, false);
+}
+
+static int env_setup_clocked(void **state)
+{
+    return env_make(state, true);
 }
 
 static int env_teardown(void **state)
@@ -320,6 +347,87 @@ static void test_room_routing(void **state)
     assert_true(frame_has(em->frame, "\"ref\":3"));
 }
 
+/* Moves the test clock by ms, one 10 ms step at a time (the wheel's
+ * tick), running what falls due at each step and collecting the bus. */
+static void advance(struct env *v, uint64_t ms)
+{
+    uint64_t end = loop_now(v->w.loop) + ms;
+
+    while (loop_now(v->w.loop) < end) {
+        loop_set_clock(v->w.loop, MIN(end, loop_now(v->w.loop) + 10));
+        settle(v);
+    }
+}
+
+/* The first transition of uid collected, as seen by the anonymous class
+ * (the only one in use in these tests), contains s. */
+static bool presence_has(struct env *v, const char *s)
+{
+    for (size_t i = 0; i < v->nout; i++) {
+        if (v->out[i]->op != OP_PRESENCE)
+            continue;
+        for (int k = 0; k < PRIVACY_NCLASS; k++)
+            if (frame_has(v->out[i]->frames[k], s))
+                return true;
+    }
+    return false;
+}
+
+/* A watched session that stops heartbeating ends at its TTL, not before:
+ * heartbeats keep it; after the last one, the watcher sees offline one
+ * debounce after the TTL and nothing earlier. */
+static void test_ttl_expiry_on_the_clock(void **state)
+{
+    struct env *v = *state;
+    struct presence_session_info si;
+    const char *sid;
+
+    engine__dispatch(v->e, msg(OP_WATCH, 0, "dave", NULL));
+    settle(v);
+    sid = start(v, CONN_A, "dave");
+    advance(v, T_DEBOUNCE + 10);
+    assert_true(presence_has(v, "\"status\":\"online\""));
+    out_clear(v);
+    for (int i = 0; i < 4; i++) { /* 4 s of heartbeats every second: alive */
+        advance(v, 1000);
+        engine__dispatch(v->e, msg(OP_HEARTBEAT, CONN_A, "dave", sid));
+        settle(v);
+    }
+    assert_false(presence_has(v, "\"status\":\"offline\""));
+    advance(v, T_TTL - 20); /* silent, just short of the TTL */
+    assert_int_equal(presence_get_session(v->e->pres, sid, &si), 0);
+    assert_false(presence_has(v, "\"status\":\"offline\""));
+    advance(v, 20 + T_DEBOUNCE + 20);
+    assert_int_not_equal(presence_get_session(v->e->pres, sid, &si), 0);
+    assert_true(presence_has(v, "\"status\":\"offline\""));
+}
+
+/* A closed socket's session waits out the reconnect grace: a resume
+ * inside it keeps the user online with no event at all; without one, the
+ * session ends at the grace and the watcher sees offline. */
+static void test_grace_on_the_clock(void **state)
+{
+    struct env *v = *state;
+    struct presence_session_info si;
+    const char *sid;
+    char keep[PRESENCE_ID_MAX + 1];
+
+    engine__dispatch(v->e, msg(OP_WATCH, 0, "erin", NULL));
+    settle(v);
+    sid = start(v, CONN_A, "erin");
+    snprintf(keep, sizeof(keep), "%s", sid);
+    advance(v, T_DEBOUNCE + 10);
+    out_clear(v);
+    engine__dispatch(v->e, msg(OP_CLOSED, CONN_A, "erin", keep));
+    advance(v, T_GRACE - 50);
+    assert_int_equal(presence_get_session(v->e->pres, keep, &si), 0);
+    assert_false(si.attached);
+    assert_false(presence_has(v, "\"status\""));
+    advance(v, 50 + T_DEBOUNCE + 20);
+    assert_int_not_equal(presence_get_session(v->e->pres, keep, &si), 0);
+    assert_true(presence_has(v, "\"status\":\"offline\""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -328,6 +436,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_watch_fanout, env_setup, env_teardown),
         cmocka_unit_test_setup_teardown(test_gone_client, env_setup, env_teardown),
         cmocka_unit_test_setup_teardown(test_room_routing, env_setup, env_teardown),
+        cmocka_unit_test_setup_teardown(test_ttl_expiry_on_the_clock, env_setup_clocked,
+                                        env_teardown),
+        cmocka_unit_test_setup_teardown(test_grace_on_the_clock, env_setup_clocked, env_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
