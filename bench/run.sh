@@ -163,16 +163,16 @@ if [ "$MODE" = ab ]; then
   AB_DIR=$(mktemp -d)
   git worktree add -q --detach "$AB_DIR/a" "$AB_REV"
   make -s -C "$AB_DIR/a" BUILD=release all >/dev/null
-  PD_A=$AB_DIR/a/build/release/presenced PD_B=$PD
+  PD_A=$AB_DIR/a/build/release/presenced PD_B=$PD PD_BASE_B=$PD_BASE
   echo "a: $(git rev-parse --short "$AB_REV")  b: $(git rev-parse --short HEAD)$(git diff --quiet -- src || echo ' (src modified)')" >>"$OUT/machine.txt"
   for rep in $(seq 1 "$AB_REPS"); do
     for side in a b; do
-      if [ $side = a ]; then PD=$PD_A; else PD=$PD_B; fi
+      if [ $side = a ]; then PD=$PD_A PD_BASE=$PD_BASE_OLD; else PD=$PD_B PD_BASE=$PD_BASE_B; fi
       one_native w1 "$side r$rep" "--workers 2" $W1
       one_native w4 "$side r$rep" "--workers 1 $PD_W4" $W4_ROOMS --rates "$AB_W4_RATES"
     done
   done
-  PD=$PD_B
+  PD=$PD_B PD_BASE=$PD_BASE_B
   git worktree remove --force "$AB_DIR/a"; rm -rf "$AB_DIR"
   python3 bench/ab.py "$RES" >"$OUT/summary.md"
   cat "$OUT/summary.md"

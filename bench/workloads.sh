@@ -8,12 +8,14 @@
 
 SECRET=${BENCH_JWT_SECRET:-presence-bench-hs256-secret-0123456789abcdef}
 # Server flags every presenced run gets: JWT auth like production, no
-# static files, room for 19,000 clients under the 20,000 fd limit.
+# static files, room for 19,000 clients under the 20,000 fd limit
+# (PD_BASE_OLD: what every revision takes, for bench/run.sh ab's side A).
 # The per-address pending cap is off: the generator opens thousands of
 # sockets from a few loopback addresses at once (the benchmarks set what
 # they need; loopback is not exempt). /metrics needs a key under auth = jwt:
 # the generator sends the JWT secret as the metrics key.
-PD_BASE="--auth jwt --jwt-hs256-secret $SECRET --log-level warn --static-dir= --sdk-dir= --max-connections 19900 --max-pending-per-address 0 --metrics-key $SECRET"
+PD_BASE_OLD="--auth jwt --jwt-hs256-secret $SECRET --log-level warn --static-dir= --sdk-dir= --max-connections 19900"
+PD_BASE="$PD_BASE_OLD --max-pending-per-address 0 --metrics-key $SECRET"
 
 if [ "$MODE" = quick ]; then
   REPS=1
