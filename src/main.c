@@ -267,6 +267,7 @@ int main(int argc, char **argv)
         config_release(&srv.cfg);
         return 2;
     }
+    native_register(); /* the first adapter: ADAPTER_DEFAULT */
     engine_register();
 #ifdef PRESENCED_TESTING
     testing_register();

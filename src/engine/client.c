@@ -108,21 +108,22 @@ bool client__take_token(struct client *c, const struct jwt_claims *cl)
 void client__expire(struct client *c)
 {
     if (!c->authed) {
-        frame_send_error(c->ws, "unauthenticated", "no valid token in time", NULL);
+        frame_send_error(c, "unauthenticated", "no valid token in time", NULL);
         ws_close(c->ws, 4401, "authentication required");
         return;
     }
-    frame_send_token_expired(c->ws);
+    frame_send_token_expired(c);
     ws_close(c->ws, 4403, "token expired");
 }
 
 /* ---- lifetime ---- */
 
-void client__open(struct client *c, struct wsconn *ws)
+void client__open(struct client *c, struct wsconn *ws, unsigned proto)
 {
     struct engine *e = c->e;
 
     c->ws = ws;
+    c->proto = proto & 3u;
     hmap_insert(&e->clients, &c->node, hash_bytes(&ws_conn(ws)->id, sizeof(uint64_t)));
     if (client__auth_jwt(e) && !c->authed) {
         c->deadline = (int64_t)(loop_now(e->w->loop) + (uint64_t)e->w->srv->cfg.auth_timeout_ms);
@@ -149,7 +150,7 @@ void client__close(struct client *c)
     client_drop_links(c);
     engine__expiry_disarm(c);
     if (c->started)
-        send_to(e, c->owner, session_msg(c, OP_CLOSED, NULL));
+        owner_send(e, c->owner, session_msg(c, OP_CLOSED, NULL));
     hmap_remove(&e->clients, &c->node);
     client__free(c);
 }

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "adapter.h"
 #include "config.h"
 #include "engine_state.h"
 #include "hmap.h"
@@ -51,6 +52,7 @@ _Static_assert(CLIENT_IDS_INLINE <= 64, "struct client's sid_off has 6 bits");
 /* The other bit-fields of struct client and what bounds their values. */
 _Static_assert(CONFIG_WORKERS_MAX <= 128, "struct client's owner has 7 bits");
 _Static_assert(PRESENCE_DEVICE_COUNT <= 8, "struct client's device has 3 bits");
+_Static_assert(ADAPTER_MAX <= 4, "struct client's proto has 2 bits");
 #define CLIENT_BAD_MAX 31 /* what bad_in_a_row can count to (5 bits) */
 
 /*
@@ -86,6 +88,7 @@ struct client {
     unsigned rb_none : 1;      /* engine_room_block.c: nobody blocks uid (rb_none) */
     unsigned ids_heap : 1;     /* the ids did not fit: ids.heap */
     unsigned sid_off : 6;      /* inline ids: where the sid starts */
+    unsigned proto : 2;        /* its protocol adapter's id (adapter.h), set at open */
     union {
         char in[CLIENT_IDS_INLINE]; /* "uid\0sid\0", "" when unset */
         struct {
@@ -178,10 +181,11 @@ static inline struct emsg *session_msg(struct client *c, enum engine_op op, cons
     return em;
 }
 
-/* The WebSocket of c (made by engine_client_prepare()) opened: c joins
- * e->clients and, unless it must authenticate first, starts its session
- * (session__start()). */
-void client__open(struct client *c, struct wsconn *ws);
+/* The WebSocket of c (made by engine_client_prepare()) opened under the
+ * protocol adapter proto (adapter_register()'s id), which encodes and
+ * sends everything c gets: c joins e->clients and, unless it must
+ * authenticate first, starts its session (session__start()). */
+void client__open(struct client *c, struct wsconn *ws, unsigned proto);
 /* c's WebSocket closed: its links go, its owner hears OP_CLOSED (the
  * reconnect grace), and c is freed. */
 void client__close(struct client *c);

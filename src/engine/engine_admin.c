@@ -79,7 +79,7 @@ static void send_admin(struct conn *c, struct worker *w, struct emsg *em, const 
 
     em->query = (uint64_t)(uintptr_t)q;
     http_read__query_set_id(q, 0, key);
-    send_to(e, owner_of(e, key), em);
+    owner_send(e, owner_of_user(e, key), em);
 }
 
 /* {"online":..,"lastSeen":..,"invisible":..}, any subset; false = 400 sent. */
@@ -237,7 +237,7 @@ static void rooms_route(struct conn *c, struct worker *w, const char *p, const c
             em = emsg_new(OP_ADMIN_ROOMS, 0);
             em->query = (uint64_t)(uintptr_t)q;
             em->index = i;
-            send_to(e, i, em);
+            owner_send(e, i, em);
         }
         return;
     }
@@ -250,7 +250,7 @@ static void rooms_route(struct conn *c, struct worker *w, const char *p, const c
     em->arg = 1;
     em->query = (uint64_t)(uintptr_t)http_read__query_new(c, QUERY_ADMIN, 1);
     http_read__query_set_id((struct query *)(uintptr_t)em->query, 0, em->room);
-    send_to(e, owner_of(e, em->room), em);
+    owner_send(e, owner_of_room(e, em->room), em);
 }
 
 void engine_http_admin(struct conn *c, const struct http_request *req, struct net_ctx *nc)

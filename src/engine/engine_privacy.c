@@ -664,7 +664,7 @@ static void send_frame_to(struct engine *e, uint64_t conn_id, struct payload *f)
     struct emsg *em = emsg_new(OP_REPLY, conn_id);
 
     em->frame = f;
-    send_to(e, worker_of_conn(conn_id), em);
+    owner_send(e, owner_of_conn(conn_id), em);
 }
 
 /* privacy_changed to every live socket session of uid. */
@@ -933,7 +933,7 @@ static void want_set(struct engine *e, struct puser *pu, const struct store_priv
  * connection's ephemeral messages through again (client__on_priv_event). */
 static void release_hold(struct engine *e, uint64_t conn_id)
 {
-    send_to(e, worker_of_conn(conn_id), emsg_new(OP_PRIV_EVENT, conn_id));
+    owner_send(e, owner_of_conn(conn_id), emsg_new(OP_PRIV_EVENT, conn_id));
 }
 
 void engine__op_privacy(struct engine *e, struct emsg *req)

@@ -116,11 +116,6 @@ static struct sroom *find_sroom(struct engine *e, const char *sid)
     return NULL;
 }
 
-static unsigned room_owner(struct engine *e, const char *room)
-{
-    return owner_of(e, room);
-}
-
 static void room_error(struct engine *e, uint64_t conn_id, int err, const char *ref)
 {
     frame_reply_error(e, conn_id, err == ROOM_E_FULL ? "room_full" : "invalid", room_strerror(err),
@@ -144,7 +139,7 @@ static void send_event(struct engine *e, const struct rsub *s, bool droppable, u
         em->epoch = epoch;
         em->since = seq;
         em->frame = payload_ref(payload);
-        send_to(e, i, em);
+        owner_send(e, i, em);
     }
 }
 
@@ -251,7 +246,7 @@ static void send_state(struct engine *e, const struct emsg *req, struct payload 
     em->arg = last;
     em->epoch = epoch;
     em->since = seq;
-    send_to(e, worker_of_conn(req->conn_id), em);
+    owner_send(e, owner_of_conn(req->conn_id), em);
 }
 
 /* The join's answer: snapshot or missed deltas, then room_joined. In
@@ -304,7 +299,7 @@ static void subscribe(struct engine *e, const char *room, unsigned from, uint64_
 void engine__room_on_join_r(struct engine *e, struct emsg *req)
 {
     uint64_t now = loop_now(e->w->loop);
-    unsigned from = worker_of_conn(req->conn_id);
+    unsigned from = owner_of_conn(req->conn_id);
     size_t mlen = req->text ? strlen(req->text) : 0;
     struct room_info info;
     int r;
@@ -325,7 +320,7 @@ void engine__room_on_join_r(struct engine *e, struct emsg *req)
 
 void engine__room_on_sub(struct engine *e, struct emsg *req)
 {
-    subscribe(e, req->room, worker_of_conn(req->conn_id), req->version);
+    subscribe(e, req->room, owner_of_conn(req->conn_id), req->version);
     answer_join(e, req);
 }
 
@@ -479,7 +474,7 @@ static struct emsg *forward(struct engine *e, const struct emsg *req, enum engin
     em->has_since = req->has_since;
     em->version = req->version; /* the subscription generation */
     em->text = req->text ? xstrdup(req->text) : NULL;
-    send_to(e, room_owner(e, req->room), em);
+    owner_send(e, owner_of_room(e, req->room), em);
     return em;
 }
 
@@ -493,7 +488,7 @@ void engine__room_on_join(struct engine *e, struct emsg *req)
         frame_reply_error(e, req->conn_id, "no_session", "the session has ended", req->ref);
         emsg_set_id(&em->room, req->room);
         em->arg = 1;
-        send_to(e, worker_of_conn(req->conn_id), em);
+        owner_send(e, owner_of_conn(req->conn_id), em);
         return; /* the session is gone: nothing to join */
     }
     if (!engine__privacy_ready(e, req, req->uid, req->uid))
@@ -517,7 +512,7 @@ void engine__rooms_visibility(struct engine *e, const char *uid, bool visible)
             emsg_set_id(&em->uid, uid);
             emsg_set_id(&em->room, r);
             em->arg = visible;
-            send_to(e, room_owner(e, r), em);
+            owner_send(e, owner_of_room(e, r), em);
         }
     }
 }
@@ -540,7 +535,7 @@ void engine__rooms_session_ended(struct engine *e, const char *sid, const char *
         emsg_set_id(&em->uid, uid);
         emsg_set_id(&em->sid, s->sid);
         emsg_set_id(&em->room, r);
-        send_to(e, room_owner(e, r), em);
+        owner_send(e, owner_of_room(e, r), em);
     }
     hmap_remove(&e->srooms, &s->node);
     pool_free(s);
@@ -585,7 +580,7 @@ struct room_engine *engine__rooms_new(struct engine *e)
     if (RAND_bytes((unsigned char *)&seed, sizeof(seed)) != 1)
         seed = time_wall_ms();
     rc.epoch_seed = seed ^ e->w->id;
-    rc.frame = frame_text_json;
+    rc.frame = frame_room_default;
     rc.wall_offset_ms = wall_offset(e);
     if (rc.interval_leave >= rc.interval_enter)
         rc.interval_leave = rc.interval_enter - 1;

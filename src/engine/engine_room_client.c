@@ -105,11 +105,6 @@ static struct lroom *find_lroom(struct engine *e, const char *room)
     return ENGINE_FIND(struct lroom, &e->lrooms, room, room);
 }
 
-static unsigned room_owner(struct engine *e, const char *room)
-{
-    return owner_of(e, room);
-}
-
 static struct emsg *room_msg(struct client *c, enum engine_op op, const char *room, const char *ref)
 {
     struct emsg *em = session_msg(c, op, ref);
@@ -219,7 +214,7 @@ static void rlink_remove(struct client *c, size_t idx)
     em = emsg_new(OP_RUNSUB, 0);
     emsg_set_id(&em->room, lr->room);
     em->version = lr->gen;
-    send_to(c->e, room_owner(c->e, lr->room), em);
+    owner_send(c->e, owner_of_room(c->e, lr->room), em);
     hmap_remove(&c->e->lrooms, &lr->node);
     pool_free(lr);
 }
@@ -505,7 +500,7 @@ static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_
     cJSON_Delete(root);
     if (!out)
         abort(); /* cJSON fails only on OOM, which aborts everywhere */
-    frame = frame_text_json(out, strlen(out));
+    frame = frame_room(c, out, strlen(out));
     cJSON_free(out);
     deliver(c, frame, epoch, seq, bulk);
     payload_unref(frame);
@@ -520,7 +515,7 @@ static void request_refresh(struct room_link *l, const char *user)
 
     emsg_set_id(&em->room, l->lroom->room);
     emsg_set_id(&em->uid, user);
-    send_to(c->e, room_owner(c->e, l->lroom->room), em);
+    owner_send(c->e, owner_of_room(c->e, l->lroom->room), em);
 }
 
 /* A join travels through the user's owner; an event stream's subscription
@@ -529,7 +524,7 @@ static void rb_send_join(struct client *c, struct emsg *em)
 {
     if (rb_get(c)->n > 0)
         em->has_since = false; /* a snapshot: the hidden members are known from it */
-    send_to(c->e, em->op == OP_RSUB ? room_owner(c->e, em->room) : c->owner, em);
+    owner_send(c->e, em->op == OP_RSUB ? owner_of_room(c->e, em->room) : c->owner, em);
 }
 
 static void rb_loaded(void *ctx, int status, const struct store_result *r);
@@ -573,7 +568,7 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
             if (find_rlink(c, em->room, &idx))
                 rlink_remove(c, idx);
             if (c->ws)
-                frame_send_error(c->ws, "store_unavailable",
+                frame_send_error(c, "store_unavailable",
                                  "the settings could not be read; try again", em->ref);
             else /* an event stream: ended, the client's EventSource retries */
                 sse_fail(c->x->sse, "store_unavailable",
@@ -694,7 +689,7 @@ void engine__rooms_block_changed(struct engine *e, const char *owner, const char
         emsg_set_id(&em->uid, owner);
         emsg_set_id(&em->viewer, target);
         em->arg = blocked;
-        send_to(e, i, em);
+        owner_send(e, i, em);
     }
 }
 
@@ -759,7 +754,7 @@ int engine__room_leave(struct client *c, const char *room, const char *ref)
         return -ENOENT;
     rlink_remove(c, idx);
     rb_cancel(c, room);
-    send_to(c->e, c->owner, room_msg(c, OP_RLEAVE, room, ref));
+    owner_send(c->e, c->owner, room_msg(c, OP_RLEAVE, room, ref));
     return 0;
 }
 
@@ -768,7 +763,7 @@ void engine__room_patch(struct client *c, const char *room, const char *meta, co
     struct emsg *em = room_msg(c, OP_RPATCH, room, ref);
 
     em->text = xstrdup(meta);
-    send_to(c->e, room_owner(c->e, room), em);
+    owner_send(c->e, owner_of_room(c->e, room), em);
 }
 
 void engine__room_ephemeral(struct client *c, const char *room, const char *kind, const char *data,
@@ -778,7 +773,7 @@ void engine__room_ephemeral(struct client *c, const char *room, const char *kind
 
     em->text = xstrdup(data);
     em->emoji = xstrdup(kind); /* the kind rides in a spare string */
-    send_to(c->e, room_owner(c->e, room), em);
+    owner_send(c->e, owner_of_room(c->e, room), em);
 }
 
 bool engine__room_ephemerals_held(const struct client *c)
@@ -808,5 +803,5 @@ void engine__room_stream(struct client *c, const char *room, const char *last_ev
     if (client_uid(c)[0])
         rb_join(c, em); /* a reader with an identity: sent once its blockers are known */
     else
-        send_to(c->e, room_owner(c->e, room), em);
+        owner_send(c->e, owner_of_room(c->e, room), em);
 }

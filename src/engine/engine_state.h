@@ -78,23 +78,6 @@ static inline void copy_id(char dst[PRESENCE_ID_MAX + 1], const char *src)
     dst[n] = '\0';
 }
 
-static inline void send_to(struct engine *e, unsigned to, struct emsg *em)
-{
-    worker_send(e->w, to, &em->msg);
-}
-
-/* send_to() for a message that may wait a few ms (worker_send_lazy()). */
-static inline void send_lazy(struct engine *e, unsigned to, struct emsg *em)
-{
-    worker_send_lazy(e->w, to, &em->msg);
-}
-
-/* The worker that owns a user or a room id. */
-static inline unsigned owner_of(struct engine *e, const char *uid)
-{
-    return bus_route(e->w->srv->bus, uid, strlen(uid));
-}
-
 /* The struct that embeds a hmap node (node_off into it) and a string
  * key (a char array at key_off) equal to key, or NULL. */
 static inline void *engine__find(const struct hmap *m, const char *key, size_t node_off,
@@ -124,5 +107,9 @@ static inline int64_t wall_offset(struct engine *e)
     (void)e;
     return (int64_t)time_wall_ms() - (int64_t)time_mono_ms();
 }
+
+/* Who owns a user, a room or a connection, and sending to it: owner.h
+ * (after struct engine, which it needs). */
+#include "owner.h"
 
 #endif

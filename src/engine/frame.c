@@ -1,24 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * frame.c - the native JSON encodings of the engine's replies and session
- * events (frame.h says why they are in one place). Written with the own
- * JSON encoder straight into the buffer that becomes the frame.
+ * frame.c - the engine's events as structured values handed to the
+ * protocol adapters (frame.h says which adapter encodes which), and the
+ * WebSocket framing helpers the adapters share.
  */
 #include "frame.h"
 
 #include <string.h>
 
-#include "config.h"
+#include "client.h"
 #include "engine_state.h"
-#include "json.h"
 #include "msg.h"
-#include "presence.h"
-#include "privacy.h"
-#include "room.h"
-#include "store.h"
+#include "owner.h"
 #include "ws.h"
-
-#define FRAME_PROTOCOL 1 /* the native protocol's version, in the welcome */
 
 struct payload *frame_text(struct buf *b)
 {
@@ -26,11 +20,6 @@ struct payload *frame_text(struct buf *b)
 
     buf_release(b);
     return p;
-}
-
-struct payload *frame_text_json(const char *json, size_t n)
-{
-    return ws_frame_payload(WS_OP_TEXT, json, n);
 }
 
 /* A server WebSocket frame is unmasked, so its header is 2, 4 or 10 bytes
@@ -52,145 +41,86 @@ struct payload *buf_payload(struct buf *b)
     return p;
 }
 
-void frame_append_ref(struct buf *b, const char *ref)
+/* ---- client side: the client's own adapter ---- */
+
+const struct proto_adapter *frame_adapter(const struct client *c)
 {
-    if (ref && ref[0]) {
-        buf_append_str(b, ",\"ref\":");
-        buf_append_str(b, ref);
-    }
+    return adapter_get(c->proto);
 }
 
-void frame_error_json(struct buf *b, const char *code, const char *message, const char *ref)
+void frame_send(struct client *c, struct payload *f)
 {
-    buf_append_str(b, "{\"type\":\"error\",\"code\":");
-    json_append_cstr(b, code);
-    buf_append_str(b, ",\"message\":");
-    json_append_cstr(b, message);
-    frame_append_ref(b, ref);
-    buf_append_str(b, "}");
+    frame_adapter(c)->send(c, f);
+    payload_unref(f);
 }
 
-void frame_send_buf(struct wsconn *ws, struct buf *b)
+void frame_send_error(struct client *c, const char *code, const char *message, const char *ref)
 {
-    ws_send_text(ws, b->data, b->len);
-    buf_release(b);
+    struct error_event ev = {.code = code, .message = message, .ref = ref};
+
+    frame_send(c, frame_adapter(c)->encode_error(&ev));
 }
 
-void frame_send_error(struct wsconn *ws, const char *code, const char *message, const char *ref)
+void frame_send_ack(struct client *c, const char *ref)
 {
-    struct buf b = {0};
-
-    frame_error_json(&b, code, message, ref);
-    frame_send_buf(ws, &b);
-}
-
-void frame_send_ack(struct wsconn *ws, const char *ref)
-{
-    struct buf b = {0};
-
     if (!ref || !ref[0])
         return;
-    buf_append_str(&b, "{\"type\":\"ack\"");
-    frame_append_ref(&b, ref);
-    buf_append_str(&b, "}");
-    frame_send_buf(ws, &b);
+    frame_send(c, frame_adapter(c)->encode_ack(ref));
 }
 
-void frame_send_welcome(struct wsconn *ws, const struct config *cfg, uint64_t conn_id,
+void frame_send_welcome(struct client *c, const struct config *cfg, uint64_t conn_id,
                         const char *uid, const char *sid, bool resumed)
 {
-    struct buf b = {0};
+    struct welcome_event ev = {
+        .cfg = cfg, .conn_id = conn_id, .uid = uid, .sid = sid, .resumed = resumed};
 
-    buf_printf(&b,
-               "{\"type\":\"welcome\",\"protocol\":%d,\"server\":\"presenced/0.1.0\","
-               "\"connectionId\":\"%llx\"",
-               FRAME_PROTOCOL, (unsigned long long)conn_id);
-    if (uid[0]) {
-        buf_append_str(&b, ",\"user\":");
-        json_append_cstr(&b, uid);
-        buf_append_str(&b, ",\"sessionId\":");
-        json_append_cstr(&b, sid);
-        buf_printf(&b, ",\"resumed\":%s", resumed ? "true" : "false");
-    }
-    buf_printf(&b,
-               ",\"heartbeatMs\":%lld,\"sessionTtlMs\":%lld,\"reconnectGraceMs\":%lld,"
-               "\"idleMs\":%lld,\"statusPolicy\":\"%s\",\"limits\":{\"maxMessageBytes\":%lld,"
-               "\"maxWatch\":%d,\"maxRoomMetaBytes\":1024,\"maxEphemeralBytes\":1024,"
-               "\"ephemeralPerSecond\":%d}}",
-               (long long)cfg->heartbeat_interval_ms, (long long)cfg->session_ttl_ms,
-               (long long)cfg->reconnect_grace_ms, (long long)cfg->idle_ms, cfg->status_policy,
-               (long long)cfg->ws_max_message_bytes, cfg->max_watch, cfg->ephemeral_rate);
-    frame_send_buf(ws, &b);
+    frame_send(c, frame_adapter(c)->encode_welcome(&ev));
 }
 
-static const char *end_reason_name(int why)
+void frame_send_session_ended(struct client *c, int why, const char *message)
 {
-    switch (why) {
-    case PRESENCE_END_LEAVE:
-        return "leave";
-    case PRESENCE_END_TTL:
-        return "ttl";
-    case PRESENCE_END_KICKED:
-        return "kicked";
-    default:
-        return "grace";
-    }
+    struct ended_event ev = {.why = why, .message = message};
+
+    frame_send(c, frame_adapter(c)->encode_ended(&ev));
 }
 
-void frame_send_session_ended(struct wsconn *ws, int why, const char *message)
+void frame_send_token_expired(struct client *c)
 {
-    struct buf b = {0};
-
-    buf_printf(&b, "{\"type\":\"session_ended\",\"reason\":\"%s\"", end_reason_name(why));
-    if (message) {
-        buf_append_str(&b, ",\"message\":");
-        json_append_cstr(&b, message);
-    }
-    buf_append_str(&b, "}");
-    frame_send_buf(ws, &b);
+    frame_send(c, frame_adapter(c)->encode_token_expired());
 }
 
-void frame_send_token_expired(struct wsconn *ws)
+struct payload *frame_room(const struct client *c, const char *json, size_t n)
 {
-    struct buf b = {0};
-
-    buf_append_str(&b, "{\"type\":\"token_expired\"}");
-    frame_send_buf(ws, &b);
+    return frame_adapter(c)->frame_room(json, n);
 }
+
+struct payload *frame_room_default(const char *json, size_t n)
+{
+    return adapter_get(ADAPTER_DEFAULT)->frame_room(json, n);
+}
+
+/* ---- owner side: the default adapter, one frame per event ---- */
 
 struct payload *frame_presence(const struct presence_view *v, int cls, int64_t wall_offset_ms)
 {
-    struct buf b = {0};
+    struct presence_event ev = {.view = v, .cls = cls, .wall_offset_ms = wall_offset_ms};
 
-    buf_append_str(&b, "{\"type\":\"presence\",\"presence\":");
-    privacy_encode(v, (enum privacy_class)cls, wall_offset_ms, &b);
-    buf_append_str(&b, "}");
-    return frame_text(&b);
+    return adapter_get(ADAPTER_DEFAULT)->encode_presence(&ev);
 }
 
 struct payload *frame_privacy_changed(const struct store_privacy *p)
 {
-    struct buf b = {0};
+    struct privacy_event ev = {.settings = p};
 
-    buf_append_str(&b, "{\"type\":\"privacy_changed\",\"privacy\":");
-    privacy_encode_settings(p, &b);
-    buf_append_str(&b, "}");
-    return frame_text(&b);
+    return adapter_get(ADAPTER_DEFAULT)->encode_privacy(&ev);
 }
 
 struct payload *frame_room_joined(const char *room, const struct room_info *info, bool resumed,
                                   const char *ref)
 {
-    struct buf b = {0};
+    struct room_joined_event ev = {.room = room, .info = info, .resumed = resumed, .ref = ref};
 
-    buf_printf(&b, "{\"type\":\"room_joined\",\"room\":");
-    json_append_cstr(&b, room);
-    buf_printf(&b, ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu,\"resumed\":%s",
-               (unsigned long long)info->epoch, (unsigned long long)info->seq,
-               room_mode_name(info->mode), (size_t)info->count, resumed ? "true" : "false");
-    frame_append_ref(&b, ref);
-    buf_append_str(&b, "}");
-    return frame_text(&b);
+    return adapter_get(ADAPTER_DEFAULT)->encode_room_joined(&ev);
 }
 
 void frame_reply(struct engine *e, const struct emsg *req, struct payload *frame)
@@ -198,28 +128,22 @@ void frame_reply(struct engine *e, const struct emsg *req, struct payload *frame
     struct emsg *em = emsg_new(OP_REPLY, req->conn_id);
 
     em->frame = frame;
-    send_to(e, worker_of_conn(req->conn_id), em);
+    owner_send(e, owner_of_conn(req->conn_id), em);
 }
 
 void frame_reply_ack(struct engine *e, const struct emsg *req)
 {
-    struct buf b = {0};
-
     if (!req->ref[0])
         return;
-    buf_append_str(&b, "{\"type\":\"ack\"");
-    frame_append_ref(&b, req->ref);
-    buf_append_str(&b, "}");
-    frame_reply(e, req, frame_text(&b));
+    frame_reply(e, req, adapter_get(ADAPTER_DEFAULT)->encode_ack(req->ref));
 }
 
 void frame_reply_error(struct engine *e, uint64_t conn_id, const char *code, const char *message,
                        const char *ref)
 {
     struct emsg *em = emsg_new(OP_REPLY, conn_id);
-    struct buf b = {0};
+    struct error_event ev = {.code = code, .message = message, .ref = ref};
 
-    frame_error_json(&b, code, message, ref);
-    em->frame = frame_text(&b);
-    send_to(e, worker_of_conn(conn_id), em);
+    em->frame = adapter_get(ADAPTER_DEFAULT)->encode_error(&ev);
+    owner_send(e, owner_of_conn(conn_id), em);
 }

@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * frame.h - the engine's event and reply encodings, in one place.
+ * frame.h - where the engine turns its events into frames: each function
+ * builds the event's structured value (adapter.h) and has a protocol
+ * adapter encode it. The engine itself writes no protocol's bytes.
  *
- * The engine still encodes its events as the native protocol's JSON
- * (docs/protocol.md) and frames them once as shared WebSocket payloads:
- * replies (error, ack), the welcome, session_ended and token_expired,
- * presence events, privacy_changed and room_joined. Room deltas and
- * snapshots are still encoded by the room core (room.h) and only framed
- * here (frame_text_json()). Everything the engine writes to a socket or puts in
- * an OP_REPLY goes through these functions, so that turning events into
- * structured values, encoded by each protocol adapter, changes this file
- * and its callers, not the routing around them.
+ * Client side (frame_send_*): the event is for one local client and is
+ * encoded by that client's adapter (struct client.proto, chosen at open),
+ * then sent by it. Owner side (frame_presence, frame_privacy_changed,
+ * frame_room_joined, frame_reply*): the frame travels by bus message to
+ * the client's worker, so it is encoded by ADAPTER_DEFAULT, once per
+ * event, and shared by every recipient (OP_PRESENCE carries one frame per
+ * privacy class). With a second protocol these become one frame per
+ * protocol in use (struct adapter_frames); docs/architecture.md
+ * "Protocol adapters" says what that changes.
+ *
+ * Room deltas and snapshots are still the room core's JSON (room.h),
+ * framed by the adapter's frame_room.
  *
  * Refs are the client's "ref" as JSON text ("" = none, at most
  * MSG_REF_MAX - 1 bytes): copied into the reply for that message.
@@ -21,9 +26,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "adapter.h"
 #include "buf.h"
 #include "conn.h"
-#include "wsconn.h"
 
 struct engine;
 struct emsg;
@@ -33,35 +38,35 @@ struct store_privacy;
 struct client;
 struct config;
 
-/* A text frame of b's bytes (a new reference); releases b. */
+/* A WebSocket text frame of b's bytes (a new reference); releases b. The
+ * framing every WebSocket adapter shares. */
 struct payload *frame_text(struct buf *b);
-/* A text frame of the JSON json[0..n) (the room core's framing). */
-struct payload *frame_text_json(const char *json, size_t n);
-/* The JSON inside a frame made by frame_text(): borrowed from f. */
+/* The message inside a frame made by frame_text(): borrowed from f. */
 void frame_json(const struct payload *f, const char **p, size_t *n);
 /* An unframed payload of b's bytes (HTTP answer parts); releases b. */
 struct payload *buf_payload(struct buf *b);
 
-/* Appends ,"ref":<ref> when ref is not "". */
-void frame_append_ref(struct buf *b, const char *ref);
-/* Appends {"type":"error","code":..,"message":..[,"ref":..]} to b. */
-void frame_error_json(struct buf *b, const char *code, const char *message, const char *ref);
-
-/* Sends the buffer as one text message on ws and releases it. */
-void frame_send_buf(struct wsconn *ws, struct buf *b);
-/* Sends an error message on ws. */
-void frame_send_error(struct wsconn *ws, const char *code, const char *message, const char *ref);
-/* {"type":"ack"[,"ref":..]} on ws, only when ref is not "". */
-void frame_send_ack(struct wsconn *ws, const char *ref);
+/* The adapter of client c. */
+const struct proto_adapter *frame_adapter(const struct client *c);
+/* Sends frame f to c through its adapter and drops the reference f. */
+void frame_send(struct client *c, struct payload *f);
+/* An error reply on c. */
+void frame_send_error(struct client *c, const char *code, const char *message, const char *ref);
+/* An ack on c, only when ref is not "". */
+void frame_send_ack(struct client *c, const char *ref);
 /* The welcome of a socket that opened (user, session when it has one,
  * and the server's settings). */
-void frame_send_welcome(struct wsconn *ws, const struct config *cfg, uint64_t conn_id,
+void frame_send_welcome(struct client *c, const struct config *cfg, uint64_t conn_id,
                         const char *uid, const char *sid, bool resumed);
 /* session_ended with the reason (enum presence_end_reason) and, when not
  * NULL, a message. */
-void frame_send_session_ended(struct wsconn *ws, int why, const char *message);
+void frame_send_session_ended(struct client *c, int why, const char *message);
 /* token_expired (auth = jwt). */
-void frame_send_token_expired(struct wsconn *ws);
+void frame_send_token_expired(struct client *c);
+/* A room event's JSON (the room core's) framed for c's protocol. */
+struct payload *frame_room(const struct client *c, const char *json, size_t n);
+/* The same for the default protocol: the room core's frame function. */
+struct payload *frame_room_default(const char *json, size_t n);
 
 /* A presence event: v as seen by class cls (enum privacy_class), its
  * times converted with wall_offset_ms (wall - monotonic). */

@@ -270,7 +270,7 @@ void http_read__answer(struct engine *e, const struct emsg *req, struct payload 
     em->query = req->query;
     em->index = req->index;
     em->frame = part;
-    send_to(e, req->msg.from, em);
+    owner_send(e, req->msg.from, em);
 }
 
 void http_read__on_query(struct engine *e, struct emsg *req)
@@ -450,7 +450,7 @@ void http_read__read(struct conn *c, const struct http_request *req, struct engi
         em->arg = (int8_t)kind;
         em->query = (uint64_t)(uintptr_t)q;
         em->index = (uint32_t)i;
-        send_to(e, owner_of(e, ids[i]), em);
+        owner_send(e, owner_of_user(e, ids[i]), em);
     }
 }
 
@@ -508,7 +508,7 @@ void engine_http_heartbeat(struct conn *c, const struct http_request *req, struc
     em->device = (uint8_t)d;
     em->arg = cJSON_IsTrue(leave);
     em->query = (uint64_t)(uintptr_t)http_read__query_new(c, QUERY_BEAT, 1);
-    send_to(e, owner_of(e, em->uid), em);
+    owner_send(e, owner_of_user(e, em->uid), em);
     cJSON_Delete(root);
 }
 
@@ -597,7 +597,7 @@ static void room_info_ask(struct engine *e, struct query *q, const char *const *
         for (em->nids = 0; em->nids < n; em->nids++)
             em->ids[em->nids] = xstrdup(blockers[em->nids]);
     }
-    send_to(e, owner_of(e, q->ids[0]), em);
+    owner_send(e, owner_of_room(e, q->ids[0]), em);
 }
 
 /* The reader's blockers are known: the room's owner answers without them.

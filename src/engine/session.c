@@ -35,16 +35,16 @@ void session__start(struct client *c)
     struct emsg *em;
 
     if (!client_uid(c)[0]) {
-        frame_send_welcome(c->ws, &e->w->srv->cfg, client_conn_id(c), "", "", false);
+        frame_send_welcome(c, &e->w->srv->cfg, client_conn_id(c), "", "", false);
         return;
     }
-    c->owner = owner_of(e, client_uid(c)) & 127u;
+    c->owner = owner_of_user(e, client_uid(c)) & 127u;
     em = emsg_new(OP_START, client_conn_id(c));
     emsg_set_id(&em->uid, client_uid(c));
     emsg_set_id(&em->sid, client_sid(c));
     em->arg = c->resume;
     em->device = (uint8_t)c->device;
-    send_to(e, c->owner, em);
+    owner_send(e, c->owner, em);
 }
 
 void session__heartbeat(struct client *c, const char *ref)
@@ -57,7 +57,7 @@ void session__heartbeat(struct client *c, const char *ref)
     c->last_beat = now;
     /* No answer is sent, and the TTL is seconds long: it may wait for
      * other traffic to the owner (or 25 ms) instead of waking it. */
-    send_lazy(c->e, c->owner, session_msg(c, OP_HEARTBEAT, ref));
+    owner_send_lazy(c->e, c->owner, session_msg(c, OP_HEARTBEAT, ref));
 }
 
 void session__activity(struct client *c, bool active, const char *ref)
@@ -65,7 +65,7 @@ void session__activity(struct client *c, bool active, const char *ref)
     struct emsg *em = session_msg(c, OP_ACTIVITY, ref);
 
     em->arg = active;
-    send_to(c->e, c->owner, em);
+    owner_send(c->e, c->owner, em);
 }
 
 void session__status(struct client *c, int status, uint64_t expires_in, const char *ref)
@@ -74,7 +74,7 @@ void session__status(struct client *c, int status, uint64_t expires_in, const ch
 
     em->arg = (int8_t)status;
     em->expires_in = expires_in;
-    send_to(c->e, c->owner, em);
+    owner_send(c->e, c->owner, em);
 }
 
 void session__custom(struct client *c, const char *text, const char *emoji, uint64_t expires_in,
@@ -85,12 +85,12 @@ void session__custom(struct client *c, const char *text, const char *emoji, uint
     em->text = xstrdup(text);
     em->emoji = xstrdup(emoji);
     em->expires_in = expires_in;
-    send_to(c->e, c->owner, em);
+    owner_send(c->e, c->owner, em);
 }
 
 void session__leave(struct client *c, const char *ref)
 {
-    send_to(c->e, c->owner, session_msg(c, OP_LEAVE, ref));
+    owner_send(c->e, c->owner, session_msg(c, OP_LEAVE, ref));
 }
 
 void session__privacy(struct client *c, const struct store_privacy *p, uint8_t mask,
@@ -104,7 +104,7 @@ void session__privacy(struct client *c, const struct store_privacy *p, uint8_t m
         /* Ephemerals go straight to the rooms, this message through the
          * user's owner: hold them back until the rooms have heard. */
         client_x(c)->ephemeral_hold_until = loop_now(c->e->w->loop) + EPHEMERAL_HOLD_MS;
-    send_to(c->e, c->owner, em);
+    owner_send(c->e, c->owner, em);
 }
 
 /* ---- owner side: the presence core's callbacks ---- */
@@ -128,7 +128,7 @@ void session__on_end(void *ctx, const struct presence_session_info *s, enum pres
     if (why == PRESENCE_END_KICKED && e->kick_reason)
         em->text = xstrdup(e->kick_reason);
     emsg_set_id(&em->sid, s->sid);
-    send_to(e, worker_of_conn(conn_id), em);
+    owner_send(e, owner_of_conn(conn_id), em);
 }
 
 /* ---- owner side: ops from client workers ---- */
@@ -161,7 +161,7 @@ void session__on_start(struct engine *e, struct emsg *req)
         res->arg = 1;
         if (old) { /* the same session on another socket: that one goes */
             struct emsg *kick = emsg_new(OP_KICK, (uint64_t)(uintptr_t)old);
-            send_to(e, worker_of_conn(kick->conn_id), kick);
+            owner_send(e, owner_of_conn(kick->conn_id), kick);
         }
         r = 0;
     }
@@ -172,7 +172,7 @@ void session__on_start(struct engine *e, struct emsg *req)
     }
     res->err = r;
     emsg_set_id(&res->sid, req->sid);
-    send_to(e, worker_of_conn(req->conn_id), res);
+    owner_send(e, owner_of_conn(req->conn_id), res);
     if (r == 0) { /* then its settings, once known */
         struct emsg *hello = emsg_new(OP_PRIV_HELLO, req->conn_id);
         emsg_set_id(&hello->uid, req->uid);
@@ -285,12 +285,12 @@ void session__on_started(struct engine *e, struct emsg *res)
         if (res->err == 0) {
             struct emsg *em = emsg_new(OP_CLOSED, res->conn_id);
             emsg_set_id(&em->sid, res->sid);
-            send_to(e, res->msg.from, em);
+            owner_send(e, res->msg.from, em);
         }
         return;
     }
     if (res->err < 0) {
-        frame_send_error(c->ws, res->err == PRESENCE_E_TOO_MANY ? "too_many_sessions" : "invalid",
+        frame_send_error(c, res->err == PRESENCE_E_TOO_MANY ? "too_many_sessions" : "invalid",
                          presence_strerror(res->err), NULL);
         ws_close(c->ws, 1008, "session refused");
         return;
@@ -298,7 +298,7 @@ void session__on_started(struct engine *e, struct emsg *res)
     client_set_sid(c, res->sid);
     c->started = true;
     c->last_beat = loop_now(e->w->loop);
-    frame_send_welcome(c->ws, &e->w->srv->cfg, client_conn_id(c), client_uid(c), client_sid(c),
+    frame_send_welcome(c, &e->w->srv->cfg, client_conn_id(c), client_uid(c), client_sid(c),
                        res->arg != 0);
 }
 
@@ -309,7 +309,7 @@ void session__on_ended(struct engine *e, struct emsg *em)
     if (!c || strcmp(client_sid(c), em->sid) != 0)
         return;
     c->started = false;
-    frame_send_session_ended(c->ws, em->arg, em->text);
+    frame_send_session_ended(c, em->arg, em->text);
     if (em->arg == PRESENCE_END_LEAVE)
         ws_close(c->ws, 1000, "left");
     else

@@ -124,7 +124,7 @@ static void watch_request(struct engine *e, const char *uid, const char *viewer,
 
     emsg_set_id(&em->uid, uid);
     emsg_set_id(&em->viewer, viewer);
-    send_to(e, owner_of(e, uid), em);
+    owner_send(e, owner_of_user(e, uid), em);
 }
 
 struct watch_link *watch__find_link(struct client *c, const char *uid, size_t *idx)
@@ -272,7 +272,7 @@ void watch__republish(struct engine *e, struct sub *s, const struct presence_vie
         em->version = truth->version;
         for (int k = 0; k < PRIVACY_NCLASS; k++)
             em->frames[k] = frames[k] ? payload_ref(frames[k]) : NULL;
-        send_to(e, i, em);
+        owner_send(e, i, em);
     }
 }
 
@@ -291,7 +291,7 @@ void watch__send_view(struct engine *e, const struct presence_view *truth, const
         em->arg = (int8_t)v->cls;
         em->version = truth->version;
         em->frame = payload_ref(f);
-        send_to(e, i, em);
+        owner_send(e, i, em);
     }
     payload_unref(f);
 }

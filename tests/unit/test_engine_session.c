@@ -37,6 +37,7 @@
 #include "msg.h"
 #include "net.h"
 #include "presence.h"
+#include "native.h"
 #include "store.h"
 #include "watch.h"
 #include "worker.h"
@@ -130,6 +131,7 @@ static int env_make(void **state, bool clocked)
         loop_set_clock(v->w.loop, loop_now(v->w.loop));
     v->w.app = &v->nc;
     v->nc.worker = &v->w;
+    native_register(); /* the engine's events are encoded by an adapter */
     v->ee.store = store_open(v->path, err, sizeof(err));
     assert_non_null(v->ee.store);
     v->e = engine_new(&v->w, &v->ee, &v->nc);

@@ -22,6 +22,7 @@
 #include "engine_room.h"
 #include "frame.h"
 #include "http_read.h"
+#include "native_encode.h"
 #include "presence.h"
 #include "privacy.h"
 #include "proto.h"
@@ -35,11 +36,13 @@ _Static_assert(PROTO_REF_MAX <= MSG_REF_MAX, "a ref fits a bus message");
 
 /* ---- helpers ---- */
 
+static unsigned native_proto; /* the native adapter's id (native_register()) */
+
 static bool need_session(struct client *c, const char *ref)
 {
     if (c->started)
         return true;
-    frame_send_error(c->ws, "no_session",
+    frame_send_error(c, "no_session",
                      client_uid(c)[0] ? "the session is not started yet"
                                       : "connect with ?user= to have a session",
                      ref);
@@ -89,7 +92,7 @@ static bool msg_activity(struct client *c, const cJSON *root, const char *ref)
     if (!need_session(c, ref))
         return false;
     if (!cJSON_IsBool(a)) {
-        frame_send_error(c->ws, "invalid", "\"active\" must be true or false", ref);
+        frame_send_error(c, "invalid", "\"active\" must be true or false", ref);
         return false;
     }
     session__activity(c, cJSON_IsTrue(a), ref);
@@ -106,11 +109,11 @@ static bool msg_status(struct client *c, const cJSON *root, const char *ref)
         return false;
     st = cJSON_IsString(s) ? presence_status_parse(s->valuestring) : PRESENCE_E_BAD_STATUS;
     if (st < 0 || st == PRESENCE_OFFLINE) {
-        frame_send_error(c->ws, "invalid", "\"status\" must be online, away, busy or dnd", ref);
+        frame_send_error(c, "invalid", "\"status\" must be online, away, busy or dnd", ref);
         return false;
     }
     if (!parse_expiry(root, &exp)) {
-        frame_send_error(c->ws, "invalid", "\"expiresInMs\" must be a positive integer", ref);
+        frame_send_error(c, "invalid", "\"expiresInMs\" must be a positive integer", ref);
         return false;
     }
     session__status(c, st, exp, ref);
@@ -128,14 +131,14 @@ static bool msg_custom(struct client *c, const cJSON *root, const char *ref)
     if (!need_session(c, ref))
         return false;
     if (!ok || !parse_expiry(root, &exp)) {
-        frame_send_error(c->ws, "invalid",
+        frame_send_error(c, "invalid",
                          "\"text\" and \"emoji\" must be strings, \"expiresInMs\" a positive "
                          "integer",
                          ref);
         return false;
     }
     if ((r = presence_custom_check(text, emoji)) < 0) {
-        frame_send_error(c->ws, "invalid", presence_strerror(r), ref);
+        frame_send_error(c, "invalid", presence_strerror(r), ref);
         return false;
     }
     session__custom(c, text, emoji, exp, ref);
@@ -161,7 +164,7 @@ static bool msg_privacy(struct client *c, const cJSON *root, const char *ref)
     if (!need_session(c, ref))
         return false;
     if (privacy_parse_update(root, &p, &mask) < 0) {
-        frame_send_error(c->ws, "bad_request",
+        frame_send_error(c, "bad_request",
                          "online and lastSeen must be everyone, contacts or nobody; invisible "
                          "true or false",
                          ref);
@@ -180,17 +183,17 @@ static const cJSON *users_arg(struct client *c, const cJSON *root, const char *r
     const cJSON *u;
 
     if (!cJSON_IsArray(users) || cJSON_GetArraySize(users) == 0) {
-        frame_send_error(c->ws, "invalid", "\"users\" must be a non-empty array of user ids", ref);
+        frame_send_error(c, "invalid", "\"users\" must be a non-empty array of user ids", ref);
         return NULL;
     }
     if (cJSON_GetArraySize(users) > c->e->w->srv->cfg.max_watch) {
-        frame_send_error(c->ws, "too_many_watched", "more users than max-watch", ref);
+        frame_send_error(c, "too_many_watched", "more users than max-watch", ref);
         return NULL;
     }
     cJSON_ArrayForEach(u, users)
     {
         if (!cJSON_IsString(u) || !presence_id_valid(u->valuestring)) {
-            frame_send_error(c->ws, "invalid", "invalid user id in \"users\"", ref);
+            frame_send_error(c, "invalid", "invalid user id in \"users\"", ref);
             return NULL;
         }
     }
@@ -212,17 +215,16 @@ static bool msg_watch(struct client *c, const cJSON *root, const char *ref)
         fresh += watch__find_link(c, u->valuestring, &idx) == NULL;
     }
     if ((c->x ? c->x->nlinks : 0) + fresh > (size_t)c->e->w->srv->cfg.max_watch) {
-        frame_send_error(c->ws, "too_many_watched", "watch list over max-watch; unwatch first",
-                         ref);
+        frame_send_error(c, "too_many_watched", "watch list over max-watch; unwatch first", ref);
         return false;
     }
     x = client_x(c);
     if (!http_read__rate_take(c->e, &x->qtokens, &x->qlast, client_uid(c), ws_conn(c->ws), fresh,
                               &why)) {
-        frame_send_error(c->ws, "rate_limited", why, ref);
+        frame_send_error(c, "rate_limited", why, ref);
         return true; /* the client's own pace, not garbage */
     }
-    frame_send_ack(c->ws, ref); /* first, so that snapshots always follow it */
+    frame_send_ack(c, ref); /* first, so that snapshots always follow it */
     cJSON_ArrayForEach(u, users)
     {
         if (!watch__find_link(c, u->valuestring, &idx))
@@ -244,7 +246,7 @@ static bool msg_unwatch(struct client *c, const cJSON *root, const char *ref)
         if (watch__find_link(c, u->valuestring, &idx))
             watch__remove(c, idx);
     }
-    frame_send_ack(c->ws, ref);
+    frame_send_ack(c, ref);
     return true;
 }
 
@@ -264,21 +266,21 @@ static bool msg_auth(struct client *c, const cJSON *root, const char *ref)
     struct jwt_claims cl;
 
     if (!client__auth_jwt(c->e)) {
-        frame_send_error(c->ws, "invalid", "this server does not use tokens (auth = none)", ref);
+        frame_send_error(c, "invalid", "this server does not use tokens (auth = none)", ref);
         return false;
     }
     if (!cJSON_IsString(tok) ||
         client__verify_token(c->e, tok->valuestring, strlen(tok->valuestring), &cl) < 0) {
-        frame_send_error(c->ws, "unauthorized", jwt_strerror(-1), ref);
+        frame_send_error(c, "unauthorized", jwt_strerror(-1), ref);
         return false;
     }
     if (c->authed && strcmp(cl.sub, client_uid(c)) != 0) {
-        frame_send_error(c->ws, "token_user_mismatch", "a refreshed token must name the same user",
+        frame_send_error(c, "token_user_mismatch", "a refreshed token must name the same user",
                          ref);
         return false;
     }
     if (client__take_token(c, &cl))
-        frame_send_ack(c->ws, ref); /* a refresh */
+        frame_send_ack(c, ref); /* a refresh */
     return true;
 }
 
@@ -289,7 +291,7 @@ static const char *room_arg(struct client *c, const cJSON *root, const char *ref
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "room");
 
     if (!cJSON_IsString(r) || !room_id_valid(r->valuestring)) {
-        frame_send_error(c->ws, "invalid", "\"room\" must be a room id", ref);
+        frame_send_error(c, "invalid", "\"room\" must be a room id", ref);
         return NULL;
     }
     return r->valuestring;
@@ -327,14 +329,14 @@ static bool msg_join(struct client *c, const cJSON *root, const char *ref)
     if (!room || !need_session(c, ref))
         return false;
     if (!engine__room_allowed(c, room, cJSON_IsString(tok) ? tok->valuestring : NULL)) {
-        frame_send_error(c->ws, "forbidden",
+        frame_send_error(c, "forbidden",
                          "the token does not allow this room and no valid room token was given",
                          ref);
         return false;
     }
     meta = json_arg(root, "meta", 1024, &bad);
     if (bad) {
-        frame_send_error(c->ws, "invalid", "\"meta\" is over 1024 bytes", ref);
+        frame_send_error(c, "invalid", "\"meta\" is over 1024 bytes", ref);
         return false;
     }
     if (cJSON_IsObject(since)) {
@@ -350,7 +352,7 @@ static bool msg_join(struct client *c, const cJSON *root, const char *ref)
     r = engine__room_join(c, room, meta, has_since, epoch, seq, ref);
     cJSON_free(meta);
     if (r == -EALREADY) {
-        frame_send_error(c->ws, "already_joined", "this connection is in the room already", ref);
+        frame_send_error(c, "already_joined", "this connection is in the room already", ref);
         return false;
     }
     return true;
@@ -363,10 +365,10 @@ static bool msg_room_leave(struct client *c, const cJSON *root, const char *ref)
     if (!room || !need_session(c, ref))
         return false;
     if (engine__room_leave(c, room, ref) == -ENOENT) {
-        frame_send_error(c->ws, "not_joined", "this connection is not in the room", ref);
+        frame_send_error(c, "not_joined", "this connection is not in the room", ref);
         return false;
     }
-    frame_send_ack(c->ws, ref);
+    frame_send_ack(c, ref);
     return true;
 }
 
@@ -379,8 +381,7 @@ static bool msg_patch(struct client *c, const cJSON *root, const char *ref)
     if (!room || !need_session(c, ref))
         return false;
     if (!(meta = json_arg(root, "meta", 1024, &bad))) {
-        frame_send_error(c->ws, "invalid", "need \"meta\" (a JSON merge patch, <= 1024 bytes)",
-                         ref);
+        frame_send_error(c, "invalid", "need \"meta\" (a JSON merge patch, <= 1024 bytes)", ref);
         return false;
     }
     engine__room_patch(c, room, meta, ref);
@@ -402,8 +403,8 @@ static bool msg_ephemeral(struct client *c, const cJSON *root, const char *ref)
     data = json_arg(root, "data", 1024, &bad);
     if (!data || !cJSON_IsString(kind)) {
         cJSON_free(data);
-        frame_send_error(c->ws, "invalid",
-                         "need \"kind\" (string) and \"data\" (JSON, <= 1024 bytes)", ref);
+        frame_send_error(c, "invalid", "need \"kind\" (string) and \"data\" (JSON, <= 1024 bytes)",
+                         ref);
         return false;
     }
     engine__room_ephemeral(c, room, kind->valuestring, data, ref);
@@ -448,13 +449,12 @@ static bool dispatch(struct client *c, const cJSON *root, const char *type)
         if (strcmp(type, types[i].type) == 0)
             t = &types[i];
     if (!(t && t->before_auth) && client__auth_jwt(c->e) && !c->authed) {
-        frame_send_error(c->ws, "unauthenticated", "send {\"type\":\"auth\",\"token\":...} first",
-                         ref);
+        frame_send_error(c, "unauthenticated", "send {\"type\":\"auth\",\"token\":...} first", ref);
         return false;
     }
     if (t)
         return t->fn(c, root, ref);
-    frame_send_error(c->ws, "unknown_type", "unknown message type", ref);
+    frame_send_error(c, "unknown_type", "unknown message type", ref);
     return false;
 }
 
@@ -465,7 +465,7 @@ static void on_open(struct wsconn *ws)
     struct client *c = ws_app_data(ws);
 
     ws_set_user_data(ws, c);
-    client__open(c, ws);
+    client__open(c, ws, native_proto);
 }
 
 static void on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
@@ -522,3 +522,8 @@ static const struct route routes[] = {
 };
 
 const struct route_list native_routes = ROUTE_LIST(routes);
+
+void native_register(void)
+{
+    native_proto = adapter_register(&native_adapter);
+}

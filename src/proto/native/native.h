@@ -6,9 +6,13 @@
  * (native.c: grep "{\"heartbeat\"") whose handler validates the message
  * and calls the engine's operation (session.h, watch.h, engine_room.h).
  *
+ * The events the engine sends its clients are encoded by the native
+ * adapter table (native_encode.h, the engine's adapter.h).
+ *
  * A second adapter (Pusher, Phoenix) plugs in the same way: a route of
  * its own that upgrades with its struct ws_app, a type table of its own
- * calling the same operations.
+ * calling the same operations, and an adapter table of its own that its
+ * on_open passes to client__open() (docs/architecture.md).
  */
 #ifndef NATIVE_H
 #define NATIVE_H
@@ -23,5 +27,9 @@ extern const struct route_list native_routes;
  * client made by engine_client_prepare(); the engine owns it once
  * on_open ran (client__open()). */
 extern const struct ws_app native_app;
+
+/* Registers the native adapter table (adapter_register()) as the first,
+ * so ADAPTER_DEFAULT: main.c, before the workers start. */
+void native_register(void);
 
 #endif

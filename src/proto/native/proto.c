@@ -11,15 +11,26 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "frame.h"
 #include "json.h"
 #include "log.h"
+#include "native_encode.h"
 #include "util.h"
 
 /* Renders a ref as JSON text into out: a string (as it is escaped on the
  * way out) or an integer in the int64 range (a double that is integral
  * and inside it: anything else would be an undefined cast), at most
  * PROTO_REF_MAX - 1 bytes. False, with out = "", for anything else. */
+/* An error before the message reached a client's handler (the native
+ * protocol's own, so no adapter lookup). */
+static void send_error(struct wsconn *ws, const char *code, const char *message, const char *ref)
+{
+    struct buf b = {0};
+
+    native_error_json(&b, code, message, ref);
+    ws_send_text(ws, b.data, b.len);
+    buf_release(&b);
+}
+
 static bool ref_render(const cJSON *ref, char out[PROTO_REF_MAX])
 {
     struct buf b = {0};
@@ -50,9 +61,13 @@ void proto_send_pong(struct wsconn *ws, const char *ref)
     struct buf b = {0};
 
     buf_printf(&b, "{\"type\":\"pong\",\"time\":%llu", (unsigned long long)time_wall_ms());
-    frame_append_ref(&b, ref);
+    if (ref && ref[0]) {
+        buf_append_str(&b, ",\"ref\":");
+        buf_append_str(&b, ref);
+    }
     buf_append_str(&b, "}");
-    frame_send_buf(ws, &b);
+    ws_send_text(ws, b.data, b.len);
+    buf_release(&b);
 }
 
 /* The text is checked (json_check) before cJSON sees it: cJSON alone
@@ -70,21 +85,20 @@ cJSON *proto_parse(struct wsconn *ws, const char *p, size_t n, const char **type
             snprintf(msg, sizeof(msg), "message is not valid JSON: %s", json_strerror(err));
         else
             snprintf(msg, sizeof(msg), "message is not valid JSON");
-        frame_send_error(ws, "bad_json", msg, NULL);
+        send_error(ws, "bad_json", msg, NULL);
         return NULL;
     }
     t = cJSON_GetObjectItemCaseSensitive(root, "type");
     r = cJSON_GetObjectItemCaseSensitive(root, "ref");
     if (!cJSON_IsObject(root) || !cJSON_IsString(t)) {
         proto_ref_text(root, ref);
-        frame_send_error(ws, "bad_message", "message must be an object with a string \"type\"",
-                         ref);
+        send_error(ws, "bad_message", "message must be an object with a string \"type\"", ref);
         cJSON_Delete(root);
         return NULL;
     }
     if (r && !ref_render(r, ref)) {
-        frame_send_error(ws, "bad_message",
-                         "ref must be a string of at most 61 bytes or an integer", NULL);
+        send_error(ws, "bad_message", "ref must be a string of at most 61 bytes or an integer",
+                   NULL);
         cJSON_Delete(root);
         return NULL;
     }

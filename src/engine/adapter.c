@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * adapter.c - the registry of protocol adapters (adapter.h): a small
+ * table filled before the workers start and only read after.
+ */
+#include "adapter.h"
+
+#include <assert.h>
+
+static const struct proto_adapter *adapters[ADAPTER_MAX];
+static unsigned nadapters;
+
+unsigned adapter_register(const struct proto_adapter *a)
+{
+    for (unsigned i = 0; i < nadapters; i++)
+        if (adapters[i] == a)
+            return i;
+    /* A fixed table: a protocol id is a few bits of struct client. */
+    assert(nadapters < ADAPTER_MAX);
+    adapters[nadapters] = a;
+    return nadapters++;
+}
+
+const struct proto_adapter *adapter_get(unsigned id)
+{
+    /* The composition root registers the adapters before any event. */
+    assert(id < nadapters && adapters[id]);
+    return adapters[id];
+}
+
+unsigned adapter_count(void)
+{
+    return nadapters;
+}
+
+void adapter_frames_release(struct adapter_frames *fs)
+{
+    for (unsigned i = 0; i < ADAPTER_MAX; i++) {
+        payload_unref(fs->f[i]);
+        fs->f[i] = NULL;
+    }
+}

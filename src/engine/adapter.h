@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * adapter.h - the seam between the engine and the protocol adapters: the
+ * engine's events as structured values, and the table of operations
+ * through which one protocol encodes them and writes them to its sockets.
+ *
+ * The engine decides what happens (who gets which transition, which reply,
+ * which room delta); an adapter decides what it looks like on the wire.
+ * Every frame the engine sends is made by an adapter's encode_* from one of
+ * the event values below, once per event and protocol, and shared as a
+ * refcounted payload by every recipient of that protocol (frame.h shows
+ * the per-event cache). src/proto/native/native_encode.c is the first
+ * adapter (the JSON of docs/protocol.md); a second one (Pusher, Phoenix)
+ * registers its own table and picks it for its clients at open
+ * (client__open()); docs/architecture.md "Protocol adapters" lists the
+ * operations it must implement.
+ *
+ * Event values borrow everything they point to, for the duration of the
+ * encode call only. Encoders are pure: no I/O, they return a new payload
+ * (a reference the caller owns) ready to be written to a socket.
+ *
+ * Registration happens before the workers start (main.c, or a unit
+ * test's set-up); the table is read-only while they run.
+ */
+#ifndef ADAPTER_H
+#define ADAPTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+struct client;
+struct config;
+struct presence_view;
+struct room_info;
+struct store_privacy;
+
+#define ADAPTER_MAX     4 /* protocols registered at most */
+#define ADAPTER_DEFAULT 0 /* the first registered: the native protocol */
+
+/* An error reply: code and message, for the message with ref. */
+struct error_event {
+    const char *code;
+    const char *message;
+    const char *ref; /* the client's ref as JSON text, "" or NULL = none */
+};
+
+/* The welcome of a socket that opened. */
+struct welcome_event {
+    const struct config *cfg; /* the server's settings it announces */
+    uint64_t conn_id;
+    const char *uid; /* "" = anonymous observer */
+    const char *sid; /* the session, when uid is not "" */
+    bool resumed;    /* the session was resumed */
+};
+
+/* The end of a socket's session. */
+struct ended_event {
+    int why;             /* enum presence_end_reason */
+    const char *message; /* NULL = none */
+};
+
+/* A user's presence as one privacy class sees it. */
+struct presence_event {
+    const struct presence_view *view; /* already reduced to the class */
+    int cls;                          /* enum privacy_class */
+    int64_t wall_offset_ms;           /* wall - monotonic, for its times */
+};
+
+/* A user's privacy settings changed (to the user's own sessions). */
+struct privacy_event {
+    const struct store_privacy *settings;
+};
+
+/* A join of a room was accepted (the state follows as a snapshot). */
+struct room_joined_event {
+    const char *room;
+    const struct room_info *info; /* epoch, seq, mode, count */
+    bool resumed;                 /* the client's epoch/seq resumed */
+    const char *ref;
+};
+
+/*
+ * One protocol's operations. Every encode_* returns a new reference to a
+ * frame ready for the socket (never NULL); send writes a frame to one of
+ * the protocol's clients, taking a reference of its own.
+ *
+ * Room deltas, snapshots and ephemerals are still encoded as the native
+ * JSON by the room core (room.h) and resume ring; frame_room() frames that
+ * text for the wire. A second protocol re-encodes it there (see
+ * docs/architecture.md: the room core is the part not yet structured).
+ */
+struct proto_adapter {
+    const char *name; /* "native" */
+    struct payload *(*encode_error)(const struct error_event *ev);
+    struct payload *(*encode_ack)(const char *ref); /* ref is not "" */
+    struct payload *(*encode_welcome)(const struct welcome_event *ev);
+    struct payload *(*encode_ended)(const struct ended_event *ev);
+    struct payload *(*encode_token_expired)(void);
+    struct payload *(*encode_presence)(const struct presence_event *ev);
+    struct payload *(*encode_privacy)(const struct privacy_event *ev);
+    struct payload *(*encode_room_joined)(const struct room_joined_event *ev);
+    struct payload *(*frame_room)(const char *json, size_t n);
+    void (*send)(struct client *c, struct payload *f);
+};
+
+/* Registers a (static) adapter table and returns its protocol id, which
+ * its clients carry (struct client.proto). Registering the same table
+ * again returns its id. Aborts past ADAPTER_MAX. Before the workers start. */
+unsigned adapter_register(const struct proto_adapter *a);
+/* The adapter with protocol id id; aborts when none is registered there
+ * (an engine without its adapter is a composition error). */
+const struct proto_adapter *adapter_get(unsigned id);
+/* How many adapters are registered. */
+unsigned adapter_count(void);
+
+/*
+ * The per-event cache: one event's frame per protocol, encoded on first
+ * need and then shared (refcounted) by every recipient of that protocol.
+ * Zero-filled before use; adapter_frames_release() drops the references.
+ */
+struct adapter_frames {
+    struct payload *f[ADAPTER_MAX];
+};
+
+void adapter_frames_release(struct adapter_frames *fs);
+
+#endif

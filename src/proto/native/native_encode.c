@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * native_encode.c - the native protocol's adapter table (adapter.h): the
+ * JSON of docs/protocol.md for each engine event, written with the own
+ * JSON encoder straight into the buffer that becomes the WebSocket frame.
+ * The presence and settings objects themselves are privacy.h's encoders,
+ * which the HTTP API shares.
+ */
+#include "native_encode.h"
+
+#include "client.h"
+#include "config.h"
+#include "frame.h"
+#include "json.h"
+#include "presence.h"
+#include "privacy.h"
+#include "room.h"
+#include "ws.h"
+
+#define NATIVE_PROTOCOL 1 /* the native protocol's version, in the welcome */
+
+static void append_ref(struct buf *b, const char *ref)
+{
+    if (ref && ref[0]) {
+        buf_append_str(b, ",\"ref\":");
+        buf_append_str(b, ref);
+    }
+}
+
+void native_error_json(struct buf *b, const char *code, const char *message, const char *ref)
+{
+    buf_append_str(b, "{\"type\":\"error\",\"code\":");
+    json_append_cstr(b, code);
+    buf_append_str(b, ",\"message\":");
+    json_append_cstr(b, message);
+    append_ref(b, ref);
+    buf_append_str(b, "}");
+}
+
+static struct payload *enc_error(const struct error_event *ev)
+{
+    struct buf b = {0};
+
+    native_error_json(&b, ev->code, ev->message, ev->ref);
+    return frame_text(&b);
+}
+
+static struct payload *enc_ack(const char *ref)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"type\":\"ack\"");
+    append_ref(&b, ref);
+    buf_append_str(&b, "}");
+    return frame_text(&b);
+}
+
+static struct payload *enc_welcome(const struct welcome_event *ev)
+{
+    const struct config *cfg = ev->cfg;
+    struct buf b = {0};
+
+    buf_printf(&b,
+               "{\"type\":\"welcome\",\"protocol\":%d,\"server\":\"presenced/0.1.0\","
+               "\"connectionId\":\"%llx\"",
+               NATIVE_PROTOCOL, (unsigned long long)ev->conn_id);
+    if (ev->uid[0]) {
+        buf_append_str(&b, ",\"user\":");
+        json_append_cstr(&b, ev->uid);
+        buf_append_str(&b, ",\"sessionId\":");
+        json_append_cstr(&b, ev->sid);
+        buf_printf(&b, ",\"resumed\":%s", ev->resumed ? "true" : "false");
+    }
+    buf_printf(&b,
+               ",\"heartbeatMs\":%lld,\"sessionTtlMs\":%lld,\"reconnectGraceMs\":%lld,"
+               "\"idleMs\":%lld,\"statusPolicy\":\"%s\",\"limits\":{\"maxMessageBytes\":%lld,"
+               "\"maxWatch\":%d,\"maxRoomMetaBytes\":1024,\"maxEphemeralBytes\":1024,"
+               "\"ephemeralPerSecond\":%d}}",
+               (long long)cfg->heartbeat_interval_ms, (long long)cfg->session_ttl_ms,
+               (long long)cfg->reconnect_grace_ms, (long long)cfg->idle_ms, cfg->status_policy,
+               (long long)cfg->ws_max_message_bytes, cfg->max_watch, cfg->ephemeral_rate);
+    return frame_text(&b);
+}
+
+static const char *end_reason_name(int why)
+{
+    switch (why) {
+    case PRESENCE_END_LEAVE:
+        return "leave";
+    case PRESENCE_END_TTL:
+        return "ttl";
+    case PRESENCE_END_KICKED:
+        return "kicked";
+    default:
+        return "grace";
+    }
+}
+
+static struct payload *enc_ended(const struct ended_event *ev)
+{
+    struct buf b = {0};
+
+    buf_printf(&b, "{\"type\":\"session_ended\",\"reason\":\"%s\"", end_reason_name(ev->why));
+    if (ev->message) {
+        buf_append_str(&b, ",\"message\":");
+        json_append_cstr(&b, ev->message);
+    }
+    buf_append_str(&b, "}");
+    return frame_text(&b);
+}
+
+static struct payload *enc_token_expired(void)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"type\":\"token_expired\"}");
+    return frame_text(&b);
+}
+
+static struct payload *enc_presence(const struct presence_event *ev)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"type\":\"presence\",\"presence\":");
+    privacy_encode(ev->view, (enum privacy_class)ev->cls, ev->wall_offset_ms, &b);
+    buf_append_str(&b, "}");
+    return frame_text(&b);
+}
+
+static struct payload *enc_privacy(const struct privacy_event *ev)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"type\":\"privacy_changed\",\"privacy\":");
+    privacy_encode_settings(ev->settings, &b);
+    buf_append_str(&b, "}");
+    return frame_text(&b);
+}
+
+static struct payload *enc_room_joined(const struct room_joined_event *ev)
+{
+    const struct room_info *info = ev->info;
+    struct buf b = {0};
+
+    buf_printf(&b, "{\"type\":\"room_joined\",\"room\":");
+    json_append_cstr(&b, ev->room);
+    buf_printf(&b, ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu,\"resumed\":%s",
+               (unsigned long long)info->epoch, (unsigned long long)info->seq,
+               room_mode_name(info->mode), (size_t)info->count, ev->resumed ? "true" : "false");
+    append_ref(&b, ev->ref);
+    buf_append_str(&b, "}");
+    return frame_text(&b);
+}
+
+/* The native protocol's room events are the room core's JSON as it is. */
+static struct payload *enc_room_json(const char *json, size_t n)
+{
+    return ws_frame_payload(WS_OP_TEXT, json, n);
+}
+
+static void send_frame(struct client *c, struct payload *f)
+{
+    if (c->ws)
+        ws_send_payload(c->ws, f);
+}
+
+const struct proto_adapter native_adapter = {
+    .name = "native",
+    .encode_error = enc_error,
+    .encode_ack = enc_ack,
+    .encode_welcome = enc_welcome,
+    .encode_ended = enc_ended,
+    .encode_token_expired = enc_token_expired,
+    .encode_presence = enc_presence,
+    .encode_privacy = enc_privacy,
+    .encode_room_joined = enc_room_joined,
+    .frame_room = enc_room_json,
+    .send = send_frame,
+};
