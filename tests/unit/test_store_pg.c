@@ -67,7 +67,7 @@ static long admin_num(const char *sql)
 static void drop_schema(void)
 {
     admin_ok("DROP TABLE IF EXISTS presenced_privacy, presenced_contacts, presenced_blocks,"
-             " presenced_schema");
+             " presenced_last_seen, presenced_schema");
 }
 
 /* Runs "$PRESENCED_TEST_PG_CTL what" (stop or start). */
@@ -250,8 +250,9 @@ static void test_schema_tables(void **state)
     struct fix *f = *state;
 
     assert_int_equal(admin_num("SELECT count(*) FROM pg_tables WHERE tablename IN"
-                               " ('presenced_privacy', 'presenced_contacts', 'presenced_blocks')"),
-                     3);
+                               " ('presenced_privacy', 'presenced_contacts', 'presenced_blocks',"
+                               " 'presenced_last_seen')"),
+                     4);
     CONTACTS(store_contacts_add, f, "s", "t");
     reopen(f);
     assert_int_equal(admin_num("SELECT count(*) FROM presenced_schema"), 1);
@@ -420,7 +421,7 @@ int main(void)
     PQclear(PQexec(admin, "SET client_min_messages TO warning"));
     rc = cmocka_run_group_tests(tests, NULL, NULL);
     PQclear(PQexec(admin, "DROP TABLE IF EXISTS presenced_privacy, presenced_contacts,"
-                          " presenced_blocks, presenced_schema"));
+                          " presenced_blocks, presenced_last_seen, presenced_schema"));
     PQfinish(admin);
     return rc;
 }
