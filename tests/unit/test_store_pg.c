@@ -162,6 +162,36 @@ static void fix_destroy(struct fix *f)
     drop_schema();
 }
 
+static long fix_count_lastseen(struct fix *f)
+{
+    (void)f;
+    return admin_num("SELECT count(*) FROM presenced_last_seen");
+}
+
+/* Every row an upsert inserts or updates carries its transaction in xmin. */
+static long fix_lastseen_commits(struct fix *f)
+{
+    (void)f;
+    return admin_num("SELECT count(DISTINCT xmin::text) FROM presenced_last_seen");
+}
+
+static void fix_forbid_lastseen(struct fix *f, const char *id)
+{
+    char sql[256];
+
+    (void)f;
+    assert_true(store_id_is_valid(id)); /* nothing to quote */
+    snprintf(sql, sizeof(sql),
+             "ALTER TABLE presenced_last_seen ADD CONSTRAINT forbid CHECK (user_id <> '%s')", id);
+    admin_ok(sql);
+}
+
+static void fix_drop_lastseen(struct fix *f)
+{
+    (void)f;
+    admin_ok("DROP TABLE presenced_last_seen");
+}
+
 #include "store_cases.h"
 
 static int setup(void **state)
@@ -389,6 +419,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_ids_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inbox_free_drops_undrained, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_durable_after_completion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_max_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_large_batch_one_transaction, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_invalid_batch_refused_whole, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_refused_batch_writes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_load_pages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_migrates_version_1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_write_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_schema_created_then_accepted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
