@@ -1163,6 +1163,7 @@ static void test_strerror(void **state)
 /* ---- durability under SIGKILL ---- */
 
 #define DUR_N      200 /* numbered writes per round */
+#define DUR_SEEN   4   /* every DUR_SEEN-th write is followed by a last-seen batch */
 #define DUR_ROUNDS 5
 
 static int dur_pipe = -1; /* the child's write end */
@@ -1183,8 +1184,10 @@ static void dur_ack_cb(void *ctx, int status, const struct store_result *r)
 
 /*
  * The child: opens its own store on spec and submits DUR_N contact
- * additions for owner, draining completions as it goes so that group
- * commits of varying sizes happen, then waits to be killed.
+ * additions for owner (acknowledged as "acked <i>"), each DUR_SEEN-th
+ * followed by a last-seen batch of owner and "dur-all" at T0 + i ("acked
+ * <DUR_N + i>"), draining completions as it goes so that group commits of
+ * varying sizes happen, then waits to be killed.
  */
 static void dur_child(const char *spec, const char *owner, unsigned seed)
 {
@@ -1202,6 +1205,12 @@ static void dur_child(const char *spec, const char *owner, unsigned seed)
         snprintf(id, sizeof(id), "c%d", i);
         if (store_contacts_add(s, in, owner, ids, 1, dur_ack_cb, (void *)(intptr_t)i) != 0)
             _exit(4);
+        if (i % DUR_SEEN == 0) {
+            struct store_lastseen p[] = {{owner, T0 + i}, {"dur-all", T0 + i}};
+
+            if (store_lastseen_write(s, in, p, 2, dur_ack_cb, (void *)(intptr_t)(DUR_N + i)))
+                _exit(4);
+        }
         if (rand() % 4 == 0)
             usleep((useconds_t)(rand() % 3000));
         store_inbox_drain(in);
@@ -1232,7 +1241,7 @@ static bool dur_read(int fd, bool *acked, int *count, char *pend, size_t *plen)
 
         *nl = '\0';
         i = atoi(pend + strlen("acked "));
-        assert_true(strncmp(pend, "acked ", 6) == 0 && i >= 0 && i < DUR_N);
+        assert_true(strncmp(pend, "acked ", 6) == 0 && i >= 0 && i < 2 * DUR_N);
         if (!acked[i]) {
             acked[i] = true;
             (*count)++;
@@ -1295,10 +1304,11 @@ static int dur_round(const char *spec, const char *owner, unsigned seed, bool *a
  */
 static void durability_kill9(const char *spec)
 {
-    int total = 0;
+    int total = 0, batches = 0;
 
     for (unsigned round = 0; round < DUR_ROUNDS; round++) {
-        bool acked[DUR_N] = {false};
+        bool acked[2 * DUR_N] = {false};
+        int64_t seen = 0; /* the last acknowledged last seen */
         struct fix f = {0};
         char owner[16];
 
@@ -1312,11 +1322,19 @@ static void durability_kill9(const char *spec)
             snprintf(id, sizeof(id), "c%d", i);
             if (acked[i] && !relations(&f, owner, id).r.is_contact)
                 fail_msg("round %u: acknowledged write %d lost", round, i);
+            if (acked[DUR_N + i]) {
+                seen = T0 + i;
+                batches++;
+            }
         }
+        if (lastseen_get(&f, owner) < seen || lastseen_get(&f, "dur-all") < seen)
+            fail_msg("round %u: acknowledged last seen %lld lost", round, (long long)seen);
         store_close(f.s);
         store_inbox_free(f.in);
     }
-    print_message("durability: %d acknowledged writes checked over %d rounds\n", total, DUR_ROUNDS);
+    print_message("durability: %d acknowledged writes (%d of them last-seen batches) checked over"
+                  " %d rounds\n",
+                  total, batches, DUR_ROUNDS);
 }
 
 #endif

@@ -272,6 +272,54 @@ static void test_group_commit(void **state)
     free(x);
 }
 
+/* ---- nodes sharing the database ---- */
+
+#define NODE_BATCHES 20
+#define NODE_USERS   1000
+
+/*
+ * Two stores on one database (two nodes) flush overlapping batches at the
+ * same time, one listing the users forwards and the other backwards: the
+ * upserts lock rows in one order, so no batch deadlocks or fails, and
+ * every user ends at the largest time either node wrote.
+ */
+static void test_lastseen_two_nodes(void **state)
+{
+    struct fix *f = *state;
+    struct store *other = open_or_fail(uri);
+    struct store_lastseen *pairs = xcalloc(NODE_USERS, sizeof(*pairs));
+    char(*ids)[16] = xcalloc(NODE_USERS, sizeof(*ids));
+    struct rec x[2 * NODE_BATCHES] = {{0}};
+    char sql[128];
+
+    for (size_t i = 0; i < NODE_USERS; i++)
+        snprintf(ids[i], sizeof(ids[i]), "n%zu", i);
+    for (int k = 0; k < NODE_BATCHES; k++) {
+        for (int node = 0; node < 2; node++) {
+            for (size_t i = 0; i < NODE_USERS; i++) {
+                size_t u = node ? NODE_USERS - 1 - i : i;
+
+                pairs[i] = (struct store_lastseen){ids[u], T0 + 2 * k + node};
+            }
+            assert_int_equal(store_lastseen_write(node ? other : f->s, f->in, pairs, NODE_USERS,
+                                                  rec_cb, &x[2 * k + node]),
+                             0);
+        }
+    }
+    wait_all(f->in);
+    for (int i = 0; i < 2 * NODE_BATCHES; i++) {
+        assert_int_equal(x[i].calls, 1);
+        assert_int_equal(x[i].status, 0);
+    }
+    assert_int_equal(admin_num("SELECT count(*) FROM presenced_last_seen"), NODE_USERS);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM presenced_last_seen WHERE last_seen_ms <> %lld",
+             T0 + 2 * (NODE_BATCHES - 1) + 1);
+    assert_int_equal(admin_num(sql), 0);
+    store_close(other);
+    free(ids);
+    free(pairs);
+}
+
 /* ---- schema ---- */
 
 /* The fixture's open created every table; a second open adds no version row. */
@@ -344,6 +392,33 @@ static void assert_most_private(const struct rec *x)
 }
 
 /*
+ * Last seen with the server down: a batch fails whole (STORE_E_IO), a
+ * read still answers one entry per user asked, each "never seen", and a
+ * load page is empty.
+ */
+static void lastseen_fails_closed(struct fix *f)
+{
+    const char *users[] = {"alice", "seen", "alice"};
+    struct rec w = lastseen_write_any(f, LS_PAIRS({"seen", T0 + 1}), 1);
+    struct seen_rec x = lastseen_read_any(f, users, ARRAY_SIZE(users));
+
+    assert_int_equal(w.status, STORE_E_IO);
+    assert_int_equal(w.r.changed, 0);
+    assert_int_equal(x.status, STORE_E_IO);
+    assert_int_equal(x.n, ARRAY_SIZE(users));
+    for (size_t i = 0; i < x.n; i++) {
+        assert_string_equal(x.seen[i].user, users[i]);
+        assert_int_equal(x.seen[i].last_seen_ms, 0);
+    }
+    seen_rec_free(&x);
+    assert_int_equal(store_lastseen_load(f->s, f->in, NULL, 0, 10, seen_cb, &x), 0);
+    wait_all(f->in);
+    assert_int_equal(x.status, STORE_E_IO);
+    assert_int_equal(x.n, 0);
+    seen_rec_free(&x);
+}
+
+/*
  * The server stops: every request fails (reads with the most private
  * answer, writes with STORE_E_IO), in order and promptly; the store keeps
  * retrying per batch and works again, with nothing lost, once the server
@@ -359,6 +434,7 @@ static void test_outage_fails_closed_then_recovers(void **state)
 
     CONTACTS(store_contacts_add, f, "alice", "bob");
     done(f, store_set_privacy(f->s, f->in, "alice", &p, rec_cb, &x[0]), &x[0]);
+    LS_WRITE(f, {"seen", T0});
     cluster("stop");
     t0 = time_mono_ms();
     memset(x, 0, sizeof(x));
@@ -375,6 +451,7 @@ static void test_outage_fails_closed_then_recovers(void **state)
     assert_most_private(&x[0]);
     assert_most_private(&x[4]);
     assert_int_equal(x[1].r.changed, 0);
+    lastseen_fails_closed(f);
     /* Every later request retries the connection and fails the same way. */
     x[0] = relations_any(f, "alice", "bob");
     assert_int_equal(x[0].status, STORE_E_IO);
@@ -388,6 +465,8 @@ static void test_outage_fails_closed_then_recovers(void **state)
     assert_false(x[0].r.blocked);
     assert_false(x[0].r.privacy.invisible);
     assert_false(relations(f, "alice", "new").r.is_contact); /* the failed write did not happen */
+    assert_int_equal(lastseen_get(f, "seen"), T0);
+    assert_int_equal(LS_WRITE(f, {"seen", T0 + 1}), 1); /* the failed batch, resent */
     CONTACTS(store_contacts_add, f, "alice", "new");
     assert_true(relations(f, "alice", "new").r.is_contact);
 }
@@ -435,6 +514,7 @@ int main(void)
         /* PostgreSQL's own */
         cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_schema_tables, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_two_nodes, setup, teardown),
         cmocka_unit_test(test_unreachable_at_open),
         cmocka_unit_test_setup_teardown(test_terminated_connection_reconnects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outage_fails_closed_then_recovers, setup, teardown),
