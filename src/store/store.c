@@ -713,8 +713,8 @@ int store_lastseen_write(struct store *s, struct store_inbox *in,
     return submit(s, in, r);
 }
 
-int store_lastseen_read(struct store *s, struct store_inbox *in, const char *const *users,
-                        size_t n, store_cb *cb, void *ctx)
+int store_lastseen_read(struct store *s, struct store_inbox *in, const char *const *users, size_t n,
+                        store_cb *cb, void *ctx)
 {
     int err = check_ids(users, n);
     struct req *r;
@@ -738,8 +738,7 @@ int store_lastseen_load(struct store *s, struct store_inbox *in, const char *aft
 
     if (after && *after == '\0')
         after = NULL;
-    if ((after && !store_id_is_valid(after)) || since_ms < 0 || limit == 0 ||
-        limit > STORE_IDS_MAX)
+    if ((after && !store_id_is_valid(after)) || since_ms < 0 || limit == 0 || limit > STORE_IDS_MAX)
         return -EINVAL;
     r = req_new(STORE_LASTSEEN_LOAD, NULL, after, cb, ctx);
     r->args.since_ms = since_ms;

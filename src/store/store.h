@@ -301,8 +301,8 @@ int store_lastseen_write(struct store *s, struct store_inbox *in,
  * answer as "never seen": ask again later, or keep what it has in memory
  * (a merge that keeps the max is safe with either answer).
  */
-int store_lastseen_read(struct store *s, struct store_inbox *in, const char *const *users,
-                        size_t n, store_cb *cb, void *ctx);
+int store_lastseen_read(struct store *s, struct store_inbox *in, const char *const *users, size_t n,
+                        store_cb *cb, void *ctx);
 
 /*
  * One page of every stored last seen, for loading at start: up to limit

@@ -305,8 +305,7 @@ static int read_lastseen(struct lite *l, const struct store_args *a, struct stor
 }
 
 /* One page of rows after a->other (NULL: from the start), in user order. */
-static int read_lastseen_page(struct lite *l, const struct store_args *a,
-                              struct store_result *res)
+static int read_lastseen_page(struct lite *l, const struct store_args *a, struct store_result *res)
 {
     sqlite3_stmt *st = bind2(l, ST_LASTSEEN_PAGE, a->other ? a->other : "", NULL);
     struct store_lastseen *seen = xcalloc(a->limit, sizeof(*seen));

@@ -729,8 +729,8 @@ static size_t lastseen_write(struct fix *f, const struct store_lastseen *pairs, 
     return x.r.changed;
 }
 
-#define LS_PAIRS(...) (const struct store_lastseen[]){__VA_ARGS__}
-#define LS_COUNT(...) (sizeof(LS_PAIRS(__VA_ARGS__)) / sizeof(struct store_lastseen))
+#define LS_PAIRS(...)    ((const struct store_lastseen[]){__VA_ARGS__})
+#define LS_COUNT(...)    (sizeof(LS_PAIRS(__VA_ARGS__)) / sizeof(struct store_lastseen))
 #define LS_WRITE(f, ...) lastseen_write(f, LS_PAIRS(__VA_ARGS__), LS_COUNT(__VA_ARGS__))
 
 /* lastseen_read of n users, whatever its status; free with seen_rec_free(). */
@@ -916,8 +916,8 @@ static void test_lastseen_invalid_batch_refused_whole(void **state)
         assert_int_equal(store_lastseen_write(f->s, f->in, p, 3, rec_cb, &x), -EINVAL);
         assert_int_equal(store_lastseen_read(f->s, f->in, users, 2, seen_cb, &y), -EINVAL);
         if (bad_ids[i])
-            assert_int_equal(store_lastseen_load(f->s, f->in, bad_ids[i][0] ? bad_ids[i] : "a b",
-                                                 0, 10, seen_cb, &y),
+            assert_int_equal(store_lastseen_load(f->s, f->in, bad_ids[i][0] ? bad_ids[i] : "a b", 0,
+                                                 10, seen_cb, &y),
                              -EINVAL);
     }
     for (size_t i = 0; i < ARRAY_SIZE(bad_ms); i++) {

@@ -312,7 +312,8 @@ static void test_lastseen_two_nodes(void **state)
         assert_int_equal(x[i].status, 0);
     }
     assert_int_equal(admin_num("SELECT count(*) FROM presenced_last_seen"), NODE_USERS);
-    snprintf(sql, sizeof(sql), "SELECT count(*) FROM presenced_last_seen WHERE last_seen_ms <> %lld",
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM presenced_last_seen WHERE last_seen_ms <> %lld",
              T0 + 2 * (NODE_BATCHES - 1) + 1);
     assert_int_equal(admin_num(sql), 0);
     store_close(other);
@@ -502,7 +503,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lastseen_max_wins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lastseen_large_batch_one_transaction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lastseen_invalid_batch_refused_whole, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_lastseen_refused_batch_writes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_refused_batch_writes_nothing, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_lastseen_load_pages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lastseen_migrates_version_1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_write_alone, setup, teardown),
