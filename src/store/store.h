@@ -261,7 +261,10 @@ int store_list_blockers(struct store *s, struct store_inbox *in, const char *tar
  * means committed and fsync'd); what changed since the last completed
  * batch is lost. An engine that flushes every F ms loses at most F plus
  * one commit of last seen; F <= 4,000 keeps that within the documented
- * 5 s. A clean shutdown flushes once more before store_close().
+ * 5 s. Keep one flush in flight: while one waits for its completion, the
+ * next batch goes on collecting (a slow database then makes fewer,
+ * bigger batches, not a queue of them). A clean shutdown flushes once
+ * more before store_close(), which commits it before it returns.
  */
 
 /*
@@ -279,10 +282,11 @@ int store_list_blockers(struct store *s, struct store_inbox *in, const char *tar
  * returns -E2BIG, nothing is queued and cb never fires.
  *
  * cb fires once, on in's thread, after the transaction committed (status
- * 0, r->changed = rows created or moved forward) or failed (a negative
- * status, nothing of the batch written). On failure the caller keeps the
- * pairs and hands them over again with its next batch: retrying is always
- * safe, since writes keep the max.
+ * 0; r->changed = the users whose row was created or moved forward, a
+ * user named twice counting once) or failed (a negative status; nothing
+ * of the batch was written). On failure the caller keeps the pairs and
+ * hands them over again with its next batch: retrying is always safe,
+ * since writes keep the max.
  */
 int store_lastseen_write(struct store *s, struct store_inbox *in,
                          const struct store_lastseen *pairs, size_t n, store_cb *cb, void *ctx);

@@ -185,21 +185,48 @@ static int exec_set_privacy(struct lite *l, const struct store_args *a, size_t *
     return 0;
 }
 
-/* Upserts each (user, time) pair keeping the max; counts the rows
- * created or moved forward (an upsert whose WHERE fails changes none). */
+/* Orders indexes into the batch by user id (qsort_r context: the ids). */
+static int cmp_by_id(const void *x, const void *y, void *ids)
+{
+    char *const *v = ids;
+
+    return strcmp(v[*(const size_t *)x], v[*(const size_t *)y]);
+}
+
+/*
+ * Upserts the batch keeping the max, one statement per distinct user in
+ * id order, as PostgreSQL's GROUP BY does: a user named twice is one row
+ * written with the larger time, so both backends count changed rows (the
+ * rows created or moved forward; an upsert whose WHERE fails changes
+ * none) the same way.
+ */
 static int exec_lastseen_put(struct lite *l, const struct store_args *a, size_t *changed)
 {
-    for (size_t i = 0; i < a->n; i++) {
-        sqlite3_stmt *st = bind2(l, ST_LASTSEEN_PUT, a->ids[i], NULL);
+    size_t *order = xcalloc(a->n ? a->n : 1, sizeof(*order));
+    int err = 0;
+
+    for (size_t i = 0; i < a->n; i++)
+        order[i] = i;
+    qsort_r(order, a->n, sizeof(*order), cmp_by_id, a->ids);
+    for (size_t i = 0; i < a->n && err == 0;) {
+        const char *user = a->ids[order[i]];
+        int64_t ms = a->times[order[i]];
+        sqlite3_stmt *st;
         int rc;
 
-        sqlite3_bind_int64(st, 2, a->times[i]);
+        for (i++; i < a->n && strcmp(a->ids[order[i]], user) == 0; i++)
+            if (a->times[order[i]] > ms)
+                ms = a->times[order[i]];
+        st = bind2(l, ST_LASTSEEN_PUT, user, NULL);
+        sqlite3_bind_int64(st, 2, ms);
         rc = stmt_step(st);
-        if (rc != SQLITE_DONE)
-            return map_sqlite(rc);
-        *changed += (size_t)sqlite3_changes(l->db);
+        if (rc == SQLITE_DONE)
+            *changed += (size_t)sqlite3_changes(l->db);
+        else
+            err = map_sqlite(rc);
     }
-    return 0;
+    free(order);
+    return err;
 }
 
 static int lite_write(void *db, const struct store_args *a, size_t *changed)

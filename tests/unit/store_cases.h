@@ -816,7 +816,8 @@ static void test_lastseen_max_wins(void **state)
     assert_int_equal(lastseen_get(f, "u"), T0 + 7000);
 
     /* A user twice in one batch keeps the larger time, in either order. */
-    LS_WRITE(f, {"v", T0 + 9000}, {"v", T0 + 8000}, {"w", T0 + 1}, {"w", T0 + 2});
+    assert_int_equal(LS_WRITE(f, {"v", T0 + 9000}, {"w", T0 + 1}, {"v", T0 + 8000}, {"w", T0 + 2}),
+                     2); /* one row each */
     assert_int_equal(lastseen_get(f, "v"), T0 + 9000);
     assert_int_equal(lastseen_get(f, "w"), T0 + 2);
     assert_int_equal(LS_WRITE(f, {"u", T0 + 10}, {"u", T0 + 20}), 0);
