@@ -174,7 +174,7 @@ const struct config_def config_defs[] = {
               "Changes of one user inside this window merge into one event; raise it to absorb "
               "more churn."),
     ROW_INT("max-sessions-per-user", max_sessions_per_user, 1, 1000, 10,
-            "Sessions (tabs, devices) one user may hold at once; extra ones are refused."),
+            "Sessions (tabs, devices) one user may hold at once; only live connections refuse."),
     ROW_INT("max-watch", max_watch, 1, 100000, 1000,
             "Users one connection may watch at once; it bounds the fan-out one client can ask "
             "for."),
