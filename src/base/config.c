@@ -185,6 +185,8 @@ const struct config_def config_defs[] = {
     /* rooms */
     ROW_INT("room-max-members", room_max_members, 1, 1000000, 10000,
             "Members one room may hold; joins beyond it are refused with room_full."),
+    ROW_INT64("watch-batch-ms", watch_batch_ms, 1, 60000, 2000,
+              "A list-tier watcher gets the users that changed in this window in one frame."),
     ROW_INT64("room-batch-ms", room_batch_ms, 1, 10000, 50,
               "Room changes inside this window go out as one delta; raise it to merge more "
               "churn."),
