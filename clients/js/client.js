@@ -94,6 +94,7 @@ export function createClient(options = {}) {
   let refN = 0;
   const pendingRefs = new Map(); // ref -> {resolve, reject}
   const watchCount = new Map(); // user -> refcount
+  const listTier = new Set(); // users watched with tier list
   const fresh = new Set(); // users whose next presence resets the version baseline
   const rooms = new Map(); // id -> room handle
   let serverOffset = 0;
@@ -232,7 +233,12 @@ export function createClient(options = {}) {
     else if (!active) send({ type: 'activity', active: false });
     const users = [...watchCount.keys()];
     for (const u of users) fresh.add(u);
-    for (let i = 0; i < users.length; i += WATCH_CHUNK) send({ type: 'watch', users: users.slice(i, i + WATCH_CHUNK) });
+    for (const tier of ['live', 'list']) {
+      const us = users.filter((u) => (listTier.has(u) ? 'list' : 'live') === tier);
+      for (let i = 0; i < us.length; i += WATCH_CHUNK) {
+        send({ type: 'watch', users: us.slice(i, i + WATCH_CHUNK), ...(tier === 'list' ? { tier } : {}) });
+      }
+    }
     for (const r of rooms.values()) r._rejoin();
     welcomeEv.emit(m);
   }
@@ -281,6 +287,11 @@ export function createClient(options = {}) {
         buffer.push(p, { force: fresh.delete(p.user) });
         break;
       }
+      case 'presence_list': // the list tier's batch: one entry per user that changed
+        for (const p of Array.isArray(m.presence) ? m.presence : []) {
+          if (p && watchCount.has(p.user)) buffer.push(p, { force: fresh.delete(p.user) });
+        }
+        break;
       case 'pong': if (typeof m.time === 'number') serverOffset = m.time - t.now(); break;
       case 'room_snapshot': case 'room_delta': case 'room_joined': case 'ephemeral': {
         const r = rooms.get(m.room); if (r) r._onMessage(m); break;
@@ -538,15 +549,23 @@ export function createClient(options = {}) {
     onWelcome(fn) { return welcomeEv.on(fn); },
     getPresence(u) { return buffer.get(u); },
     serverNow() { return t.now() + serverOffset; },
-    watch(users) {
+    // tier 'list' batches these users' transitions over the server's
+    // watch-batch-ms (a friend list); 'live' (the default) sends each at
+    // once. A user's tier is that of its first watch() still held.
+    watch(users, { tier = 'live' } = {}) {
       const list = [...new Set(Array.isArray(users) ? users : [users])];
       const added = [];
       for (const u of list) {
         const n = watchCount.get(u) || 0;
         watchCount.set(u, n + 1);
-        if (n === 0) { added.push(u); fresh.add(u); }
+        if (n === 0) {
+          added.push(u); fresh.add(u);
+          if (tier === 'list') listTier.add(u); else listTier.delete(u);
+        }
       }
-      for (let i = 0; i < added.length; i += WATCH_CHUNK) send({ type: 'watch', users: added.slice(i, i + WATCH_CHUNK) });
+      for (let i = 0; i < added.length; i += WATCH_CHUNK) {
+        send({ type: 'watch', users: added.slice(i, i + WATCH_CHUNK), ...(tier === 'list' ? { tier } : {}) });
+      }
       let done = false;
       return () => { if (!done) { done = true; release(list, false); } };
     },
@@ -608,7 +627,7 @@ export function createClient(options = {}) {
     for (const u of list) {
       const n = watchCount.get(u) || 0;
       if (n === 0) continue;
-      if (force || n === 1) { watchCount.delete(u); fresh.delete(u); gone.push(u); buffer.remove(u); } else watchCount.set(u, n - 1);
+      if (force || n === 1) { watchCount.delete(u); listTier.delete(u); fresh.delete(u); gone.push(u); buffer.remove(u); } else watchCount.set(u, n - 1);
     }
     for (let i = 0; i < gone.length; i += WATCH_CHUNK) send({ type: 'unwatch', users: gone.slice(i, i + WATCH_CHUNK) });
   }

@@ -140,7 +140,7 @@ export interface Client {
   onWelcome(fn: (welcome: Record<string, unknown>) => void): () => void;
   getPresence(user: string): Readonly<PresenceView> | undefined;
   /** Reference-counted; returns the matching release. */
-  watch(users: string | string[]): () => void;
+  watch(users: string | string[], opts?: { tier?: 'live' | 'list' }): () => void;
   unwatch(users: string | string[]): void;
   /**
    * An explicit status sticks until the next setStatus: activity and custom

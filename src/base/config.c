@@ -174,7 +174,7 @@ const struct config_def config_defs[] = {
               "Changes of one user inside this window merge into one event; raise it to absorb "
               "more churn."),
     ROW_INT("max-sessions-per-user", max_sessions_per_user, 1, 1000, 10,
-            "Sessions (tabs, devices) one user may hold at once; extra ones are refused."),
+            "Sessions (tabs, devices) one user may hold at once; only live connections refuse."),
     ROW_INT("max-watch", max_watch, 1, 100000, 1000,
             "Users one connection may watch at once; it bounds the fan-out one client can ask "
             "for."),
@@ -185,6 +185,8 @@ const struct config_def config_defs[] = {
     /* rooms */
     ROW_INT("room-max-members", room_max_members, 1, 1000000, 10000,
             "Members one room may hold; joins beyond it are refused with room_full."),
+    ROW_INT64("watch-batch-ms", watch_batch_ms, 1, 60000, 2000,
+              "A list-tier watcher gets the users that changed in this window in one frame."),
     ROW_INT64("room-batch-ms", room_batch_ms, 1, 10000, 50,
               "Room changes inside this window go out as one delta; raise it to merge more "
               "churn."),

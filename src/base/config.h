@@ -74,6 +74,7 @@ struct config {
     /* rooms */
     int room_max_members;          /* members per room */
     int64_t room_batch_ms;         /* delta batching window */
+    int64_t watch_batch_ms;        /* list-tier watchers: one frame per window */
     int room_interval_members;     /* interval mode from this many members */
     int64_t room_interval_ms;      /* delta period in interval mode */
     int ephemeral_rate;            /* ephemeral messages per second per sender */

@@ -505,6 +505,17 @@ static size_t user_nsessions(const struct user *u)
     return n;
 }
 
+/* The oldest (first started: u->sessions is in start order) of u's
+ * sessions without a live connection: detached (in its grace) or
+ * socketless (conn_ref NULL); NULL if none. O(sessions), for the cap. */
+static struct session *user_oldest_unattached(const struct user *u)
+{
+    for (struct session *s = u->sessions; s; s = s->next)
+        if (!session_attached(s) || s->conn_ref == NULL)
+            return s;
+    return NULL;
+}
+
 static void user_free(struct presence *p, struct user *u)
 {
     /* Only settled users (no session, nothing pending) are freed. */
@@ -931,8 +942,14 @@ int presence_session_start(struct presence *p, const char *sid, const char *uid,
     if (session_find(p, sid) != NULL)
         return PRESENCE_E_SESSION_EXISTS;
     u = user_find(p, uid);
-    if (u != NULL && user_nsessions(u) >= p->cfg.max_sessions_per_user)
-        return PRESENCE_E_TOO_MANY;
+    if (u != NULL && user_nsessions(u) >= p->cfg.max_sessions_per_user) {
+        struct session *old = user_oldest_unattached(u);
+
+        if (old == NULL)
+            return PRESENCE_E_TOO_MANY;                  /* every one has a live connection */
+        session_end(p, old, PRESENCE_END_REPLACED, now); /* u stays: found again below */
+        u = user_find(p, uid);
+    }
     if (u == NULL)
         u = user_new(p, uid);
     session_new(p, u, sid, device, conn_ref, now);

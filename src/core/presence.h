@@ -173,10 +173,11 @@ enum presence_policy {
 };
 
 enum presence_end_reason {
-    PRESENCE_END_LEAVE,  /* presence_session_end() */
-    PRESENCE_END_TTL,    /* heartbeats stopped */
-    PRESENCE_END_GRACE,  /* socket closed and not resumed in time */
-    PRESENCE_END_KICKED, /* presence_session_kick() */
+    PRESENCE_END_LEAVE,    /* presence_session_end() */
+    PRESENCE_END_TTL,      /* heartbeats stopped */
+    PRESENCE_END_GRACE,    /* socket closed and not resumed in time */
+    PRESENCE_END_KICKED,   /* presence_session_kick() */
+    PRESENCE_END_REPLACED, /* a session without a live connection, ended at the cap */
 };
 
 struct presence_config {
@@ -227,16 +228,16 @@ struct presence_session_info {
 };
 
 struct presence_stats {
-    uint64_t sessions;                       /* live sessions (attached or in grace) */
-    uint64_t users;                          /* users with at least one session */
-    uint64_t records;                        /* offline users kept for last seen */
-    uint64_t heartbeats;                     /* heartbeats and activity pings accepted */
-    uint64_t heartbeats_throttled;           /* of those, ones that wrote nothing */
-    uint64_t state_writes;                   /* operations that changed some state */
-    uint64_t events;                         /* on_change calls */
-    uint64_t allocations;                    /* heap allocations made by the engine */
-    uint64_t evictions;                      /* last-seen records dropped by the bound */
-    uint64_t ended[PRESENCE_END_KICKED + 1]; /* sessions ended, by reason */
+    uint64_t sessions;                         /* live sessions (attached or in grace) */
+    uint64_t users;                            /* users with at least one session */
+    uint64_t records;                          /* offline users kept for last seen */
+    uint64_t heartbeats;                       /* heartbeats and activity pings accepted */
+    uint64_t heartbeats_throttled;             /* of those, ones that wrote nothing */
+    uint64_t state_writes;                     /* operations that changed some state */
+    uint64_t events;                           /* on_change calls */
+    uint64_t allocations;                      /* heap allocations made by the engine */
+    uint64_t evictions;                        /* last-seen records dropped by the bound */
+    uint64_t ended[PRESENCE_END_REPLACED + 1]; /* sessions ended, by reason */
 };
 
 struct presence;
@@ -272,7 +273,13 @@ void presence_free(struct presence *p);
 /* Starts session sid of user uid: ONLINE, active, attached to conn_ref.
  * 0, PRESENCE_E_BAD_ID, _BAD_DEVICE, _SESSION_EXISTS or _TOO_MANY (nothing
  * changes). To start in another status, set it right after: within the
- * debounce window only the final view is emitted. */
+ * debounce window only the final view is emitted.
+ * The cap: when uid already has max_sessions_per_user sessions, the oldest
+ * one WITHOUT a live connection (in its reconnect grace, or socketless:
+ * conn_ref NULL, as over HTTP) is ended first, on_end REPLACED inside this
+ * call, to make room; only sessions with a live connection make the cap
+ * refuse (_TOO_MANY), so dropped sockets and stray HTTP beats can never
+ * lock a user out. */
 int presence_session_start(struct presence *p, const char *sid, const char *uid,
                            enum presence_device device, void *conn_ref, uint64_t now);
 /* Explicit leave: ends the session at once (on_end LEAVE inside this call).

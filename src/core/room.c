@@ -876,9 +876,9 @@ static size_t ring_budget(const struct room *r)
     return MIN((size_t)r->e->cfg.ring_bytes, MAX((size_t)RING_FLOOR_BYTES, r->pub_bytes));
 }
 
-/* Flushes r's batch (see the essay above). Returns true when r was
+/* Flushes r's batch (see the essay above) at now. Returns true when r was
  * deleted. */
-static bool flush_room(struct room *r)
+static bool flush_room(struct room *r, uint64_t now)
 {
     struct room_engine *e = r->e;
     enum room_mode old = r->mode;
@@ -898,6 +898,7 @@ static bool flush_room(struct room *r)
         return room__maybe_delete(r);
     }
     r->seq++;
+    r->flushed_at = now;
     if (reset) {
         msg = encode_snapshot(e, r);
         payload_unref(r->snap.payload);
@@ -917,8 +918,7 @@ static bool flush_room(struct room *r)
 
 static void on_flush_timer(struct wheel_timer *t, uint64_t now)
 {
-    (void)now;
-    flush_room(container_of(t, struct room, flush_timer));
+    flush_room(container_of(t, struct room, flush_timer), now);
 }
 
 /* ---- public: engine ---- */
@@ -1237,13 +1237,12 @@ int room_flush(struct room_engine *e, const char *room, uint64_t now)
 {
     struct room *r;
 
-    (void)now;
     if (!room__id_ok(room, ROOM_ID_MAX))
         return ROOM_E_ROOM_ID;
     r = room_find(e, room);
     if (r == NULL)
         return ROOM_E_NO_ROOM;
-    flush_room(r);
+    flush_room(r, now);
     return 0;
 }
 
@@ -1359,6 +1358,7 @@ int room_get_info(const struct room_engine *e, const char *room, struct room_inf
     out->count = r->published;
     out->members = r->present;
     out->pending = r->ndirty > 0;
+    out->flushed_at = r->flushed_at;
     return 0;
 }
 

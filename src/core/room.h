@@ -273,6 +273,7 @@ struct room_info {
     size_t count;        /* visible members */
     size_t members;      /* members with a session now, invisible and unpublished included */
     bool pending;        /* changes wait for the flush timer */
+    uint64_t flushed_at; /* now of the last delta (0 = none): joins batch within batch_ms */
 };
 
 /* One member, current state (not only the published one). */

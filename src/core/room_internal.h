@@ -109,6 +109,7 @@ struct room {
     char id[ROOM_ID_MAX + 1];
     uint64_t epoch;
     uint64_t seq;          /* of the last emitted delta */
+    uint64_t flushed_at;   /* now of the last emitted delta, 0 = none */
     enum room_mode mode;   /* as last published */
     struct hmap members;   /* struct member by user id */
     struct list order;     /* every member record, creation order */

@@ -43,6 +43,7 @@ struct client_x {
     double qtokens;                /* query-rate bucket: ids that may be queried now */
     uint64_t qlast;                /* loop ms of the last refill */
     struct rblock *rblock;         /* engine_room_block.c: a blockers record of its own */
+    struct watch_tier *tier;       /* watch.c: the list-tier window, NULL when no such link */
 };
 
 /* The ids stored in the client itself (uid, NUL, sid, NUL) when both fit:

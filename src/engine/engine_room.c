@@ -77,10 +77,12 @@ struct rsub {              /* R side: workers subscribed to a room */
     uint64_t tick_due;       /* loop ms the last tick was due (the grid) */
     struct held *held;       /* pool memory; nheld in use */
     size_t nheld, capheld;
-    uint64_t eph_window; /* loop ms when the current one-second count began */
-    uint32_t eph_count;  /* ephemerals in that second */
-    bool hot;            /* ephemerals are held for the tick */
-    uint64_t gen[];      /* per worker (nworkers): newest subscription generation seen */
+    uint64_t eph_window;           /* loop ms when the current one-second count began */
+    uint32_t eph_count;            /* ephemerals in that second */
+    bool hot;                      /* ephemerals are held for the tick */
+    struct list joins;             /* struct emsg.park: joins waiting for the batch (OP_RJOIN_R) */
+    struct wheel_timer join_timer; /* armed while joins wait: the room's next flush */
+    uint64_t gen[];                /* per worker (nworkers): newest subscription generation seen */
 };
 _Static_assert(CONFIG_WORKERS_MAX <= 64, "struct rsub's workers has a bit per worker");
 
@@ -147,6 +149,12 @@ static void send_event(struct engine *e, const struct rsub *s, bool droppable, u
 static void release_held(struct engine *e, struct rsub *s)
 {
     wheel_del(&s->tick);
+    wheel_del(&s->join_timer);
+    while (!list_empty(&s->joins)) {
+        struct emsg *em = container_of(list_first(&s->joins), struct emsg, park);
+        list_del(&em->park);
+        emsg_free(&em->msg);
+    }
     for (size_t i = 0; i < s->nheld; i++) {
         send_event(e, s, true, s->held[i].epoch, 0, s->held[i].payload);
         payload_unref(s->held[i].payload);
@@ -249,11 +257,21 @@ static void send_state(struct engine *e, const struct emsg *req, struct payload 
     owner_send(e, owner_of_conn(req->conn_id), em);
 }
 
+/* Whether more joins of room wait behind the one being answered. */
+static bool answering_batch(struct engine *e, const char *room)
+{
+    const struct rsub *s = find_rsub(e, room);
+
+    return s && !list_empty(&s->joins);
+}
+
 /* The join's answer: snapshot or missed deltas, then room_joined. In
- * normal mode each join is published before it is answered (engine__room_on_join_r), so
- * the next joiner's snapshot is at another seq: the snapshot is not cached
- * there (every idle room would keep its last joiner's). In interval mode
- * the joins of one interval share a cached snapshot. */
+ * normal mode a lone join is published before it is answered
+ * (engine__room_on_join_r), so the next joiner's snapshot is at another
+ * seq: the snapshot is not cached then (every idle room would keep its last
+ * joiner's). While a batch is pending (a join burst, and interval mode) the
+ * joiners of one window share a cached snapshot, which the window's flush
+ * drops. */
 static void answer_join(struct engine *e, const struct emsg *req)
 {
     struct room_resume rr = {0};
@@ -267,7 +285,7 @@ static void answer_join(struct engine *e, const struct emsg *req)
     } else {
         rr.kind = ROOM_RESUME_SNAPSHOT;
         rr.msgs = xcalloc(1, sizeof(*rr.msgs));
-        if (info.mode == ROOM_MODE_NORMAL)
+        if (info.mode == ROOM_MODE_NORMAL && !answering_batch(e, req->room))
             rr.n = room_snapshot_uncached(e->rooms, req->room, &rr.msgs[0]) == 0;
         else
             rr.n = room_snapshot(e->rooms, req->room, &rr.msgs[0]) == 0;
@@ -280,7 +298,9 @@ static void answer_join(struct engine *e, const struct emsg *req)
                info.seq);
 }
 
-static void subscribe(struct engine *e, const char *room, unsigned from, uint64_t gen)
+static void on_join_timer(struct wheel_timer *t, uint64_t now);
+
+static struct rsub *get_rsub(struct engine *e, const char *room)
 {
     struct rsub *s = find_rsub(e, room);
 
@@ -289,11 +309,76 @@ static void subscribe(struct engine *e, const char *room, unsigned from, uint64_
         copy_id(s->room, room);
         s->e = e;
         wheel_timer_init(&s->tick, on_tick);
+        wheel_timer_init(&s->join_timer, on_join_timer);
+        list_init(&s->joins);
         s->eph_window = loop_now(e->w->loop);
         hmap_insert(&e->rsubs, &s->node, str_hash(s->room));
     }
+    return s;
+}
+
+static void subscribe(struct engine *e, const char *room, unsigned from, uint64_t gen)
+{
+    struct rsub *s = get_rsub(e, room);
+
     s->workers |= 1ull << from;
     s->gen[from] = MAX(s->gen[from], gen);
+}
+
+/*
+ * Joins in normal mode. The joiner sees itself in its own snapshot, so a
+ * join is published before it is answered. Publishing every join at once
+ * made a burst of n joins (a reconnect storm) cost n^2 / 2 deliveries (150
+ * joins: 11,175), one delta per join to every member so far. So a join is
+ * published at once only when the room emitted no delta in the last
+ * room-batch-ms; otherwise it waits in s->joins for the window's flush,
+ * which join_timer forces room-batch-ms after the last delta, and all the
+ * joins of the window are answered after it (one cached snapshot, one
+ * delta to each earlier subscriber). A join waits at most room-batch-ms.
+ */
+static bool join_flushes(const struct engine *e, const struct room_info *info, uint64_t now)
+{
+    uint64_t batch = (uint64_t)e->w->srv->cfg.room_batch_ms;
+
+    return info->flushed_at == 0 || now - info->flushed_at >= batch;
+}
+
+static void answer_waiting(struct engine *e, struct rsub *s)
+{
+    while (!list_empty(&s->joins)) {
+        struct emsg *req = container_of(list_first(&s->joins), struct emsg, park);
+
+        list_del(&req->park);
+        subscribe(e, req->room, worker_of_conn(req->conn_id), req->version);
+        answer_join(e, req);
+        emsg_free(&req->msg);
+    }
+}
+
+static void on_join_timer(struct wheel_timer *t, uint64_t now)
+{
+    struct rsub *s = container_of(t, struct rsub, join_timer);
+    struct engine *e = s->e;
+
+    room_flush(e->rooms, s->room, now);
+    answer_waiting(e, s);
+    if (s->workers == 0) { /* every subscriber left while the joins waited */
+        hmap_remove(&e->rsubs, &s->node);
+        rsub_release(s);
+        pool_free(s);
+    }
+}
+
+static void wait_for_batch(struct engine *e, struct emsg *req, const struct room_info *info,
+                           uint64_t now)
+{
+    struct rsub *s = get_rsub(e, req->room);
+    uint64_t due = info->flushed_at + (uint64_t)e->w->srv->cfg.room_batch_ms;
+
+    req->parked = true;
+    list_insert_tail(&s->joins, &req->park);
+    if (!wheel_is_linked(&s->join_timer))
+        loop_timer_start(e->w->loop, &s->join_timer, due > now ? due - now : 0);
 }
 
 void engine__room_on_join_r(struct engine *e, struct emsg *req)
@@ -312,8 +397,15 @@ void engine__room_on_join_r(struct engine *e, struct emsg *req)
         return;
     }
     room_set_visible(e->rooms, req->room, req->uid, req->arg != 0, now); /* privacy */
-    if (room_get_info(e->rooms, req->room, &info) == 0 && info.mode == ROOM_MODE_NORMAL)
+    if (room_get_info(e->rooms, req->room, &info) == 0 && info.mode == ROOM_MODE_NORMAL) {
+        struct rsub *s = find_rsub(e, req->room);
+
+        if ((s && !list_empty(&s->joins)) || (info.pending && !join_flushes(e, &info, now))) {
+            wait_for_batch(e, req, &info, now); /* answered in order after the flush */
+            return;
+        }
         room_flush(e->rooms, req->room, now); /* the joiner sees itself at once */
+    }
     subscribe(e, req->room, from, req->version);
     answer_join(e, req);
 }
@@ -390,7 +482,7 @@ void engine__room_on_unsub(struct engine *e, struct emsg *em)
 
     if (!s || s->gen[from] > em->version)
         return;
-    if ((s->workers &= ~(1ull << from)) == 0) {
+    if ((s->workers &= ~(1ull << from)) == 0 && list_empty(&s->joins)) {
         hmap_remove(&e->rsubs, &s->node);
         rsub_release(s);
         pool_free(s);

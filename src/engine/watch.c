@@ -7,6 +7,7 @@
  */
 #include "watch.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,9 +52,74 @@ static void set_last(struct watch *wt, int cls, struct payload *f)
     wt->last_sse[cls] = NULL;
 }
 
+/*
+ * List tier. A link watched with "tier":"list" does not get each
+ * transition at once: the frame waits (the latest per user replaces an
+ * older one), and watch-batch-ms after the first waiting frame the client
+ * gets one {"type":"presence_list","presence":[...]} with the latest state
+ * of every user that changed, in the order they first changed. Snapshots
+ * (the first frame of a new watch) are not held. A user whose bytes are
+ * back where they were still appears (the watcher is told the latest
+ * state, which is always consistent). WebSocket clients only.
+ */
+#define PRESENCE_PREFIX "{\"type\":\"presence\",\"presence\":"
+
+static void tier_flush(struct client *c)
+{
+    struct watch_tier *t = c->x->tier;
+    struct payload *f;
+    struct buf b = {0};
+    bool first = true;
+
+    wheel_del(&t->timer);
+    if (list_empty(&t->links))
+        return;
+    buf_append_str(&b, "{\"type\":\"presence_list\",\"presence\":[");
+    while (!list_empty(&t->links)) {
+        struct watch_link *l = container_of(list_first(&t->links), struct watch_link, pend);
+        const char *json;
+        size_t n, skip = sizeof(PRESENCE_PREFIX) - 1;
+
+        frame_json(l->pending, &json, &n);
+        /* frame_presence()'s shape: the prefix, the object, a '}'. */
+        assert(n > skip + 1 && memcmp(json, PRESENCE_PREFIX, skip) == 0);
+        if (!first)
+            buf_append(&b, ",", 1);
+        buf_append(&b, json + skip, n - skip - 1);
+        first = false;
+        list_del(&l->pend);
+        payload_unref(l->pending);
+        l->pending = NULL;
+    }
+    buf_append_str(&b, "]}");
+    f = frame_text(&b);
+    ws_send_payload(c->ws, f);
+    payload_unref(f);
+}
+
+static void on_tier_timer(struct wheel_timer *tm, uint64_t now)
+{
+    (void)now;
+    tier_flush(container_of(tm, struct watch_tier, timer)->client);
+}
+
+/* Holds f for l's list-tier window. */
+static void tier_hold(struct watch_link *l, struct payload *f)
+{
+    struct client *c = l->client;
+    struct watch_tier *t = c->x->tier;
+
+    if (l->pending == NULL)
+        list_insert_tail(&t->links, &l->pend);
+    payload_unref(l->pending);
+    l->pending = payload_ref(f);
+    if (!wheel_is_linked(&t->timer))
+        loop_timer_start(c->e->w->loop, &t->timer, (uint64_t)c->e->w->srv->cfg.watch_batch_ms);
+}
+
 /* Delivers the view's current frame to its watchers: all of them when its
  * bytes differ from what they got last, else only those still waiting for
- * a snapshot. */
+ * a snapshot; list-tier watchers' transitions wait for their window. */
 static void view_deliver(struct watch *wt, struct wview *v)
 {
     struct payload *f = wt->last[v->cls];
@@ -64,7 +130,9 @@ static void view_deliver(struct watch *wt, struct wview *v)
     {
         struct watch_link *l = container_of(pos, struct watch_link, link);
 
-        if (changed || l->need_snapshot)
+        if (changed && !l->need_snapshot && l->list_tier && l->client->ws)
+            tier_hold(l, f);
+        else if (changed || l->need_snapshot)
             client_send_frame(l->client, wt, v->cls);
         l->need_snapshot = false;
     }
@@ -197,6 +265,31 @@ static void watch_free(struct engine *e, struct watch *wt)
     free(wt);
 }
 
+void watch__set_tier(struct client *c, const char *uid, bool list)
+{
+    size_t idx;
+    struct watch_link *l = watch__find_link(c, uid, &idx);
+    struct client_x *x = client_x(c);
+
+    if (!l)
+        return;
+    if (list && !x->tier) {
+        x->tier = xcalloc(1, sizeof(*x->tier));
+        wheel_timer_init(&x->tier->timer, on_tier_timer);
+        list_init(&x->tier->links);
+        x->tier->client = c;
+    }
+    if (!list && l->pending) { /* its held transition goes now, then each at once */
+        struct payload *f = l->pending;
+
+        list_del(&l->pend);
+        l->pending = NULL;
+        ws_send_payload(c->ws, f);
+        payload_unref(f);
+    }
+    l->list_tier = list;
+}
+
 void watch__remove(struct client *c, size_t idx)
 {
     struct client_x *x = c->x;
@@ -206,7 +299,17 @@ void watch__remove(struct client *c, size_t idx)
 
     x->links[idx] = x->links[--x->nlinks];
     list_del(&l->link);
+    if (l->pending) {
+        list_del(&l->pend);
+        payload_unref(l->pending);
+    }
     free(l);
+    if (x->tier && list_empty(&x->tier->links))
+        wheel_del(&x->tier->timer);
+    if (x->tier && x->nlinks == 0) {
+        free(x->tier);
+        x->tier = NULL;
+    }
     if (!list_empty(&v->links))
         return;
     watch_request(c->e, wt->uid, v->viewer, OP_UNWATCH);

@@ -36,7 +36,19 @@ struct watch_link {
     struct wview *view;  /* the viewer group it belongs to */
     struct watch *watch; /* the user watched */
     struct client *client;
-    bool need_snapshot; /* waiting for the owner's OP_VIEW */
+    bool need_snapshot;      /* waiting for the owner's OP_VIEW */
+    bool list_tier;          /* "tier":"list": transitions wait for the client's window */
+    struct payload *pending; /* list tier: the latest frame not yet sent (referenced) */
+    struct list pend;        /* in struct watch_tier.links while pending is set */
+};
+
+/* A client's list-tier window (allocated at its first list-tier link,
+ * freed with its last link): the links with a pending frame, sent together
+ * as one presence_list frame watch-batch-ms after the first of them. */
+struct watch_tier {
+    struct wheel_timer timer;
+    struct list links; /* struct watch_link.pend */
+    struct client *client;
 };
 
 /* Watcher side: the local watchers of one user that are the same viewer
@@ -84,6 +96,10 @@ struct watch_link *watch__find_link(struct client *c, const char *uid, size_t *i
 /* Adds uid (valid, not watched by c yet) to c's list: the snapshot comes
  * from the local copy at once, or from the owner (asked on a new viewer). */
 void watch__add(struct client *c, const char *uid);
+/* Sets the tier of c's link to uid (if watched): list = true batches its
+ * transitions over watch-batch-ms, false sends each at once (a pending
+ * one goes out now). */
+void watch__set_tier(struct client *c, const char *uid, bool list);
 /* Removes c's link idx (the owner told when its viewer has no watcher
  * left on this worker). */
 void watch__remove(struct client *c, size_t idx);

@@ -87,7 +87,8 @@ static struct store_result result_private(void)
     };
 }
 
-/* Frees a list_blockers answer (the backend allocated it). */
+/* Frees what a read allocated: list_blockers' and lastseen_load's ids,
+ * the lastseen calls' seen array. */
 static void result_free_ids(struct store_result *res)
 {
     char **ids = (char **)res->ids;
@@ -95,8 +96,31 @@ static void result_free_ids(struct store_result *res)
     for (size_t i = 0; i < res->nids; i++)
         free(ids[i]);
     free(ids);
+    free((struct store_lastseen *)res->seen);
     res->ids = NULL;
     res->nids = 0;
+    res->seen = NULL;
+    res->nseen = 0;
+}
+
+/*
+ * What a failed read of a's kind is taken as: the most private answer,
+ * and for lastseen_read one "never seen" entry per user asked, so that a
+ * caller indexing the answer like its question never needs to check n.
+ */
+static struct store_result result_failed(const struct store_args *a)
+{
+    struct store_result res = result_private();
+
+    if (a->kind == STORE_LASTSEEN_READ) {
+        struct store_lastseen *seen = xcalloc(a->n, sizeof(*seen));
+
+        for (size_t i = 0; i < a->n; i++)
+            seen[i].user = a->ids[i];
+        res.seen = seen;
+        res.nseen = a->n;
+    }
+    return res;
 }
 
 static void req_free(struct req *r)
@@ -105,6 +129,7 @@ static void req_free(struct req *r)
     for (size_t i = 0; i < r->args.n; i++)
         free(r->args.ids[i]);
     free(r->args.ids);
+    free(r->args.times);
     free(r->args.user);
     free(r->args.other);
     free(r);
@@ -132,7 +157,7 @@ static bool is_write(const struct req *r)
 static void req_fail(struct req *r, int err)
 {
     r->status = err;
-    r->result = is_write(r) ? (struct store_result){0} : result_private();
+    r->result = is_write(r) ? (struct store_result){0} : result_failed(&r->args);
 }
 
 /* Runs one read; on error the result is the most private answer. */
@@ -145,7 +170,7 @@ static void exec_read(struct store *s, struct req *r)
     r->status = err;
     if (err) {
         result_free_ids(&r->result);
-        r->result = result_private();
+        r->result = result_failed(&r->args);
     }
 }
 
@@ -432,7 +457,7 @@ const char *store_strerror(int status)
     case STORE_E_GONE:
         return "settings database file deleted or replaced: writes refused until restart";
     case -EINVAL:
-        return "invalid user id or privacy value";
+        return "invalid user id, privacy value or time";
     case -E2BIG:
         return "too many ids in one call";
     default:
@@ -540,7 +565,7 @@ static struct req *req_new(enum store_kind kind, const char *user, const char *o
     struct req *r = xcalloc(1, sizeof(*r));
 
     r->args.kind = kind;
-    r->args.user = xstrdup(user);
+    r->args.user = user ? xstrdup(user) : NULL;
     r->args.other = other ? xstrdup(other) : NULL;
     r->cb = cb;
     r->ctx = ctx;
@@ -660,4 +685,63 @@ int store_list_blockers(struct store *s, struct store_inbox *in, const char *tar
     if (!store_id_is_valid(target))
         return -EINVAL;
     return submit(s, in, req_new(STORE_LIST_BLOCKERS, target, NULL, cb, ctx));
+}
+
+/*
+ * The lastseen calls carry their users in args.ids and no owner
+ * (args.user NULL). Every pair is checked before anything is copied, so
+ * a refused call has queued nothing.
+ */
+int store_lastseen_write(struct store *s, struct store_inbox *in,
+                         const struct store_lastseen *pairs, size_t n, store_cb *cb, void *ctx)
+{
+    struct req *r;
+
+    if (n > STORE_IDS_MAX)
+        return -E2BIG;
+    for (size_t i = 0; i < n; i++)
+        if (!store_id_is_valid(pairs[i].user) || pairs[i].last_seen_ms <= 0)
+            return -EINVAL;
+    r = req_new(STORE_LASTSEEN_WRITE, NULL, NULL, cb, ctx);
+    r->args.ids = xcalloc(n ? n : 1, sizeof(*r->args.ids));
+    r->args.times = xcalloc(n ? n : 1, sizeof(*r->args.times));
+    r->args.n = n;
+    for (size_t i = 0; i < n; i++) {
+        r->args.ids[i] = xstrdup(pairs[i].user);
+        r->args.times[i] = pairs[i].last_seen_ms;
+    }
+    return submit(s, in, r);
+}
+
+int store_lastseen_read(struct store *s, struct store_inbox *in, const char *const *users, size_t n,
+                        store_cb *cb, void *ctx)
+{
+    int err = check_ids(users, n);
+    struct req *r;
+
+    if (err)
+        return err;
+    if (n == 0)
+        return -EINVAL;
+    r = req_new(STORE_LASTSEEN_READ, NULL, NULL, cb, ctx);
+    r->args.ids = xcalloc(n, sizeof(*r->args.ids));
+    r->args.n = n;
+    for (size_t i = 0; i < n; i++)
+        r->args.ids[i] = xstrdup(users[i]);
+    return submit(s, in, r);
+}
+
+int store_lastseen_load(struct store *s, struct store_inbox *in, const char *after,
+                        int64_t since_ms, size_t limit, store_cb *cb, void *ctx)
+{
+    struct req *r;
+
+    if (after && *after == '\0')
+        after = NULL;
+    if ((after && !store_id_is_valid(after)) || since_ms < 0 || limit == 0 || limit > STORE_IDS_MAX)
+        return -EINVAL;
+    r = req_new(STORE_LASTSEEN_LOAD, NULL, after, cb, ctx);
+    r->args.since_ms = since_ms;
+    r->args.limit = limit;
+    return submit(s, in, r);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * store.h - durable privacy settings, contacts and blocks in SQLite or
- * PostgreSQL.
+ * store.h - durable privacy settings, contacts, blocks and last seen in
+ * SQLite or PostgreSQL.
  *
  * The store owns one database thread and the only database connection:
  * a SQLite file (WAL, synchronous=FULL) or a PostgreSQL server through
@@ -28,8 +28,8 @@
  * attempt), tcp_user_timeout=30000 and keepalives for a server that
  * vanished under a query, options "-c statement_timeout=30s -c
  * lock_timeout=5s" (a URI that sets options replaces both). Tables are
- * presenced_privacy, presenced_contacts, presenced_blocks and
- * presenced_schema. Every query is parameterised.
+ * presenced_privacy, presenced_contacts, presenced_blocks,
+ * presenced_last_seen and presenced_schema. Every query is parameterised.
  *
  * SQLite: presenced must be the file's only user. The connection holds
  * the file in exclusive locking mode, so the WAL index lives in the
@@ -44,7 +44,8 @@
  * from the open files.
  *
  * Fail closed: a read that completes with an error carries the most private
- * answer (invisible, visibility nobody, not a contact, blocked), and the
+ * answer (invisible, visibility nobody, not a contact, blocked, no last
+ * seen), and the
  * engine must use it as such; a write error must be reported to the client
  * or admin caller, never retried silently as success.
  *
@@ -56,12 +57,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util.h"
 
 #define STORE_ID_MAX         128   /* bytes in a user id */
 #define STORE_IDS_MAX        10000 /* ids in one contacts call */
-#define STORE_SCHEMA_VERSION 1     /* SQLite user_version, PostgreSQL presenced_schema */
+#define STORE_SCHEMA_VERSION 2     /* SQLite user_version, PostgreSQL presenced_schema */
 #define STORE_ERR_LEN        256   /* a good errlen for store_open() */
 
 /* Errors beyond errno (-EINVAL: bad id or value; -E2BIG: too many ids). */
@@ -87,6 +89,12 @@ struct store_privacy {
     bool invisible;                  /* byte-identical to offline for others */
 };
 
+/* One user's last seen: wall-clock ms since the Unix epoch. */
+struct store_lastseen {
+    const char *user;     /* a valid id */
+    int64_t last_seen_ms; /* > 0 when written; 0 in a read: never seen */
+};
+
 /*
  * What a completion sees. Borrowed; valid until the callback returns. Only
  * the fields of the request's kind are meaningful; on error every field
@@ -100,6 +108,8 @@ struct store_result {
     size_t changed;               /* writes: rows inserted or deleted (privacy: 1) */
     const char *const *ids;       /* list_blockers: the owners that block the target */
     size_t nids;                  /* list_blockers: entries in ids (0 on error) */
+    const struct store_lastseen *seen; /* lastseen_read, lastseen_load: the rows */
+    size_t nseen;                      /* entries in seen */
 };
 
 struct store;
@@ -233,5 +243,87 @@ int store_get_relations(struct store *s, struct store_inbox *in, const char *own
  */
 int store_list_blockers(struct store *s, struct store_inbox *in, const char *target, store_cb *cb,
                         void *ctx);
+
+/* ---- last seen ---- */
+
+/*
+ * Last seen survives restarts only through these calls: the engine keeps
+ * last seen in memory, collects every user whose last seen moved forward
+ * and hands them over in one batch at most every few seconds, never once
+ * per heartbeat. The store keeps, per user, the largest last_seen_ms ever
+ * written (an upsert keeping the max), so a batch may be resent, merged
+ * or reordered with others and never moves anyone's last seen back. The
+ * store does not look at the clock: an engine must not write wall times
+ * from the future (they would stick until real time passes them), and
+ * clamps what it shows to its own now, as it does today.
+ *
+ * Loss after kill -9: what a completed batch wrote is durable (status 0
+ * means committed and fsync'd); what changed since the last completed
+ * batch is lost. An engine that flushes every F ms loses at most F plus
+ * one commit of last seen; F <= 4,000 keeps that within the documented
+ * 5 s. Keep one flush in flight: while one waits for its completion, the
+ * next batch goes on collecting (a slow database then makes fewer,
+ * bigger batches, not a queue of them). A clean shutdown flushes once
+ * more before store_close(), which commits it before it returns.
+ */
+
+/*
+ * Writes n (user, last_seen_ms) pairs in one transaction: each user's row
+ * becomes the larger of its stored and given time (a row is created when
+ * there was none; a pair older than the stored time changes nothing). A
+ * user named twice keeps the larger of the two. 0 <= n <=
+ * STORE_IDS_MAX; split bigger flushes into several calls (consecutive
+ * calls still share a transaction, each with its own verdict).
+ *
+ * pairs is borrowed for the call only: every id is copied before it
+ * returns, so the caller may free or reuse the array and its strings at
+ * once. Refused whole: when any user fails store_id_is_valid() or any
+ * last_seen_ms is <= 0 the call returns -EINVAL, n > STORE_IDS_MAX
+ * returns -E2BIG, nothing is queued and cb never fires.
+ *
+ * cb fires once, on in's thread, after the transaction committed (status
+ * 0; r->changed = the users whose row was created or moved forward, a
+ * user named twice counting once) or failed (a negative status; nothing
+ * of the batch was written). On failure the caller keeps the pairs and
+ * hands them over again with its next batch: retrying is always safe,
+ * since writes keep the max.
+ */
+int store_lastseen_write(struct store *s, struct store_inbox *in,
+                         const struct store_lastseen *pairs, size_t n, store_cb *cb, void *ctx);
+
+/*
+ * Reads the last seen of n users (1 <= n <= STORE_IDS_MAX), as one read
+ * ordered like every other after the writes submitted before it. r->seen
+ * has exactly n entries, in the order asked (a user asked twice appears
+ * twice), r->seen[i].user being users[i]; last_seen_ms is 0 for a user
+ * the store has never seen. r->seen and its strings are borrowed until cb
+ * returns. users is borrowed for the call only. -EINVAL (an invalid id,
+ * n == 0) / -E2BIG: nothing queued, cb never fires.
+ *
+ * Fails closed: on error r->seen still has n entries, every one 0 (no
+ * last seen to show). The caller shows none and must not remember the
+ * answer as "never seen": ask again later, or keep what it has in memory
+ * (a merge that keeps the max is safe with either answer).
+ */
+int store_lastseen_read(struct store *s, struct store_inbox *in, const char *const *users, size_t n,
+                        store_cb *cb, void *ctx);
+
+/*
+ * One page of every stored last seen, for loading at start: up to limit
+ * rows (1 <= limit <= STORE_IDS_MAX) with last_seen_ms >= since_ms, in
+ * ascending byte order of user id, starting after the user after (NULL or
+ * "" for the first page; else a valid id, typically the last user of the
+ * previous page). A page shorter than limit is the last one. r->seen and
+ * r->nseen are borrowed until cb returns. A worker that owns a partition
+ * of the users keeps the rows of its own and pages on. -EINVAL (bad
+ * after, limit out of range, since_ms < 0): nothing queued, cb never
+ * fires.
+ *
+ * On error r->nseen is 0, which does not mean "no more rows": the caller
+ * retries the same page later, and meanwhile reads single users on
+ * demand with store_lastseen_read().
+ */
+int store_lastseen_load(struct store *s, struct store_inbox *in, const char *after,
+                        int64_t since_ms, size_t limit, store_cb *cb, void *ctx);
 
 #endif

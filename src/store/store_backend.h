@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "store.h"
 
@@ -26,20 +27,26 @@ enum store_kind {
     STORE_CONTACTS_REPLACE,
     STORE_BLOCK,
     STORE_UNBLOCK,
-    STORE_LAST_WRITE = STORE_UNBLOCK, /* kinds up to here are writes */
+    STORE_LASTSEEN_WRITE,
+    STORE_LAST_WRITE = STORE_LASTSEEN_WRITE, /* kinds up to here are writes */
     STORE_GET_PRIVACY,
     STORE_GET_RELATIONS,
     STORE_LIST_BLOCKERS,
+    STORE_LASTSEEN_READ,
+    STORE_LASTSEEN_LOAD,
 };
 
 /* A request's validated arguments; owned by store.c, borrowed by backends. */
 struct store_args {
     enum store_kind kind;
-    char *user;                /* owner; a valid id */
-    char *other;               /* viewer or block target; NULL if unused */
-    char **ids;                /* contacts calls: n valid ids */
+    char *user;                /* owner, a valid id; NULL in lastseen calls */
+    char *other;               /* viewer, block target, lastseen_load's after; or NULL */
+    char **ids;                /* contacts and lastseen calls: n valid ids */
     size_t n;                  /* 0..STORE_IDS_MAX */
     struct store_privacy priv; /* set_privacy; values in range */
+    int64_t *times;            /* lastseen_write: n times > 0, one per id */
+    int64_t since_ms;          /* lastseen_load: >= 0 */
+    size_t limit;              /* lastseen_load: 1..STORE_IDS_MAX */
 };
 
 struct store_backend {
@@ -80,13 +87,18 @@ struct store_backend {
     void (*rollback)(void *db);
 
     /* Applies one write inside the open transaction; adds the rows
-     * inserted or deleted to *changed (set_privacy: 1). */
+     * inserted or deleted to *changed (set_privacy: 1; lastseen_write:
+     * the rows created or moved forward). */
     int (*write)(void *db, const struct store_args *a, size_t *changed);
 
-    /* Runs one read (get_privacy, get_relations or list_blockers) into
-     * res, which the caller zero-filled; unknown users keep the defaults,
-     * found false. list_blockers sets res->ids to an array of nids strings,
-     * all from malloc (store.c frees them, on error too). */
+    /* Runs one read (get_privacy, get_relations, list_blockers,
+     * lastseen_read or lastseen_load) into res, which the caller
+     * zero-filled; unknown users keep the defaults, found false.
+     * list_blockers and lastseen_load set res->ids to an array of nids
+     * strings, all from malloc; lastseen_read and lastseen_load set
+     * res->seen to a malloc'd array of nseen entries whose users point
+     * into a->ids (read: n entries in a->ids' order, 0 = no row) or into
+     * res->ids (load). store.c frees both, on error too. */
     int (*read)(void *db, const struct store_args *a, struct store_result *res);
 };
 

@@ -13,6 +13,7 @@
 #include "store_backend.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +27,8 @@
 #define OID_BOOL       16
 #define OID_TEXT       25
 #define OID_TEXT_ARRAY 1009
+#define OID_INT8       20
+#define OID_INT8_ARRAY 1016
 #define IDLE_READS_MAX 4 /* reads of an idle socket before giving up on it */
 
 /*
@@ -64,8 +67,13 @@ static const char schema_v1[] =
     "CREATE INDEX IF NOT EXISTS presenced_blocks_by_blocked"
     " ON presenced_blocks (blocked, owner);";
 
+/* Version 1 -> 2: last seen, wall ms per user. */
+static const char schema_v2[] = "CREATE TABLE IF NOT EXISTS presenced_last_seen ("
+                                " user_id text COLLATE \"C\" PRIMARY KEY,"
+                                " last_seen_ms bigint NOT NULL CHECK (last_seen_ms > 0));";
+
 /* migrate_sql[v] takes the schema from version v to v + 1. */
-static const char *const migrate_sql[STORE_SCHEMA_VERSION] = {schema_v1};
+static const char *const migrate_sql[STORE_SCHEMA_VERSION] = {schema_v1, schema_v2};
 
 enum stmt {
     ST_GET_PRIVACY,
@@ -77,6 +85,9 @@ enum stmt {
     ST_BLOCK_DEL,
     ST_RELATIONS,
     ST_BLOCKERS,
+    ST_LASTSEEN_PUT,
+    ST_LASTSEEN_GET,
+    ST_LASTSEEN_PAGE,
     ST_COUNT,
 };
 
@@ -139,6 +150,33 @@ static const struct stmt_def stmts[ST_COUNT] = {
                      "SELECT owner FROM presenced_blocks WHERE blocked = $1 LIMIT 10000",
                      1,
                      {OID_TEXT}},
+    /*
+     * One statement per batch. GROUP BY keeps the max of a user named
+     * twice (ON CONFLICT may not touch a row twice in one statement);
+     * ORDER BY takes the rows' locks in one order, so that nodes sharing
+     * the database cannot deadlock on each other's batches.
+     */
+    [ST_LASTSEEN_PUT] = {"presenced_lastseen_put",
+                         "INSERT INTO presenced_last_seen (user_id, last_seen_ms)"
+                         " SELECT u, max(t) FROM unnest($1::text[], $2::int8[]) AS b(u, t)"
+                         " GROUP BY u ORDER BY u"
+                         " ON CONFLICT (user_id) DO UPDATE"
+                         " SET last_seen_ms = EXCLUDED.last_seen_ms"
+                         " WHERE EXCLUDED.last_seen_ms > presenced_last_seen.last_seen_ms",
+                         2,
+                         {OID_TEXT_ARRAY, OID_INT8_ARRAY}},
+    [ST_LASTSEEN_GET] = {"presenced_lastseen_get",
+                         "SELECT q.i, l.last_seen_ms"
+                         " FROM unnest($1::text[]) WITH ORDINALITY AS q(u, i)"
+                         " JOIN presenced_last_seen l ON l.user_id = q.u",
+                         1,
+                         {OID_TEXT_ARRAY}},
+    [ST_LASTSEEN_PAGE] = {"presenced_lastseen_page",
+                          "SELECT user_id, last_seen_ms FROM presenced_last_seen"
+                          " WHERE user_id > $1 AND last_seen_ms >= $2"
+                          " ORDER BY user_id LIMIT $3",
+                          3,
+                          {OID_TEXT, OID_INT8, OID_INT8}},
 };
 
 struct pg {
@@ -303,6 +341,48 @@ static char *encode_ids(char *const *ids, size_t n, int *len)
     return buf;
 }
 
+/* Encodes times as a one-dimensional int8[] in the binary send format
+ * (as encode_ids(), with 8-byte big-endian elements). */
+static char *encode_times(const int64_t *times, size_t n, int *len)
+{
+    size_t size = 20 + 12 * n;
+    char *buf = xmalloc(size), *p;
+
+    p = put32(buf, 1);
+    p = put32(p, 0);
+    p = put32(p, OID_INT8);
+    p = put32(p, (uint32_t)n);
+    p = put32(p, 1);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = (uint64_t)times[i];
+
+        p = put32(p, 8);
+        p = put32(p, (uint32_t)(v >> 32));
+        p = put32(p, (uint32_t)v);
+    }
+    *len = (int)size;
+    return buf;
+}
+
+/* The whole batch as two array parameters of one statement. */
+static int run_lastseen_put(struct pg *pg, const struct store_args *a, size_t *changed)
+{
+    int lens[2], fmts[2] = {1, 1}, err;
+    char *users, *times;
+    const char *vals[2];
+
+    if (a->n == 0)
+        return 0;
+    users = encode_ids(a->ids, a->n, &lens[0]);
+    times = encode_times(a->times, a->n, &lens[1]);
+    vals[0] = users;
+    vals[1] = times;
+    err = run_count(pg, ST_LASTSEEN_PUT, vals, lens, fmts, changed);
+    free(times);
+    free(users);
+    return err;
+}
+
 /* Runs (owner, ids) statement k with ids as one text[] parameter. */
 static int run_ids(struct pg *pg, enum stmt k, const char *owner, char *const *ids, size_t n,
                    size_t *changed)
@@ -346,6 +426,8 @@ static int pg_write(void *db, const struct store_args *a, size_t *changed)
         return run_count(pg, ST_BLOCK_ADD, vals, NULL, NULL, changed);
     case STORE_UNBLOCK:
         return run_count(pg, ST_BLOCK_DEL, vals, NULL, NULL, changed);
+    case STORE_LASTSEEN_WRITE:
+        return run_lastseen_put(pg, a, changed);
     default:
         abort(); /* store.c passes only writes here */
     }
@@ -377,8 +459,76 @@ static int read_blockers(struct pg *pg, const char *target, struct store_result 
     return 0;
 }
 
-/* Both read statements start with the three privacy columns, NULL (or no
- * row) when the user has none. */
+/*
+ * One entry per user asked, in order: the rows come back numbered by
+ * their user's place in the question (1-based), users without a row are
+ * not among them and keep 0.
+ */
+static int read_lastseen(struct pg *pg, const struct store_args *a, struct store_result *res)
+{
+    struct store_lastseen *seen = xcalloc(a->n, sizeof(*seen));
+    int lens[1], fmts[1] = {1}, err;
+    const char *vals[1];
+    char *users = encode_ids(a->ids, a->n, &lens[0]);
+    PGresult *r;
+
+    res->seen = seen;
+    res->nseen = a->n;
+    for (size_t i = 0; i < a->n; i++)
+        seen[i].user = a->ids[i];
+    vals[0] = users;
+    err = run(pg, ST_LASTSEEN_GET, vals, lens, fmts, &r);
+    free(users);
+    if (err)
+        return err;
+    for (int row = 0; row < PQntuples(r); row++) {
+        unsigned long i = strtoul(PQgetvalue(r, row, 0), NULL, 10);
+
+        if (i < 1 || i > a->n) {
+            PQclear(r);
+            return STORE_E_SCHEMA; /* not an answer to our question */
+        }
+        seen[i - 1].last_seen_ms = strtoll(PQgetvalue(r, row, 1), NULL, 10);
+    }
+    PQclear(r);
+    return 0;
+}
+
+/* One page of rows after a->other (NULL: from the start), in user order. */
+static int read_lastseen_page(struct pg *pg, const struct store_args *a, struct store_result *res)
+{
+    char since[24], limit[24];
+    const char *vals[3] = {a->other ? a->other : "", since, limit};
+    struct store_lastseen *seen;
+    char **ids;
+    PGresult *r;
+    size_t n;
+    int err;
+
+    snprintf(since, sizeof(since), "%lld", (long long)a->since_ms);
+    snprintf(limit, sizeof(limit), "%zu", a->limit);
+    err = run(pg, ST_LASTSEEN_PAGE, vals, NULL, NULL, &r);
+    if (err)
+        return err;
+    n = (size_t)PQntuples(r);
+    /* LIMIT bounds the rows; a broken bound would be a server's bug. */
+    assert(n <= a->limit);
+    ids = xcalloc(n ? n : 1, sizeof(*ids));
+    seen = xcalloc(n ? n : 1, sizeof(*seen));
+    for (size_t k = 0; k < n; k++) {
+        ids[k] = xstrdup(PQgetvalue(r, (int)k, 0));
+        seen[k] = (struct store_lastseen){ids[k], strtoll(PQgetvalue(r, (int)k, 1), NULL, 10)};
+    }
+    res->ids = (const char *const *)ids;
+    res->nids = n;
+    res->seen = seen;
+    res->nseen = n;
+    PQclear(r);
+    return 0;
+}
+
+/* Both privacy read statements start with the three privacy columns, NULL
+ * (or no row) when the user has none. */
 static int pg_read(void *db, const struct store_args *a, struct store_result *res)
 {
     struct pg *pg = db;
@@ -387,6 +537,10 @@ static int pg_read(void *db, const struct store_args *a, struct store_result *re
     PGresult *r;
     int err;
 
+    if (a->kind == STORE_LASTSEEN_READ)
+        return read_lastseen(pg, a, res);
+    if (a->kind == STORE_LASTSEEN_LOAD)
+        return read_lastseen_page(pg, a, res);
     if (a->kind == STORE_LIST_BLOCKERS)
         return read_blockers(pg, a->user, res);
     err = run(pg, relations ? ST_RELATIONS : ST_GET_PRIVACY, vals, NULL, NULL, &r);

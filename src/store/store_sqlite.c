@@ -11,6 +11,7 @@
  */
 #include "store_backend.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,9 @@ enum stmt {
     ST_BLOCK_DEL,
     ST_IS_BLOCKED,
     ST_BLOCKERS,
+    ST_LASTSEEN_PUT,
+    ST_LASTSEEN_GET,
+    ST_LASTSEEN_PAGE,
     ST_COUNT,
 };
 
@@ -56,6 +60,12 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_BLOCK_DEL] = "DELETE FROM blocks WHERE owner = ?1 AND blocked = ?2",
     [ST_IS_BLOCKED] = "SELECT 1 FROM blocks WHERE owner = ?1 AND blocked = ?2",
     [ST_BLOCKERS] = "SELECT owner FROM blocks WHERE blocked = ?1 LIMIT 10000",
+    [ST_LASTSEEN_PUT] = "INSERT INTO last_seen(user, last_seen_ms) VALUES (?1, ?2)"
+                        " ON CONFLICT(user) DO UPDATE SET last_seen_ms = excluded.last_seen_ms"
+                        " WHERE excluded.last_seen_ms > last_seen.last_seen_ms",
+    [ST_LASTSEEN_GET] = "SELECT last_seen_ms FROM last_seen WHERE user = ?1",
+    [ST_LASTSEEN_PAGE] = "SELECT user, last_seen_ms FROM last_seen"
+                         " WHERE user > ?1 AND last_seen_ms >= ?2 ORDER BY user LIMIT ?3",
 };
 
 static const char schema_sql[] =
@@ -73,7 +83,12 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS blocks ("
     " owner TEXT NOT NULL, blocked TEXT NOT NULL, PRIMARY KEY (owner, blocked)"
     ") WITHOUT ROWID;"
-    "CREATE INDEX IF NOT EXISTS blocks_by_blocked ON blocks (blocked, owner);";
+    "CREATE INDEX IF NOT EXISTS blocks_by_blocked ON blocks (blocked, owner);"
+    /* version 2 */
+    "CREATE TABLE IF NOT EXISTS last_seen ("
+    " user TEXT PRIMARY KEY NOT NULL,"
+    " last_seen_ms INTEGER NOT NULL CHECK (last_seen_ms > 0)"
+    ") WITHOUT ROWID;";
 
 struct lite {
     sqlite3 *db;
@@ -170,6 +185,50 @@ static int exec_set_privacy(struct lite *l, const struct store_args *a, size_t *
     return 0;
 }
 
+/* Orders indexes into the batch by user id (qsort_r context: the ids). */
+static int cmp_by_id(const void *x, const void *y, void *ids)
+{
+    char *const *v = ids;
+
+    return strcmp(v[*(const size_t *)x], v[*(const size_t *)y]);
+}
+
+/*
+ * Upserts the batch keeping the max, one statement per distinct user in
+ * id order, as PostgreSQL's GROUP BY does: a user named twice is one row
+ * written with the larger time, so both backends count changed rows (the
+ * rows created or moved forward; an upsert whose WHERE fails changes
+ * none) the same way.
+ */
+static int exec_lastseen_put(struct lite *l, const struct store_args *a, size_t *changed)
+{
+    size_t *order = xcalloc(a->n ? a->n : 1, sizeof(*order));
+    int err = 0;
+
+    for (size_t i = 0; i < a->n; i++)
+        order[i] = i;
+    qsort_r(order, a->n, sizeof(*order), cmp_by_id, a->ids);
+    for (size_t i = 0; i < a->n && err == 0;) {
+        const char *user = a->ids[order[i]];
+        int64_t ms = a->times[order[i]];
+        sqlite3_stmt *st;
+        int rc;
+
+        for (i++; i < a->n && strcmp(a->ids[order[i]], user) == 0; i++)
+            if (a->times[order[i]] > ms)
+                ms = a->times[order[i]];
+        st = bind2(l, ST_LASTSEEN_PUT, user, NULL);
+        sqlite3_bind_int64(st, 2, ms);
+        rc = stmt_step(st);
+        if (rc == SQLITE_DONE)
+            *changed += (size_t)sqlite3_changes(l->db);
+        else
+            err = map_sqlite(rc);
+    }
+    free(order);
+    return err;
+}
+
 static int lite_write(void *db, const struct store_args *a, size_t *changed)
 {
     struct lite *l = db;
@@ -191,6 +250,8 @@ static int lite_write(void *db, const struct store_args *a, size_t *changed)
         return exec_pairs(l, ST_BLOCK_ADD, a->user, &a->other, 1, changed);
     case STORE_UNBLOCK:
         return exec_pairs(l, ST_BLOCK_DEL, a->user, &a->other, 1, changed);
+    case STORE_LASTSEEN_WRITE:
+        return exec_lastseen_put(l, a, changed);
     default:
         abort(); /* store.c passes only writes here */
     }
@@ -248,11 +309,61 @@ static int read_blockers(struct lite *l, const char *target, struct store_result
     return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
 }
 
+/* One entry per user asked, in order; 0 when the user has no row. */
+static int read_lastseen(struct lite *l, const struct store_args *a, struct store_result *res)
+{
+    struct store_lastseen *seen = xcalloc(a->n, sizeof(*seen));
+
+    res->seen = seen;
+    res->nseen = a->n;
+    for (size_t i = 0; i < a->n; i++) {
+        sqlite3_stmt *st = bind2(l, ST_LASTSEEN_GET, a->ids[i], NULL);
+        int rc = stmt_step(st);
+
+        seen[i].user = a->ids[i];
+        if (rc == SQLITE_ROW) {
+            seen[i].last_seen_ms = sqlite3_column_int64(st, 0);
+            stmt_done(st);
+        } else if (rc != SQLITE_DONE) {
+            return map_sqlite(rc);
+        }
+    }
+    return 0;
+}
+
+/* One page of rows after a->other (NULL: from the start), in user order. */
+static int read_lastseen_page(struct lite *l, const struct store_args *a, struct store_result *res)
+{
+    sqlite3_stmt *st = bind2(l, ST_LASTSEEN_PAGE, a->other ? a->other : "", NULL);
+    struct store_lastseen *seen = xcalloc(a->limit, sizeof(*seen));
+    char **ids = xcalloc(a->limit, sizeof(*ids));
+    int rc;
+
+    res->seen = seen;
+    res->ids = (const char *const *)ids;
+    sqlite3_bind_int64(st, 2, a->since_ms);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)a->limit);
+    while ((rc = stmt_step(st)) == SQLITE_ROW) {
+        size_t k = res->nseen;
+
+        /* LIMIT bounds the rows; a broken bound would overrun seen. */
+        assert(k < a->limit);
+        ids[k] = xstrdup((const char *)sqlite3_column_text(st, 0));
+        seen[k] = (struct store_lastseen){ids[k], sqlite3_column_int64(st, 1)};
+        res->nids = res->nseen = k + 1;
+    }
+    return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+}
+
 static int lite_read(void *db, const struct store_args *a, struct store_result *res)
 {
     struct lite *l = db;
     int err;
 
+    if (a->kind == STORE_LASTSEEN_READ)
+        return read_lastseen(l, a, res);
+    if (a->kind == STORE_LASTSEEN_LOAD)
+        return read_lastseen_page(l, a, res);
     if (a->kind == STORE_LIST_BLOCKERS)
         return read_blockers(l, a->user, res);
     err = read_privacy(l, a->user, res);
@@ -352,8 +463,10 @@ static int user_version(sqlite3 *db, int *v)
 
 /*
  * Creates the tables (idempotent) and stamps user_version in one
- * transaction. Later versions add migration steps here, each guarded by
- * the version read before it.
+ * transaction. Every version so far only added tables, so the one script
+ * migrates any older version too (1 -> 2: the last_seen table). A later
+ * version that changes a table adds a step here, guarded by the version
+ * read before it.
  */
 static int create_schema(sqlite3 *db, const char *path, char *err, size_t errlen)
 {

@@ -35,6 +35,16 @@
  *       destroys the database under the running store: what an operator's
  *       mistake does (SQLite: the file deleted; PostgreSQL: the tables
  *       dropped).
+ *   static long fix_count_lastseen(struct fix *f);
+ *       the last-seen rows, counted behind the store's back.
+ *   static long fix_lastseen_commits(struct fix *f);
+ *       as fix_commits(), for transactions that wrote last-seen rows
+ *       (SQLite counts every commit: call it around last-seen writes only).
+ *   static void fix_forbid_lastseen(struct fix *f, const char *id);
+ *       makes the database refuse every last-seen row naming id.
+ *   static void fix_drop_lastseen(struct fix *f);
+ *       drops the last-seen table, as a version 1 database lacks it;
+ *       called with f->s NULL.
  *
  * Hooks are called with nothing pending. Those that work behind the
  * store's back may close f->s and open it again (SQLite must: the store
@@ -667,6 +677,374 @@ static void test_inbox_free_drops_undrained(void **state)
     assert_int_equal(x.calls, 0);
 }
 
+/* ---- last seen ---- */
+
+/* What one lastseen completion saw, copied out of the borrowed answer. */
+struct seen_rec {
+    int calls;
+    int status;
+    size_t n;
+    struct store_lastseen *seen; /* users xstrdup'd; seen_rec_free() */
+};
+
+static void seen_cb(void *ctx, int status, const struct store_result *r)
+{
+    struct seen_rec *x = ctx;
+
+    x->calls++;
+    x->status = status;
+    x->n = r->nseen;
+    x->seen = xcalloc(r->nseen ? r->nseen : 1, sizeof(*x->seen));
+    for (size_t i = 0; i < r->nseen; i++) {
+        x->seen[i].user = xstrdup(r->seen[i].user);
+        x->seen[i].last_seen_ms = r->seen[i].last_seen_ms;
+    }
+}
+
+static void seen_rec_free(struct seen_rec *x)
+{
+    for (size_t i = 0; i < x->n; i++)
+        free((char *)x->seen[i].user);
+    free(x->seen);
+    *x = (struct seen_rec){0};
+}
+
+/* One lastseen_write, whatever its status. */
+static struct rec lastseen_write_any(struct fix *f, const struct store_lastseen *pairs, size_t n)
+{
+    struct rec x = {0};
+
+    assert_int_equal(store_lastseen_write(f->s, f->in, pairs, n, rec_cb, &x), 0);
+    wait_all(f->in);
+    assert_int_equal(x.calls, 1);
+    return x;
+}
+
+/* One lastseen_write, which must succeed; returns rows changed. */
+static size_t lastseen_write(struct fix *f, const struct store_lastseen *pairs, size_t n)
+{
+    struct rec x = lastseen_write_any(f, pairs, n);
+
+    assert_int_equal(x.status, 0);
+    return x.r.changed;
+}
+
+#define LS_PAIRS(...)    ((const struct store_lastseen[]){__VA_ARGS__})
+#define LS_COUNT(...)    (sizeof(LS_PAIRS(__VA_ARGS__)) / sizeof(struct store_lastseen))
+#define LS_WRITE(f, ...) lastseen_write(f, LS_PAIRS(__VA_ARGS__), LS_COUNT(__VA_ARGS__))
+
+/* lastseen_read of n users, whatever its status; free with seen_rec_free(). */
+static struct seen_rec lastseen_read_any(struct fix *f, const char *const *users, size_t n)
+{
+    struct seen_rec x = {0};
+
+    assert_int_equal(store_lastseen_read(f->s, f->in, users, n, seen_cb, &x), 0);
+    wait_all(f->in);
+    assert_int_equal(x.calls, 1);
+    return x;
+}
+
+/* The stored last seen of user (0: never seen); the read must succeed. */
+static int64_t lastseen_get(struct fix *f, const char *user)
+{
+    struct seen_rec x = lastseen_read_any(f, &user, 1);
+    int64_t ms;
+
+    assert_int_equal(x.status, 0);
+    assert_int_equal(x.n, 1);
+    assert_string_equal(x.seen[0].user, user);
+    ms = x.seen[0].last_seen_ms;
+    seen_rec_free(&x);
+    return ms;
+}
+
+/* One lastseen_load page, which must succeed; free with seen_rec_free(). */
+static struct seen_rec lastseen_page(struct fix *f, const char *after, int64_t since, size_t limit)
+{
+    struct seen_rec x = {0};
+
+    assert_int_equal(store_lastseen_load(f->s, f->in, after, since, limit, seen_cb, &x), 0);
+    wait_all(f->in);
+    assert_int_equal(x.calls, 1);
+    assert_int_equal(x.status, 0);
+    return x;
+}
+
+#define T0 1764406800000LL /* a wall time in ms: 2025-11-29 09:00 UTC */
+
+/*
+ * A batch is durable once its callback ran: a store opened again reads
+ * it back, one answer per user in the order asked, 0 for users never
+ * seen (also a user asked twice, and one seen by nobody at all).
+ */
+static void test_lastseen_durable_after_completion(void **state)
+{
+    struct fix *f = *state;
+    const char *users[] = {"bob", "ghost", "alice", "bob"};
+    struct seen_rec x;
+
+    assert_int_equal(LS_WRITE(f, {"alice", T0}, {"bob", T0 + 1500}), 2);
+    reopen(f);
+    x = lastseen_read_any(f, users, ARRAY_SIZE(users));
+    assert_int_equal(x.status, 0);
+    assert_int_equal(x.n, ARRAY_SIZE(users));
+    for (size_t i = 0; i < ARRAY_SIZE(users); i++)
+        assert_string_equal(x.seen[i].user, users[i]);
+    assert_int_equal(x.seen[0].last_seen_ms, T0 + 1500);
+    assert_int_equal(x.seen[1].last_seen_ms, 0);
+    assert_int_equal(x.seen[2].last_seen_ms, T0);
+    assert_int_equal(x.seen[3].last_seen_ms, T0 + 1500);
+    seen_rec_free(&x);
+    assert_int_equal(fix_count_lastseen(f), 2);
+    /* Last seen is its own table: no privacy row appeared for them. */
+    assert_false(get_privacy(f, "alice").r.found);
+}
+
+/*
+ * The max wins: an older time changes nothing (changed 0), also after a
+ * restart and also inside one batch; a newer one moves it forward.
+ */
+static void test_lastseen_max_wins(void **state)
+{
+    struct fix *f = *state;
+
+    assert_int_equal(LS_WRITE(f, {"u", T0 + 5000}), 1);
+    assert_int_equal(LS_WRITE(f, {"u", T0 + 3000}), 0);
+    assert_int_equal(lastseen_get(f, "u"), T0 + 5000);
+    assert_int_equal(LS_WRITE(f, {"u", T0 + 5000}), 0); /* the same time again */
+    assert_int_equal(LS_WRITE(f, {"u", T0 + 7000}), 1);
+    assert_int_equal(lastseen_get(f, "u"), T0 + 7000);
+
+    /* A user twice in one batch keeps the larger time, in either order. */
+    assert_int_equal(LS_WRITE(f, {"v", T0 + 9000}, {"w", T0 + 1}, {"v", T0 + 8000}, {"w", T0 + 2}),
+                     2); /* one row each */
+    assert_int_equal(lastseen_get(f, "v"), T0 + 9000);
+    assert_int_equal(lastseen_get(f, "w"), T0 + 2);
+    assert_int_equal(LS_WRITE(f, {"u", T0 + 10}, {"u", T0 + 20}), 0);
+    assert_int_equal(lastseen_get(f, "u"), T0 + 7000);
+
+    /* A resent, partly stale batch after a restart: only news moves. */
+    reopen(f);
+    assert_int_equal(LS_WRITE(f, {"u", T0 + 6000}, {"v", T0 + 9500}, {"w", T0}), 1);
+    assert_int_equal(lastseen_get(f, "u"), T0 + 7000);
+    assert_int_equal(lastseen_get(f, "v"), T0 + 9500);
+    assert_int_equal(lastseen_get(f, "w"), T0 + 2);
+    assert_int_equal(fix_count_lastseen(f), 3);
+}
+
+/* Fills n pairs with distinct ids (every third one STORE_ID_MAX bytes
+ * long) in buf (n * (STORE_ID_MAX + 1) bytes), time T0 + i. */
+static void lastseen_fill(struct store_lastseen *pairs, char *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *id = buf + i * (STORE_ID_MAX + 1);
+
+        snprintf(id, STORE_ID_MAX + 1, "ls%zu", i);
+        if (i % 3 == 0) {
+            size_t k = strlen(id);
+
+            memset(id + k, 'z', STORE_ID_MAX - k);
+            id[STORE_ID_MAX] = '\0';
+        }
+        pairs[i] = (struct store_lastseen){id, T0 + (int64_t)i};
+    }
+}
+
+/*
+ * STORE_IDS_MAX pairs are one request, committed in one transaction and
+ * read back in one call; one pair more is refused before queuing.
+ */
+static void test_lastseen_large_batch_one_transaction(void **state)
+{
+    struct fix *f = *state;
+    struct store_lastseen *pairs = xcalloc(STORE_IDS_MAX + 1, sizeof(*pairs));
+    char *buf = xcalloc(STORE_IDS_MAX + 1, STORE_ID_MAX + 1);
+    const char **users = xcalloc(STORE_IDS_MAX, sizeof(*users));
+    struct rec x = {0};
+    struct seen_rec y;
+    long before;
+
+    lastseen_fill(pairs, buf, STORE_IDS_MAX + 1);
+    assert_int_equal(store_lastseen_write(f->s, f->in, pairs, STORE_IDS_MAX + 1, rec_cb, &x),
+                     -E2BIG);
+    assert_int_equal(store_inbox_pending(f->in), 0);
+    before = fix_lastseen_commits(f);
+    assert_int_equal(lastseen_write(f, pairs, STORE_IDS_MAX), STORE_IDS_MAX);
+    assert_int_equal(fix_lastseen_commits(f) - before, 1);
+    assert_int_equal(fix_count_lastseen(f), STORE_IDS_MAX);
+
+    for (size_t i = 0; i < STORE_IDS_MAX; i++)
+        users[i] = pairs[STORE_IDS_MAX - i].user; /* reversed, and one never written */
+    y = lastseen_read_any(f, users, STORE_IDS_MAX);
+    assert_int_equal(y.status, 0);
+    assert_int_equal(y.n, STORE_IDS_MAX);
+    assert_int_equal(y.seen[0].last_seen_ms, 0);
+    for (size_t i = 1; i < STORE_IDS_MAX; i++) {
+        assert_string_equal(y.seen[i].user, users[i]);
+        assert_int_equal(y.seen[i].last_seen_ms, T0 + (int64_t)(STORE_IDS_MAX - i));
+    }
+    seen_rec_free(&y);
+    assert_int_equal(store_lastseen_read(f->s, f->in, users, STORE_IDS_MAX + 1, seen_cb, &y),
+                     -E2BIG);
+
+    /* The same batch again, older by 1 ms: nothing moves. */
+    for (size_t i = 0; i < STORE_IDS_MAX; i++)
+        pairs[i].last_seen_ms--;
+    assert_int_equal(lastseen_write(f, pairs, STORE_IDS_MAX), 0);
+    assert_int_equal(lastseen_get(f, pairs[0].user), T0);
+    free(users);
+    free(buf);
+    free(pairs);
+}
+
+/*
+ * A batch with one invalid pair is refused whole, before queuing: no
+ * callback, nothing written, whichever pair is bad. So are bad reads and
+ * loads. An empty batch is a no-op write.
+ */
+static void test_lastseen_invalid_batch_refused_whole(void **state)
+{
+    struct fix *f = *state;
+    const char *bad_ids[] = {"", "a b", "a/b", "\xc3\xa9", "a'b", NULL};
+    const int64_t bad_ms[] = {0, -1, INT64_MIN};
+    struct rec x = {0};
+    struct seen_rec y = {0};
+
+    for (size_t i = 0; i < ARRAY_SIZE(bad_ids); i++) {
+        struct store_lastseen p[] = {{"ok1", T0}, {bad_ids[i], T0}, {"ok2", T0}};
+        const char *users[] = {"ok1", bad_ids[i]};
+
+        assert_int_equal(store_lastseen_write(f->s, f->in, p, 3, rec_cb, &x), -EINVAL);
+        assert_int_equal(store_lastseen_read(f->s, f->in, users, 2, seen_cb, &y), -EINVAL);
+        if (bad_ids[i])
+            assert_int_equal(store_lastseen_load(f->s, f->in, bad_ids[i][0] ? bad_ids[i] : "a b", 0,
+                                                 10, seen_cb, &y),
+                             -EINVAL);
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(bad_ms); i++) {
+        struct store_lastseen p[] = {{"ok1", T0}, {"ok2", bad_ms[i]}};
+
+        assert_int_equal(store_lastseen_write(f->s, f->in, p, 2, rec_cb, &x), -EINVAL);
+    }
+    assert_int_equal(store_lastseen_read(f->s, f->in, NULL, 0, seen_cb, &y), -EINVAL);
+    assert_int_equal(store_lastseen_load(f->s, f->in, NULL, 0, 0, seen_cb, &y), -EINVAL);
+    assert_int_equal(store_lastseen_load(f->s, f->in, NULL, 0, STORE_IDS_MAX + 1, seen_cb, &y),
+                     -EINVAL);
+    assert_int_equal(store_lastseen_load(f->s, f->in, NULL, -1, 10, seen_cb, &y), -EINVAL);
+    assert_int_equal(store_inbox_pending(f->in), 0);
+    assert_int_equal(x.calls, 0); /* a failing call never fires its callback */
+    assert_int_equal(y.calls, 0);
+    assert_int_equal(fix_count_lastseen(f), 0);
+
+    assert_int_equal(lastseen_write(f, NULL, 0), 0);
+    assert_int_equal(fix_count_lastseen(f), 0);
+}
+
+/*
+ * A batch the database refuses in part fails whole (one transaction:
+ * nothing of it is written), and fails alone: writes queued beside it
+ * commit, and the same batch without the bad pair goes through.
+ */
+static void test_lastseen_refused_batch_writes_nothing(void **state)
+{
+    struct fix *f = *state;
+    const struct store_lastseen bad[] = {{"ok1", T0}, {"forbidden", T0}, {"ok2", T0}};
+    struct store_privacy p = {STORE_VIS_CONTACTS, STORE_VIS_NOBODY, false};
+    struct rec x[3] = {{0}};
+
+    fix_forbid_lastseen(f, "forbidden");
+    assert_int_equal(LS_WRITE(f, {"ok0", T0}), 1);
+    assert_int_equal(store_set_privacy(f->s, f->in, "alice", &p, rec_cb, &x[0]), 0);
+    assert_int_equal(store_lastseen_write(f->s, f->in, bad, 3, rec_cb, &x[1]), 0);
+    assert_int_equal(store_lastseen_write(f->s, f->in, bad + 2, 1, rec_cb, &x[2]), 0);
+    wait_all(f->in);
+    assert_int_equal(x[0].status, 0);
+    assert_int_equal(x[1].status, STORE_E_SCHEMA);
+    assert_int_equal(x[1].r.changed, 0);
+    assert_int_equal(x[2].status, 0);
+    assert_int_equal(lastseen_get(f, "ok1"), 0);
+    assert_int_equal(lastseen_get(f, "forbidden"), 0);
+    assert_int_equal(lastseen_get(f, "ok2"), T0);
+    assert_true(get_privacy(f, "alice").r.found);
+    assert_int_equal(fix_count_lastseen(f), 2);
+    assert_int_equal(LS_WRITE(f, {"ok1", T0 + 1}, {"ok2", T0 + 1}), 2);
+    assert_int_equal(lastseen_get(f, "ok1"), T0 + 1);
+}
+
+/*
+ * Loading at start: pages in byte order of user id (upper case before
+ * lower), each after the last user of the previous one, only rows at or
+ * after since; the last page is the short one.
+ */
+static void test_lastseen_load_pages(void **state)
+{
+    struct fix *f = *state;
+    struct store_lastseen pairs[25];
+    char ids[25][8];
+    char last[STORE_ID_MAX + 1] = "";
+    size_t total = 0, pages = 0;
+    struct seen_rec x;
+
+    x = lastseen_page(f, NULL, 0, 10); /* an empty table */
+    assert_int_equal(x.n, 0);
+    seen_rec_free(&x);
+    for (size_t i = 0; i < 25; i++) {
+        snprintf(ids[i], sizeof(ids[i]), "%c%02zu", i % 2 ? 'u' : 'U', 24 - i);
+        pairs[i] = (struct store_lastseen){ids[i], T0 + (int64_t)i * 1000};
+    }
+    assert_int_equal(lastseen_write(f, pairs, 25), 25);
+    do {
+        x = lastseen_page(f, pages ? last : "", 0, 10);
+        for (size_t i = 0; i < x.n; i++) {
+            assert_true(strcmp(x.seen[i].user, last) > 0); /* strictly ascending */
+            assert_true(x.seen[i].last_seen_ms >= T0);
+            snprintf(last, sizeof(last), "%s", x.seen[i].user);
+        }
+        total += x.n;
+        pages++;
+        if (pages == 1)
+            assert_string_equal(x.seen[0].user, "U00");
+        seen_rec_free(&x);
+    } while (total < 25 && pages < 10);
+    assert_int_equal(total, 25);
+    assert_int_equal(pages, 3);
+    assert_string_equal(last, "u23");
+    x = lastseen_page(f, last, 0, 10);
+    assert_int_equal(x.n, 0);
+    seen_rec_free(&x);
+
+    /* Only the 5 newest: i = 20..24. */
+    x = lastseen_page(f, NULL, T0 + 20000, STORE_IDS_MAX);
+    assert_int_equal(x.n, 5);
+    for (size_t i = 0; i < x.n; i++)
+        assert_true(x.seen[i].last_seen_ms >= T0 + 20000);
+    assert_string_equal(x.seen[0].user, "U00");
+    seen_rec_free(&x);
+}
+
+/*
+ * A version 1 database (no last-seen table) is migrated on open: the
+ * version becomes STORE_SCHEMA_VERSION, what was there stays, and last
+ * seen works.
+ */
+static void test_lastseen_migrates_version_1(void **state)
+{
+    struct fix *f = *state;
+
+    CONTACTS(store_contacts_add, f, "alice", "bob");
+    store_close(f->s);
+    f->s = NULL;
+    fix_drop_lastseen(f);
+    fix_set_schema_version(f, 1);
+    f->s = open_or_fail(fix_spec(f));
+    assert_int_equal(fix_schema_version(f), STORE_SCHEMA_VERSION);
+    assert_true(relations(f, "alice", "bob").r.is_contact);
+    assert_int_equal(lastseen_get(f, "alice"), 0);
+    assert_int_equal(LS_WRITE(f, {"alice", T0}), 1);
+    reopen(f);
+    assert_int_equal(lastseen_get(f, "alice"), T0);
+}
+
 /* ---- failures ---- */
 
 /* One failing write in a group fails alone; its neighbours commit. */
@@ -762,10 +1140,12 @@ static void test_destroyed_database_refuses_writes(void **state)
     fix_destroy(f);
     assert_int_not_equal(set_privacy_status(f, "after"), 0);
     assert_int_not_equal(set_privacy_status(f, "after2"), 0);
+    assert_int_not_equal(lastseen_write_any(f, LS_PAIRS({"after", T0}), 1).status, 0);
     reopen(f);
     assert_true(store_is_healthy(f->s));
     assert_false(get_privacy(f, "after").r.found);
     assert_false(get_privacy(f, "after2").r.found);
+    assert_int_equal(lastseen_get(f, "after"), 0);
 }
 
 static void test_strerror(void **state)
@@ -784,6 +1164,7 @@ static void test_strerror(void **state)
 /* ---- durability under SIGKILL ---- */
 
 #define DUR_N      200 /* numbered writes per round */
+#define DUR_SEEN   4   /* every DUR_SEEN-th write is followed by a last-seen batch */
 #define DUR_ROUNDS 5
 
 static int dur_pipe = -1; /* the child's write end */
@@ -804,8 +1185,10 @@ static void dur_ack_cb(void *ctx, int status, const struct store_result *r)
 
 /*
  * The child: opens its own store on spec and submits DUR_N contact
- * additions for owner, draining completions as it goes so that group
- * commits of varying sizes happen, then waits to be killed.
+ * additions for owner (acknowledged as "acked <i>"), each DUR_SEEN-th
+ * followed by a last-seen batch of owner and "dur-all" at T0 + i ("acked
+ * <DUR_N + i>"), draining completions as it goes so that group commits of
+ * varying sizes happen, then waits to be killed.
  */
 static void dur_child(const char *spec, const char *owner, unsigned seed)
 {
@@ -823,6 +1206,12 @@ static void dur_child(const char *spec, const char *owner, unsigned seed)
         snprintf(id, sizeof(id), "c%d", i);
         if (store_contacts_add(s, in, owner, ids, 1, dur_ack_cb, (void *)(intptr_t)i) != 0)
             _exit(4);
+        if (i % DUR_SEEN == 0) {
+            struct store_lastseen p[] = {{owner, T0 + i}, {"dur-all", T0 + i}};
+
+            if (store_lastseen_write(s, in, p, 2, dur_ack_cb, (void *)(intptr_t)(DUR_N + i)))
+                _exit(4);
+        }
         if (rand() % 4 == 0)
             usleep((useconds_t)(rand() % 3000));
         store_inbox_drain(in);
@@ -853,7 +1242,7 @@ static bool dur_read(int fd, bool *acked, int *count, char *pend, size_t *plen)
 
         *nl = '\0';
         i = atoi(pend + strlen("acked "));
-        assert_true(strncmp(pend, "acked ", 6) == 0 && i >= 0 && i < DUR_N);
+        assert_true(strncmp(pend, "acked ", 6) == 0 && i >= 0 && i < 2 * DUR_N);
         if (!acked[i]) {
             acked[i] = true;
             (*count)++;
@@ -916,10 +1305,11 @@ static int dur_round(const char *spec, const char *owner, unsigned seed, bool *a
  */
 static void durability_kill9(const char *spec)
 {
-    int total = 0;
+    int total = 0, batches = 0;
 
     for (unsigned round = 0; round < DUR_ROUNDS; round++) {
-        bool acked[DUR_N] = {false};
+        bool acked[2 * DUR_N] = {false};
+        int64_t seen = 0; /* the last acknowledged last seen */
         struct fix f = {0};
         char owner[16];
 
@@ -933,11 +1323,19 @@ static void durability_kill9(const char *spec)
             snprintf(id, sizeof(id), "c%d", i);
             if (acked[i] && !relations(&f, owner, id).r.is_contact)
                 fail_msg("round %u: acknowledged write %d lost", round, i);
+            if (acked[DUR_N + i]) {
+                seen = T0 + i;
+                batches++;
+            }
         }
+        if (lastseen_get(&f, owner) < seen || lastseen_get(&f, "dur-all") < seen)
+            fail_msg("round %u: acknowledged last seen %lld lost", round, (long long)seen);
         store_close(f.s);
         store_inbox_free(f.in);
     }
-    print_message("durability: %d acknowledged writes checked over %d rounds\n", total, DUR_ROUNDS);
+    print_message("durability: %d acknowledged writes (%d of them last-seen batches) checked over"
+                  " %d rounds\n",
+                  total, batches, DUR_ROUNDS);
 }
 
 #endif

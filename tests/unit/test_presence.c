@@ -1023,6 +1023,49 @@ static void test_device_breakdown_merges_same_type(void **state)
 
 /* ---- limits and ids ---- */
 
+/* Sessions without a live connection (in their reconnect grace, or
+ * socketless as over HTTP) never lock a user out: at the cap the oldest of
+ * them is ended, reason REPLACED, and only live connections refuse. */
+static void test_max_sessions_replaces_unattached(void **state)
+{
+    struct presence_config cfg;
+    struct fx *f;
+
+    (void)state;
+    presence_config_init(&cfg);
+    cfg.max_sessions_per_user = 3;
+    f = fx_new_cfg(&cfg);
+    start(f, "live", "u", PRESENCE_DEVICE_DESKTOP);
+    assert_int_equal(presence_session_start(f->p, "http", "u", PRESENCE_DEVICE_WEB, NULL, f->now),
+                     0);
+    assert_int_equal(
+        presence_session_start(f->p, "drop", "u", PRESENCE_DEVICE_MOBILE, conn(2), f->now), 0);
+    assert_int_equal(presence_socket_closed(f->p, "drop", conn(2), f->now), 0);
+    flush(f);
+    clear(f);
+    /* The socketless "http" is older than the dropped "drop": it goes first. */
+    assert_int_equal(
+        presence_session_start(f->p, "new1", "u", PRESENCE_DEVICE_TABLET, conn(3), f->now), 0);
+    assert_int_equal(f->nends, 1);
+    assert_string_equal(f->ends[0].sid, "http");
+    assert_int_equal(f->ends[0].reason, PRESENCE_END_REPLACED);
+    assert_int_equal(
+        presence_session_start(f->p, "new2", "u", PRESENCE_DEVICE_TABLET, conn(4), f->now), 0);
+    assert_int_equal(f->nends, 2);
+    assert_string_equal(f->ends[1].sid, "drop");
+    assert_int_equal(stats(f).sessions, 3);
+    assert_int_equal(stats(f).ended[PRESENCE_END_REPLACED], 2);
+    /* Three live connections now: the cap refuses, and nothing ends. */
+    assert_int_equal(
+        presence_session_start(f->p, "new3", "u", PRESENCE_DEVICE_TABLET, conn(5), f->now),
+        PRESENCE_E_TOO_MANY);
+    assert_int_equal(f->nends, 2);
+    assert_int_equal(stats(f).sessions, 3);
+    flush(f);
+    assert_int_equal(view(f, "u").status, PRESENCE_ONLINE);
+    fx_free(f);
+}
+
 static void test_max_sessions_and_ids(void **state)
 {
     struct presence_config cfg;
@@ -1809,8 +1852,17 @@ static int m_start(struct model *m, int i, int u, enum presence_device d, uint64
 
     if (s->live)
         return PRESENCE_E_SESSION_EXISTS;
-    if (m_user_sessions(m, u) >= M_MAX_SESS)
-        return PRESENCE_E_TOO_MANY;
+    if (m_user_sessions(m, u) >= M_MAX_SESS) { /* the oldest one without a socket goes */
+        int old = -1;
+
+        for (int k = 0; k < M_SIDS; k++)
+            if (m->s[k].live && m->s[k].user == u && !m->s[k].attached &&
+                (old < 0 || m->s[k].seq < m->s[old].seq))
+                old = k;
+        if (old < 0)
+            return PRESENCE_E_TOO_MANY;
+        m_end(m, old, PRESENCE_END_REPLACED, now);
+    }
     memset(s, 0, sizeof(*s));
     s->live = s->active = s->attached = true;
     s->user = u;
@@ -2290,6 +2342,7 @@ int main(void)
         cmocka_unit_test(test_custom_from_most_recently_active),
         cmocka_unit_test(test_device_breakdown_merges_same_type),
         cmocka_unit_test(test_max_sessions_and_ids),
+        cmocka_unit_test(test_max_sessions_replaces_unattached),
         cmocka_unit_test(test_debounce_flap_cancels),
         cmocka_unit_test(test_debounce_merges_to_last_and_versions_increase),
         cmocka_unit_test(test_version_start_seeds_versions),

@@ -180,6 +180,33 @@ static void fix_destroy(struct fix *f)
     assert_int_equal(unlink(f->path), 0);
 }
 
+static long fix_count_lastseen(struct fix *f)
+{
+    return raw_num(f, "SELECT count(*) FROM last_seen", NULL);
+}
+
+static long fix_lastseen_commits(struct fix *f)
+{
+    return fix_commits(f, NULL);
+}
+
+static void fix_forbid_lastseen(struct fix *f, const char *id)
+{
+    char sql[256];
+
+    assert_true(store_id_is_valid(id)); /* nothing to quote */
+    snprintf(sql, sizeof(sql),
+             "CREATE TRIGGER forbid_ls BEFORE INSERT ON last_seen WHEN NEW.user = '%s'"
+             " BEGIN SELECT RAISE(ABORT, 'forbidden last seen'); END",
+             id);
+    raw_exec(f, sql);
+}
+
+static void fix_drop_lastseen(struct fix *f)
+{
+    raw_exec(f, "DROP TABLE last_seen");
+}
+
 #include "store_cases.h"
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
@@ -469,6 +496,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_ids_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inbox_free_drops_undrained, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_durable_after_completion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_max_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_large_batch_one_transaction, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_invalid_batch_refused_whole, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_refused_batch_writes_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_load_pages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_migrates_version_1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_write_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_schema_created_then_accepted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),

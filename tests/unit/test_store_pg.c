@@ -67,7 +67,7 @@ static long admin_num(const char *sql)
 static void drop_schema(void)
 {
     admin_ok("DROP TABLE IF EXISTS presenced_privacy, presenced_contacts, presenced_blocks,"
-             " presenced_schema");
+             " presenced_last_seen, presenced_schema");
 }
 
 /* Runs "$PRESENCED_TEST_PG_CTL what" (stop or start). */
@@ -162,6 +162,36 @@ static void fix_destroy(struct fix *f)
     drop_schema();
 }
 
+static long fix_count_lastseen(struct fix *f)
+{
+    (void)f;
+    return admin_num("SELECT count(*) FROM presenced_last_seen");
+}
+
+/* Every row an upsert inserts or updates carries its transaction in xmin. */
+static long fix_lastseen_commits(struct fix *f)
+{
+    (void)f;
+    return admin_num("SELECT count(DISTINCT xmin::text) FROM presenced_last_seen");
+}
+
+static void fix_forbid_lastseen(struct fix *f, const char *id)
+{
+    char sql[256];
+
+    (void)f;
+    assert_true(store_id_is_valid(id)); /* nothing to quote */
+    snprintf(sql, sizeof(sql),
+             "ALTER TABLE presenced_last_seen ADD CONSTRAINT forbid CHECK (user_id <> '%s')", id);
+    admin_ok(sql);
+}
+
+static void fix_drop_lastseen(struct fix *f)
+{
+    (void)f;
+    admin_ok("DROP TABLE presenced_last_seen");
+}
+
 #include "store_cases.h"
 
 static int setup(void **state)
@@ -242,6 +272,55 @@ static void test_group_commit(void **state)
     free(x);
 }
 
+/* ---- nodes sharing the database ---- */
+
+#define NODE_BATCHES 20
+#define NODE_USERS   1000
+
+/*
+ * Two stores on one database (two nodes) flush overlapping batches at the
+ * same time, one listing the users forwards and the other backwards: the
+ * upserts lock rows in one order, so no batch deadlocks or fails, and
+ * every user ends at the largest time either node wrote.
+ */
+static void test_lastseen_two_nodes(void **state)
+{
+    struct fix *f = *state;
+    struct store *other = open_or_fail(uri);
+    struct store_lastseen *pairs = xcalloc(NODE_USERS, sizeof(*pairs));
+    char(*ids)[16] = xcalloc(NODE_USERS, sizeof(*ids));
+    struct rec x[2 * NODE_BATCHES] = {{0}};
+    char sql[128];
+
+    for (size_t i = 0; i < NODE_USERS; i++)
+        snprintf(ids[i], sizeof(ids[i]), "n%zu", i);
+    for (int k = 0; k < NODE_BATCHES; k++) {
+        for (int node = 0; node < 2; node++) {
+            for (size_t i = 0; i < NODE_USERS; i++) {
+                size_t u = node ? NODE_USERS - 1 - i : i;
+
+                pairs[i] = (struct store_lastseen){ids[u], T0 + 2 * k + node};
+            }
+            assert_int_equal(store_lastseen_write(node ? other : f->s, f->in, pairs, NODE_USERS,
+                                                  rec_cb, &x[2 * k + node]),
+                             0);
+        }
+    }
+    wait_all(f->in);
+    for (int i = 0; i < 2 * NODE_BATCHES; i++) {
+        assert_int_equal(x[i].calls, 1);
+        assert_int_equal(x[i].status, 0);
+    }
+    assert_int_equal(admin_num("SELECT count(*) FROM presenced_last_seen"), NODE_USERS);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM presenced_last_seen WHERE last_seen_ms <> %lld",
+             T0 + 2 * (NODE_BATCHES - 1) + 1);
+    assert_int_equal(admin_num(sql), 0);
+    store_close(other);
+    free(ids);
+    free(pairs);
+}
+
 /* ---- schema ---- */
 
 /* The fixture's open created every table; a second open adds no version row. */
@@ -250,8 +329,9 @@ static void test_schema_tables(void **state)
     struct fix *f = *state;
 
     assert_int_equal(admin_num("SELECT count(*) FROM pg_tables WHERE tablename IN"
-                               " ('presenced_privacy', 'presenced_contacts', 'presenced_blocks')"),
-                     3);
+                               " ('presenced_privacy', 'presenced_contacts', 'presenced_blocks',"
+                               " 'presenced_last_seen')"),
+                     4);
     CONTACTS(store_contacts_add, f, "s", "t");
     reopen(f);
     assert_int_equal(admin_num("SELECT count(*) FROM presenced_schema"), 1);
@@ -313,6 +393,33 @@ static void assert_most_private(const struct rec *x)
 }
 
 /*
+ * Last seen with the server down: a batch fails whole (STORE_E_IO), a
+ * read still answers one entry per user asked, each "never seen", and a
+ * load page is empty.
+ */
+static void lastseen_fails_closed(struct fix *f)
+{
+    const char *users[] = {"alice", "seen", "alice"};
+    struct rec w = lastseen_write_any(f, LS_PAIRS({"seen", T0 + 1}), 1);
+    struct seen_rec x = lastseen_read_any(f, users, ARRAY_SIZE(users));
+
+    assert_int_equal(w.status, STORE_E_IO);
+    assert_int_equal(w.r.changed, 0);
+    assert_int_equal(x.status, STORE_E_IO);
+    assert_int_equal(x.n, ARRAY_SIZE(users));
+    for (size_t i = 0; i < x.n; i++) {
+        assert_string_equal(x.seen[i].user, users[i]);
+        assert_int_equal(x.seen[i].last_seen_ms, 0);
+    }
+    seen_rec_free(&x);
+    assert_int_equal(store_lastseen_load(f->s, f->in, NULL, 0, 10, seen_cb, &x), 0);
+    wait_all(f->in);
+    assert_int_equal(x.status, STORE_E_IO);
+    assert_int_equal(x.n, 0);
+    seen_rec_free(&x);
+}
+
+/*
  * The server stops: every request fails (reads with the most private
  * answer, writes with STORE_E_IO), in order and promptly; the store keeps
  * retrying per batch and works again, with nothing lost, once the server
@@ -328,6 +435,7 @@ static void test_outage_fails_closed_then_recovers(void **state)
 
     CONTACTS(store_contacts_add, f, "alice", "bob");
     done(f, store_set_privacy(f->s, f->in, "alice", &p, rec_cb, &x[0]), &x[0]);
+    LS_WRITE(f, {"seen", T0});
     cluster("stop");
     t0 = time_mono_ms();
     memset(x, 0, sizeof(x));
@@ -344,6 +452,7 @@ static void test_outage_fails_closed_then_recovers(void **state)
     assert_most_private(&x[0]);
     assert_most_private(&x[4]);
     assert_int_equal(x[1].r.changed, 0);
+    lastseen_fails_closed(f);
     /* Every later request retries the connection and fails the same way. */
     x[0] = relations_any(f, "alice", "bob");
     assert_int_equal(x[0].status, STORE_E_IO);
@@ -357,6 +466,8 @@ static void test_outage_fails_closed_then_recovers(void **state)
     assert_false(x[0].r.blocked);
     assert_false(x[0].r.privacy.invisible);
     assert_false(relations(f, "alice", "new").r.is_contact); /* the failed write did not happen */
+    assert_int_equal(lastseen_get(f, "seen"), T0);
+    assert_int_equal(LS_WRITE(f, {"seen", T0 + 1}), 1); /* the failed batch, resent */
     CONTACTS(store_contacts_add, f, "alice", "new");
     assert_true(relations(f, "alice", "new").r.is_contact);
 }
@@ -388,6 +499,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_invalid_ids_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ids_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inbox_free_drops_undrained, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_durable_after_completion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_max_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_large_batch_one_transaction, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_invalid_batch_refused_whole, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_refused_batch_writes_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_load_pages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_migrates_version_1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_write_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_schema_created_then_accepted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_newer_schema_refused, setup, teardown),
@@ -397,6 +516,7 @@ int main(void)
         /* PostgreSQL's own */
         cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_schema_tables, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lastseen_two_nodes, setup, teardown),
         cmocka_unit_test(test_unreachable_at_open),
         cmocka_unit_test_setup_teardown(test_terminated_connection_reconnects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outage_fails_closed_then_recovers, setup, teardown),
@@ -420,7 +540,7 @@ int main(void)
     PQclear(PQexec(admin, "SET client_min_messages TO warning"));
     rc = cmocka_run_group_tests(tests, NULL, NULL);
     PQclear(PQexec(admin, "DROP TABLE IF EXISTS presenced_privacy, presenced_contacts,"
-                          " presenced_blocks, presenced_schema"));
+                          " presenced_blocks, presenced_last_seen, presenced_schema"));
     PQfinish(admin);
     return rc;
 }

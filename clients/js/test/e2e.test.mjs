@@ -151,3 +151,25 @@ test('e2e: room tokens from a token function, again for each connection; a join 
     await stopClean(srv, assert);
   }
 });
+
+test('e2e: watch(users, { tier: "list" }) gets the batched presence_list into getPresence()', async () => {
+  const srv = await startServer(['--workers', '2', '--watch-batch-ms', '300']);
+  const opts = { url: srv.url, backoff: { baseMs: 20, capMs: 100 }, window: null, document: null, navigator: null };
+  const frames = [];
+  class SpyWS extends WS {
+    constructor(url, p) { super(url, p); this.on('message', (d) => frames.push(JSON.parse(String(d)))); }
+  }
+  const a = createClient({ ...opts, user: 'lister', WebSocket: SpyWS });
+  const bs = [];
+  try {
+    a.watch(['lb1', 'lb2', 'lb3'], { tier: 'list' });
+    await waitFor(() => a.state === 'open' && a.getPresence('lb3'));
+    for (const u of ['lb1', 'lb2', 'lb3']) bs.push(createClient({ ...opts, user: u, WebSocket: WS }));
+    await waitFor(() => ['lb1', 'lb2', 'lb3'].every((u) => a.getPresence(u)?.status === 'online'));
+    assert.ok(frames.some((m) => m.type === 'presence_list'), 'came as a presence_list');
+    assert.ok(!frames.some((m) => m.type === 'presence' && m.presence.status === 'online'), 'no single online frames');
+  } finally {
+    for (const c of [a, ...bs]) c.close();
+    await stopClean(srv, assert);
+  }
+});

@@ -203,13 +203,21 @@ static const cJSON *users_arg(struct client *c, const cJSON *root, const char *r
 static bool msg_watch(struct client *c, const cJSON *root, const char *ref)
 {
     const cJSON *users = users_arg(c, root, ref);
+    const cJSON *tier = cJSON_GetObjectItemCaseSensitive(root, "tier");
     const cJSON *u;
     size_t idx, fresh = 0;
     struct client_x *x;
     const char *why;
+    bool list;
 
     if (!users)
         return false;
+    if (tier && !(cJSON_IsString(tier) && (strcmp(tier->valuestring, "live") == 0 ||
+                                           strcmp(tier->valuestring, "list") == 0))) {
+        frame_send_error(c, "invalid", "tier must be \"live\" or \"list\"", ref);
+        return false;
+    }
+    list = tier && strcmp(tier->valuestring, "list") == 0;
     cJSON_ArrayForEach(u, users)
     {
         fresh += watch__find_link(c, u->valuestring, &idx) == NULL;
@@ -229,6 +237,7 @@ static bool msg_watch(struct client *c, const cJSON *root, const char *ref)
     {
         if (!watch__find_link(c, u->valuestring, &idx))
             watch__add(c, u->valuestring);
+        watch__set_tier(c, u->valuestring, list);
     }
     return true;
 }
