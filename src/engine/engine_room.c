@@ -414,6 +414,9 @@ void engine__room_on_patch(struct engine *e, struct emsg *req)
         r = room_ephemeral(e->rooms, req->room, req->uid, req->emoji, data, strlen(data), now);
     if (r == ROOM_E_INVISIBLE)
         return; /* hidden by privacy: dropped, as if nobody were listening */
+    /* "Not a member" would tell a room held by hidden members from none. */
+    if (r == ROOM_E_NOT_MEMBER)
+        r = ROOM_E_NO_ROOM;
     if (r < 0)
         room_error(e, req->conn_id, r, req->ref);
     else if (req->op == OP_RPATCH)
