@@ -277,6 +277,10 @@ static void answer_join(struct engine *e, const struct emsg *req)
         else
             rr.n = room_snapshot(e->rooms, req->room, &rr.msgs[0]) == 0;
     }
+    /* A room whose members are all hidden reads as the empty room of
+     * epoch 0 in the snapshot: room_joined must not tell otherwise. */
+    if (!resumed && info.count == 0)
+        info = (struct room_info){.mode = ROOM_MODE_NORMAL};
     for (size_t i = 0; i < rr.n; i++)
         send_state(e, req, payload_ref(rr.msgs[i].payload), false, info.epoch, rr.msgs[i].seq);
     room_resume_release(&rr);

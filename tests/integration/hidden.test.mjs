@@ -1,7 +1,8 @@
-// Hidden users leave no trace in errors and times (issue 16, items 7, 9,
-// 12): a non-member's patch/ephemeral gets the same error whether the room
+// Hidden users leave no trace in errors and times (issue 16, items 7, 8,
+// 9, 12): a non-member's patch/ephemeral gets the same error whether the room
 // holds only hidden members or does not exist, room_full counts only the
-// members others can see, an invisible member's joinedAt reads as the
+// members others can see, room_joined of a room of hidden members says
+// epoch 0 like its snapshot, an invisible member's joinedAt reads as the
 // moment she became visible, and a user cannot block herself.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -70,6 +71,20 @@ for (const workers of ['1', '2']) {
       const full = await reply(C, { type: 'join', room }, 'j');
       assert.equal(full.code, 'room_full', JSON.stringify(full));
       for (const k of [X, A, B, C]) await k.close();
+    });
+
+    test('room_joined reads like its snapshot when every member is hidden (epoch 0, seq 0)', async () => {
+      const x = id('x'), y = id('y'), room = id('room');
+      for (const u of [x, y]) await admin(srv, 'PUT', `/v1/admin/users/${u}/privacy`, { invisible: true });
+      const X = await Client.open(srv, { user: x });
+      const Y = await Client.open(srv, { user: y });
+      assert.equal((await reply(X, { type: 'join', room }, 'j')).type, 'room_joined');
+      const j = await reply(Y, { type: 'join', room }, 'j');
+      const snap = Y.seen.find((m) => m.type === 'room_snapshot' && m.room === room);
+      assert.equal(snap.epoch, 0, JSON.stringify(snap));
+      assert.deepEqual([j.epoch, j.seq, j.count], [snap.epoch, snap.seq, snap.count], JSON.stringify(j));
+      await X.close();
+      await Y.close();
     });
 
     test("an invisible member's joinedAt is the moment she became visible", async () => {
