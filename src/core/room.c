@@ -1028,7 +1028,11 @@ static int join_check(const struct room_engine *e, const struct room *r, const s
         return ROOM_E_JOINED;
     if (m && m->nsessions >= e->cfg.max_sessions)
         return ROOM_E_SESSIONS;
-    if ((m == NULL || m->nsessions == 0) && r && r->present >= e->cfg.max_members)
+    /* Full counts the members others can see, so that room_full says
+     * nothing about invisible ones; twice the cap bounds them all. */
+    if ((m == NULL || m->nsessions == 0) && r &&
+        (r->present - r->hidden >= e->cfg.max_members ||
+         r->present >= 2 * (size_t)e->cfg.max_members))
         return ROOM_E_FULL;
     return 0;
 }
@@ -1130,6 +1134,8 @@ static void session_remove(struct room *r, struct member *m, size_t i, uint64_t 
         return;
     m->sid.one = NULL;
     r->present--;
+    if (!m->visible)
+        r->hidden--;
     room__sender_free(r->e, m);
     touch(r, m, now);
 }
@@ -1227,6 +1233,14 @@ int room_set_visible(struct room_engine *e, const char *room, const char *user, 
     if (m->visible == visible)
         return 0;
     m->visible = visible;
+    if (visible)
+        r->hidden--;
+    else
+        r->hidden++;
+    /* Others see her enter now: joinedAt must not tell when she came in
+     * hidden (unless her membership is still published, unchanged). */
+    if (visible && !m->pub)
+        m->joined_at = now + (uint64_t)e->cfg.wall_offset_ms;
     if (!visible)
         room__sender_free(e, m);
     touch(r, m, now);

@@ -100,8 +100,9 @@
  * A member is visible by default. room_set_visible(false) makes it absent
  * for subscribers: it is left out of snapshots, deltas, counts and reads as
  * if it had left (subscribers get a leave; becoming visible again is a
- * join). It still holds its sessions and counts toward max_members, and it
- * cannot publish ephemeral messages. A join that brings a member back from
+ * join, and joinedAt reads as the moment it became visible). It still holds
+ * its sessions, but counts toward max_members only in the hard bound of
+ * twice that, and it cannot publish ephemeral messages. A join that brings a member back from
  * zero sessions makes it visible again; to join invisibly, set the flag
  * right after room_join(): within the batch window only the final state
  * counts.
@@ -213,7 +214,7 @@ enum room_resume_kind {
 typedef struct payload *room_frame_fn(const char *json, size_t n);
 
 struct room_config {
-    uint32_t max_members;         /* 10000 per room (invisible ones included) */
+    uint32_t max_members;         /* 10000 visible per room; with invisible ones, twice that */
     uint32_t max_sessions;        /* 32 per member */
     uint32_t max_meta_bytes;      /* 1024: metadata, patches and their results */
     uint32_t batch_ms;            /* 50: delta window in normal mode */

@@ -118,6 +118,7 @@ struct room {
     uint32_t ndirty;
     uint32_t cap_dirty;
     size_t present;   /* members with at least one session */
+    size_t hidden;    /* of those, invisible ones (not in the room to others) */
     size_t published; /* visible members as published: the count */
     size_t pub_bytes; /* about the published members' share of a snapshot */
     struct wheel_timer flush_timer;

@@ -165,6 +165,11 @@ static int user_call(struct conn *c, const struct http_request *req, const char 
             return -1;
         }
         em->arg = is_method(req, "DELETE") ? ADMIN_UNBLOCK : ADMIN_BLOCK;
+        /* A user hidden from herself would vanish from her own views. */
+        if (em->arg == ADMIN_BLOCK && strcmp(em->uid, em->viewer) == 0) {
+            httpd_error(c, 400, "self_block", "a user cannot block herself");
+            return -1;
+        }
         return 1;
     }
     if (strcmp(what, "kick") == 0 && p == end && is_method(req, "POST")) {

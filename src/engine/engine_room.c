@@ -290,6 +290,10 @@ static void answer_join(struct engine *e, const struct emsg *req)
         else
             rr.n = room_snapshot(e->rooms, req->room, &rr.msgs[0]) == 0;
     }
+    /* A room whose members are all hidden reads as the empty room of
+     * epoch 0 in the snapshot: room_joined must not tell otherwise. */
+    if (!resumed && info.count == 0)
+        info = (struct room_info){.mode = ROOM_MODE_NORMAL};
     for (size_t i = 0; i < rr.n; i++)
         send_state(e, req, payload_ref(rr.msgs[i].payload), false, info.epoch, rr.msgs[i].seq);
     room_resume_release(&rr);
@@ -501,6 +505,9 @@ void engine__room_on_patch(struct engine *e, struct emsg *req)
         r = room_ephemeral(e->rooms, req->room, req->uid, req->emoji, data, strlen(data), now);
     if (r == ROOM_E_INVISIBLE)
         return; /* hidden by privacy: dropped, as if nobody were listening */
+    /* "Not a member" would tell a room held by hidden members from none. */
+    if (r == ROOM_E_NOT_MEMBER)
+        r = ROOM_E_NO_ROOM;
     if (r < 0)
         room_error(e, req->conn_id, r, req->ref);
     else if (req->op == OP_RPATCH)
