@@ -45,7 +45,8 @@ bool http_read__query_id(const struct http_request *req, const char *key,
     size_t pos = 0;
     ssize_t n = http_query_next(req->query, req->query_len, key, &pos, out, PRESENCE_ID_MAX + 1);
 
-    return n > 0 && presence_id_valid(out);
+    /* strlen: a %00 would cut the id short into another valid one. */
+    return n > 0 && strlen(out) == (size_t)n && presence_id_valid(out);
 }
 
 /* The bearer token of a request: Authorization: Bearer, ?token=, or a
@@ -349,7 +350,7 @@ static size_t read_users(struct conn *c, const struct http_request *req,
         ssize_t r = http_query_next(req->query, req->query_len, "user", &pos, id, sizeof(id));
         if (r < 0)
             break; /* no more (an undecodable one ends the list) */
-        if (!presence_id_valid(id)) {
+        if (strlen(id) != (size_t)r || !presence_id_valid(id)) { /* %00 included */
             httpd_error(c, 400, "bad_user", "user must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
             return 0;
         }
@@ -469,7 +470,10 @@ void engine_http_heartbeat(struct conn *c, const struct http_request *req, struc
 {
     struct worker *w = nc->worker;
     struct engine *e = engine_of(w);
-    cJSON *root = cJSON_ParseWithLength(req->body ? req->body : "", req->body_len);
+    /* An empty body stays a bad_request (no body at all), as before. */
+    int bad = req->body_len ? json_check(req->body, req->body_len) : 0;
+    cJSON *root =
+        bad < 0 || !req->body_len ? NULL : cJSON_ParseWithLength(req->body, req->body_len);
     const cJSON *user = cJSON_GetObjectItemCaseSensitive(root, "user");
     const cJSON *sid = cJSON_GetObjectItemCaseSensitive(root, "sessionId");
     const cJSON *dev = cJSON_GetObjectItemCaseSensitive(root, "device");
@@ -479,6 +483,16 @@ void engine_http_heartbeat(struct conn *c, const struct http_request *req, struc
     struct emsg *em;
 
     if (!http_authorized(c, req, w, &cl)) {
+        cJSON_Delete(root);
+        return;
+    }
+    if (bad < 0) {
+        httpd_error(c, 400, "bad_json", json_strerror(bad));
+        return;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(root, "status")) {
+        httpd_error(c, 400, "bad_request",
+                    "an HTTP session has no status: \"status\" is not a field of a heartbeat");
         cJSON_Delete(root);
         return;
     }
