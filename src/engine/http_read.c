@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "engine_privacy.h"
 #include "engine_room.h"
+#include "engine_expiry.h"
 #include "engine_state.h"
 #include "frame.h"
 #include "httpd.h"
@@ -539,8 +540,20 @@ static void sse_closed(struct sse_stream *s, void *data)
     struct client *c = data;
 
     (void)s;
+    engine__expiry_disarm(c);
     hmap_remove(&c->e->clients, &c->node);
     client__free(c);
+}
+
+/* auth = jwt: a stream ends when its token does, as a WebSocket does
+ * (client__expire() sends an "error" event token_expired and closes). */
+static void sse_expires(struct client *c, const struct jwt_claims *cl)
+{
+    if (!client__auth_jwt(c->e))
+        return;
+    c->authed = 1;
+    c->deadline = cl->exp;
+    engine__expiry_arm(c);
 }
 
 struct client *http_read__sse_client(struct conn *conn, struct engine *e)
@@ -568,6 +581,7 @@ void engine_sse_presence(struct conn *conn, const struct http_request *req, stru
         return;
     c = http_read__sse_client(conn, engine_of(w));
     client_set_uid(c, viewer); /* the viewer; an event stream has no session */
+    sse_expires(c, &cl);
     for (size_t i = 0; i < n; i++)
         if (!watch__find_link(c, ids[i], &idx))
             watch__add(c, ids[i]);
@@ -694,6 +708,7 @@ void engine_http_room(struct conn *c, const struct http_request *req, struct net
         bool has = sse_last_event_id_text(req, last, sizeof(last));
         struct client *sc = http_read__sse_client(c, e);
         client_set_uid(sc, viewer); /* the reader; an event stream has no session */
+        sse_expires(sc, &claims);
         engine__room_stream(sc, room, has ? last : NULL);
         return;
     }
