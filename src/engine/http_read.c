@@ -588,11 +588,12 @@ void engine_sse_presence(struct conn *conn, const struct http_request *req, stru
 }
 
 /* The rooms claim of the bearer token (auth = jwt), else with
- * room-token-secret a ?room_token= for holder "http"; 403 otherwise. */
+ * room-token-secret a ?room_token= for the reader (holder "http" without
+ * one); 403 otherwise. */
 static bool http_room_allowed(struct conn *c, const struct http_request *req, struct engine *e,
-                              const struct jwt_claims *cl, const char *room)
+                              const struct jwt_claims *cl, const char *room, const char *viewer)
 {
-    char tok[2 * 64 + 1];
+    char tok[16 + 2 * 64 + 1];
     size_t pos = 0;
     bool claims = client__auth_jwt(e) && cl->has_rooms;
 
@@ -602,7 +603,7 @@ static bool http_room_allowed(struct conn *c, const struct http_request *req, st
         return true;
     if (e->w->srv->cfg.room_token_secret[0] &&
         http_query_next(req->query, req->query_len, "room_token", &pos, tok, sizeof(tok)) > 0 &&
-        engine__room_token_ok(e, "http", room, tok))
+        engine__room_token_ok(e, viewer[0] ? viewer : "http", room, tok))
         return true;
     httpd_error(c, 403, "forbidden", "this room needs a rooms claim or a valid room_token");
     return false;
@@ -702,7 +703,7 @@ void engine_http_room(struct conn *c, const struct http_request *req, struct net
         httpd_error(c, 400, "bad_room", "room must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
         return;
     }
-    if (!http_room_allowed(c, req, e, &claims, room) || !http_rate(c, e, viewer, 1))
+    if (!http_room_allowed(c, req, e, &claims, room, viewer) || !http_rate(c, e, viewer, 1))
         return; /* a room read or stream counts as one query */
     if (events) {
         bool has = sse_last_event_id_text(req, last, sizeof(last));
