@@ -161,9 +161,10 @@ export interface Client {
   serverNow(): number;
   /**
    * `token`: a per-room subscription token (servers with room-token-secret):
-   * the hex HMAC-SHA256 of "<connectionId>:<room>" from your backend. It is
-   * bound to the connection, so pass a function: it is called for every
-   * (re)join with the connection id of the current welcome.
+   * "<exp>.<hex HMAC-SHA256 of "<user>:<room>:<exp>">" from your backend
+   * (exp in Unix seconds). It is bound to the user and expires, so pass a
+   * function: it is called for every (re)join with the room, the user and
+   * the connection id of the current welcome.
    */
   join(room: string, opts?: { meta?: unknown; token?: string | ((req: { room: string; connectionId: string; user: string | null }) => string | Promise<string>) }): Room;
   room(id: string): Room | undefined;

@@ -112,6 +112,10 @@ void client__expire(struct client *c)
         ws_close(c->ws, 4401, "authentication required");
         return;
     }
+    if (!c->ws) { /* an event stream: its pattern for an end */
+        sse_fail(c->x->sse, "token_expired", "the token expired; reconnect with a new one");
+        return;
+    }
     frame_send_token_expired(c);
     ws_close(c->ws, 4403, "token expired");
 }

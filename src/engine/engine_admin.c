@@ -192,20 +192,13 @@ static int user_call(struct conn *c, const struct http_request *req, const char 
     return 0;
 }
 
-/* The whole body as one JSON value (trailing whitespace only), or NULL. */
+/* The whole body as one JSON value, held to json_check() first (no NUL in
+ * a string, valid UTF-8, no trailing data), or NULL. */
 static cJSON *parse_body(const struct http_request *req)
 {
-    const char *end = NULL;
-    cJSON *v = cJSON_ParseWithLengthOpts(req->body, req->body_len, &end, false);
-    const char *stop = req->body + req->body_len;
-
-    while (v && end < stop && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
-        end++;
-    if (v && end != stop) {
-        cJSON_Delete(v);
+    if (json_check(req->body, req->body_len) < 0)
         return NULL;
-    }
-    return v;
+    return cJSON_ParseWithLength(req->body, req->body_len);
 }
 
 static void users_route(struct conn *c, const struct http_request *req, struct worker *w,

@@ -51,10 +51,11 @@ void engine__rooms_client_closed(struct client *c);
 /* Frees the client side's local rooms (engine_free). */
 void engine__rooms_client_free(struct engine *e);
 
-/* True when tok is the room subscription token of holder (a connection id
- * in hex, or "http" for HTTP reads) for room: the lowercase hex
- * HMAC-SHA256 of "<holder>:<room>" under room-token-secret, as the
- * application's backend signs it (like Pusher's channel auth). */
+/* True when tok is a room subscription token of holder (the user, or
+ * "http" for an HTTP read without a reader) for room that has not expired:
+ * "<exp>.<hex>", exp in Unix seconds (1..12 digits, wall clock) and hex the
+ * lowercase HMAC-SHA256 of "<holder>:<room>:<exp>" under room-token-secret,
+ * as the application's backend signs it (like Pusher's channel auth). */
 bool engine__room_token_ok(const struct engine *e, const char *holder, const char *room,
                            const char *tok);
 

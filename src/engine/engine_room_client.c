@@ -701,29 +701,37 @@ bool engine__room_token_ok(const struct engine *e, const char *holder, const cha
     const char *secret = e->w->srv->cfg.room_token_secret;
     unsigned char mac[EVP_MAX_MD_SIZE];
     unsigned maclen = 0;
-    char msg[64 + PRESENCE_ID_MAX], hex[2 * EVP_MAX_MD_SIZE + 1];
-    int n = snprintf(msg, sizeof(msg), "%s:%s", holder, room);
+    char msg[2 * PRESENCE_ID_MAX + 32], hex[2 * EVP_MAX_MD_SIZE + 1];
+    size_t digits = 0;
+    int64_t exp = 0;
+    int n;
 
-    if (!tok || n < 0 || (size_t)n >= sizeof(msg))
+    /* "<exp>.<hex>": exp in decimal Unix seconds, 1..12 digits. */
+    while (tok && tok[digits] >= '0' && tok[digits] <= '9' && digits < 12)
+        exp = exp * 10 + (tok[digits++] - '0');
+    if (!tok || digits == 0 || tok[digits] != '.' || (tok[0] == '0' && digits > 1) ||
+        exp * 1000 < (int64_t)time_wall_ms())
+        return false; /* malformed, or expired */
+    n = snprintf(msg, sizeof(msg), "%s:%s:%lld", holder, room, (long long)exp);
+    if (n < 0 || (size_t)n >= sizeof(msg))
         return false;
     HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)msg, (size_t)n, mac,
          &maclen);
     for (unsigned i = 0; i < maclen; i++)
         snprintf(hex + 2 * i, 3, "%02x", mac[i]);
+    tok += digits + 1;
     return strlen(tok) == 2 * maclen && CRYPTO_memcmp(hex, tok, 2 * maclen) == 0;
 }
 
 bool engine__room_allowed(const struct client *c, const char *room, const char *tok)
 {
-    char holder[32];
     const char *claims = c->x ? c->x->room_claims : NULL;
 
     if (claims && jwt_rooms_allow(claims, room))
         return true;
     if (!c->e->w->srv->cfg.room_token_secret[0])
         return claims == NULL;
-    snprintf(holder, sizeof(holder), "%llx", (unsigned long long)client_conn_id(c));
-    return engine__room_token_ok(c->e, holder, room, tok);
+    return engine__room_token_ok(c->e, client_uid(c), room, tok);
 }
 
 int engine__room_join(struct client *c, const char *room, const char *meta, bool has_since,

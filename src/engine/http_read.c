@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "engine_privacy.h"
 #include "engine_room.h"
+#include "engine_expiry.h"
 #include "engine_state.h"
 #include "frame.h"
 #include "httpd.h"
@@ -45,7 +46,8 @@ bool http_read__query_id(const struct http_request *req, const char *key,
     size_t pos = 0;
     ssize_t n = http_query_next(req->query, req->query_len, key, &pos, out, PRESENCE_ID_MAX + 1);
 
-    return n > 0 && presence_id_valid(out);
+    /* strlen: a %00 would cut the id short into another valid one. */
+    return n > 0 && strlen(out) == (size_t)n && presence_id_valid(out);
 }
 
 /* The bearer token of a request: Authorization: Bearer, ?token=, or a
@@ -349,7 +351,7 @@ static size_t read_users(struct conn *c, const struct http_request *req,
         ssize_t r = http_query_next(req->query, req->query_len, "user", &pos, id, sizeof(id));
         if (r < 0)
             break; /* no more (an undecodable one ends the list) */
-        if (!presence_id_valid(id)) {
+        if (strlen(id) != (size_t)r || !presence_id_valid(id)) { /* %00 included */
             httpd_error(c, 400, "bad_user", "user must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
             return 0;
         }
@@ -469,7 +471,10 @@ void engine_http_heartbeat(struct conn *c, const struct http_request *req, struc
 {
     struct worker *w = nc->worker;
     struct engine *e = engine_of(w);
-    cJSON *root = cJSON_ParseWithLength(req->body ? req->body : "", req->body_len);
+    /* An empty body stays a bad_request (no body at all), as before. */
+    int bad = req->body_len ? json_check(req->body, req->body_len) : 0;
+    cJSON *root =
+        bad < 0 || !req->body_len ? NULL : cJSON_ParseWithLength(req->body, req->body_len);
     const cJSON *user = cJSON_GetObjectItemCaseSensitive(root, "user");
     const cJSON *sid = cJSON_GetObjectItemCaseSensitive(root, "sessionId");
     const cJSON *dev = cJSON_GetObjectItemCaseSensitive(root, "device");
@@ -479,6 +484,16 @@ void engine_http_heartbeat(struct conn *c, const struct http_request *req, struc
     struct emsg *em;
 
     if (!http_authorized(c, req, w, &cl)) {
+        cJSON_Delete(root);
+        return;
+    }
+    if (bad < 0) {
+        httpd_error(c, 400, "bad_json", json_strerror(bad));
+        return;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(root, "status")) {
+        httpd_error(c, 400, "bad_request",
+                    "an HTTP session has no status: \"status\" is not a field of a heartbeat");
         cJSON_Delete(root);
         return;
     }
@@ -525,8 +540,20 @@ static void sse_closed(struct sse_stream *s, void *data)
     struct client *c = data;
 
     (void)s;
+    engine__expiry_disarm(c);
     hmap_remove(&c->e->clients, &c->node);
     client__free(c);
+}
+
+/* auth = jwt: a stream ends when its token does, as a WebSocket does
+ * (client__expire() sends an "error" event token_expired and closes). */
+static void sse_expires(struct client *c, const struct jwt_claims *cl)
+{
+    if (!client__auth_jwt(c->e))
+        return;
+    c->authed = 1;
+    c->deadline = cl->exp;
+    engine__expiry_arm(c);
 }
 
 struct client *http_read__sse_client(struct conn *conn, struct engine *e)
@@ -554,17 +581,19 @@ void engine_sse_presence(struct conn *conn, const struct http_request *req, stru
         return;
     c = http_read__sse_client(conn, engine_of(w));
     client_set_uid(c, viewer); /* the viewer; an event stream has no session */
+    sse_expires(c, &cl);
     for (size_t i = 0; i < n; i++)
         if (!watch__find_link(c, ids[i], &idx))
             watch__add(c, ids[i]);
 }
 
 /* The rooms claim of the bearer token (auth = jwt), else with
- * room-token-secret a ?room_token= for holder "http"; 403 otherwise. */
+ * room-token-secret a ?room_token= for the reader (holder "http" without
+ * one); 403 otherwise. */
 static bool http_room_allowed(struct conn *c, const struct http_request *req, struct engine *e,
-                              const struct jwt_claims *cl, const char *room)
+                              const struct jwt_claims *cl, const char *room, const char *viewer)
 {
-    char tok[2 * 64 + 1];
+    char tok[16 + 2 * 64 + 1];
     size_t pos = 0;
     bool claims = client__auth_jwt(e) && cl->has_rooms;
 
@@ -574,7 +603,7 @@ static bool http_room_allowed(struct conn *c, const struct http_request *req, st
         return true;
     if (e->w->srv->cfg.room_token_secret[0] &&
         http_query_next(req->query, req->query_len, "room_token", &pos, tok, sizeof(tok)) > 0 &&
-        engine__room_token_ok(e, "http", room, tok))
+        engine__room_token_ok(e, viewer[0] ? viewer : "http", room, tok))
         return true;
     httpd_error(c, 403, "forbidden", "this room needs a rooms claim or a valid room_token");
     return false;
@@ -674,12 +703,13 @@ void engine_http_room(struct conn *c, const struct http_request *req, struct net
         httpd_error(c, 400, "bad_room", "room must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
         return;
     }
-    if (!http_room_allowed(c, req, e, &claims, room) || !http_rate(c, e, viewer, 1))
+    if (!http_room_allowed(c, req, e, &claims, room, viewer) || !http_rate(c, e, viewer, 1))
         return; /* a room read or stream counts as one query */
     if (events) {
         bool has = sse_last_event_id_text(req, last, sizeof(last));
         struct client *sc = http_read__sse_client(c, e);
         client_set_uid(sc, viewer); /* the reader; an event stream has no session */
+        sse_expires(sc, &claims);
         engine__room_stream(sc, room, has ? last : NULL);
         return;
     }

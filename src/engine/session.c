@@ -248,9 +248,10 @@ void session__on_http_beat(struct engine *e, struct emsg *req)
     int r = 0;
 
     if (req->arg) { /* leave */
-        if (known)
-            presence_session_end(e->pres, req->sid, now);
-        buf_printf(&b, "{\"sessionId\":\"%s\",\"ended\":true}\n", req->sid);
+        /* Says what happened: a session that is not this user's HTTP
+         * session (unknown, expired, someone else's) is not ended. */
+        bool ended = known && presence_session_end(e->pres, req->sid, now) == 0;
+        buf_printf(&b, "{\"sessionId\":\"%s\",\"ended\":%s}\n", req->sid, ended ? "true" : "false");
         http_read__answer(e, req, buf_payload(&b));
         return;
     }

@@ -129,7 +129,10 @@ test('e2e: room tokens from a token function, again for each connection; a join 
   const sockets = [];
   class TWS extends WS { constructor(u, p) { super(u, p); sockets.push(this); } }
   const opts = { url: srv.url, backoff: { baseMs: 20, capMs: 100 }, window: null, document: null, navigator: null };
-  const sign = ({ room, connectionId }) => createHmac('sha256', SECRET).update(`${connectionId}:${room}`).digest('hex');
+  const sign = ({ room, user }) => {
+    const exp = Math.floor(Date.now() / 1000) + 60;
+    return `${exp}.${createHmac('sha256', SECRET).update(`${user}:${room}:${exp}`).digest('hex')}`;
+  };
   const a = createClient({ ...opts, user: 'alice', WebSocket: TWS });
   try {
     const conns = [];

@@ -22,6 +22,7 @@
 #include "engine_room.h"
 #include "frame.h"
 #include "http_read.h"
+#include "json.h"
 #include "native_encode.h"
 #include "presence.h"
 #include "privacy.h"
@@ -53,13 +54,37 @@ static bool need_session(struct client *c, const char *ref)
 static bool parse_expiry(const cJSON *root, uint64_t *out)
 {
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "expiresInMs");
+    int64_t v;
 
     *out = 0;
     if (!x || cJSON_IsNull(x))
         return true;
-    if (!cJSON_IsNumber(x) || x->valuedouble < 1 || x->valuedouble > 31536000000.0)
+    if (json_number_i64(x, 1, 31536000000, &v) < 0)
+        return false; /* not a number, a fraction, or out of range */
+    *out = (uint64_t)v;
+    return true;
+}
+
+/* The largest epoch or seq a "since" may name: 2^53, the last integer a
+ * JSON number (and a JavaScript client) holds exactly. */
+#define SINCE_MAX 9007199254740992LL
+
+/* "since": absent or null = none (*has = false); else an object with
+ * integers "epoch" and "seq" in [0, 2^53]. False = refused. */
+static bool parse_since(const cJSON *root, bool *has, uint64_t *epoch, uint64_t *seq)
+{
+    const cJSON *since = cJSON_GetObjectItemCaseSensitive(root, "since");
+    int64_t ep, sq;
+
+    *has = false;
+    if (!since || cJSON_IsNull(since))
+        return true;
+    if (json_get_i64(since, "epoch", 0, SINCE_MAX, &ep) < 0 ||
+        json_get_i64(since, "seq", 0, SINCE_MAX, &sq) < 0)
         return false;
-    *out = (uint64_t)x->valuedouble;
+    *epoch = (uint64_t)ep;
+    *seq = (uint64_t)sq;
+    *has = true;
     return true;
 }
 
@@ -328,7 +353,6 @@ static char *json_arg(const cJSON *root, const char *key, size_t max, bool *bad)
 static bool msg_join(struct client *c, const cJSON *root, const char *ref)
 {
     const char *room = room_arg(c, root, ref);
-    const cJSON *since = cJSON_GetObjectItemCaseSensitive(root, "since");
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "token");
     uint64_t epoch = 0, seq = 0;
     bool bad, has_since = false;
@@ -348,15 +372,11 @@ static bool msg_join(struct client *c, const cJSON *root, const char *ref)
         frame_send_error(c, "invalid", "\"meta\" is over 1024 bytes", ref);
         return false;
     }
-    if (cJSON_IsObject(since)) {
-        const cJSON *ep = cJSON_GetObjectItemCaseSensitive(since, "epoch");
-        const cJSON *sq = cJSON_GetObjectItemCaseSensitive(since, "seq");
-        if (cJSON_IsNumber(ep) && cJSON_IsNumber(sq) && ep->valuedouble >= 0 &&
-            sq->valuedouble >= 0) {
-            epoch = (uint64_t)ep->valuedouble;
-            seq = (uint64_t)sq->valuedouble;
-            has_since = true;
-        }
+    if (!parse_since(root, &has_since, &epoch, &seq)) {
+        cJSON_free(meta);
+        frame_send_error(c, "invalid",
+                         "\"since\" must be {\"epoch\":E,\"seq\":N}, integers from 0 to 2^53", ref);
+        return false;
     }
     r = engine__room_join(c, room, meta, has_since, epoch, seq, ref);
     cJSON_free(meta);
