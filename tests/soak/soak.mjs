@@ -109,6 +109,8 @@ function violate(inv, user, observer, detail) {
   f.count++;
   if (f.first.length < 5) { f.first.push(msg); console.log(`FAIL ${msg}`); }
 }
+const stats = {}; // how many times each check judged something (a check that never runs proves nothing)
+const count = (k) => { stats[k] = (stats[k] || 0) + 1; };
 function trace(s) { if (TRACE) console.log(`  #${step} +${((Date.now() - T0) / 1000).toFixed(2)}s ${s}`); }
 
 // ---- the model ----
@@ -130,7 +132,7 @@ for (const id of [...ACTORS, ...OBSERVERS]) {
     priv: { online: 'everyone', invisible: false },
     contacts: new Set(), blocks: new Set(),
     sessions: new Map(),
-    pTouched: 0, visTouched: 0, rTouched: new Map(), rvSince: new Map(),
+    pTouched: 0, visTouched: 0, lastPublic: 0, rTouched: new Map(), rvSince: new Map(),
     meta: new Map(), memberSince: new Map(), // room -> {at, clean}
   });
 }
@@ -247,6 +249,8 @@ class Conn {
     });
   }
 
+  get kind() { return 'ws'; }
+  resync(v) { resyncWs(this, v); }
   get checkable() { return this.open && !this.paused && !this.dead && this.inc === incarnation; }
 
   onMessage(m) {
@@ -299,34 +303,45 @@ function onSessionEnded(c, m) {
 }
 
 // ---- presence views ----
-function onPresence(c, p) {
+function onPresence(c, p, { read = false } = {}) {
   const now = Date.now();
   const u = U(p.user);
   if (!u || !c.checkable) return;
   const o = c.user;
-  const isSnap = c.snapPending.delete(p.user);
-  if (p.user !== o && 'version' in p) violate('no-foreign-version', p.user, o, `presence carries version: ${JSON.stringify(p)}`);
+  const isSnap = c.snapPending.delete(p.user) || read;
+  checkLastSeen(o, u, p, c.kind);
+  if (p.user !== o && 'version' in p) violate('no-foreign-version', p.user, o, `${c.kind}: presence carries version: ${JSON.stringify(p)}`);
   if (p.user === o && typeof p.version === 'number') {
     const prev = c.versions.get(p.user);
     if (prev && (p.version < prev.v || (p.version === prev.v && prev.body !== canon({ ...p, lastSeen: undefined })))) {
-      violate('version-monotonic', p.user, o, `version ${p.version} after ${prev.v}: ${JSON.stringify(p)}`);
+      violate('version-monotonic', p.user, o, `${c.kind}: version ${p.version} after ${prev.v}: ${JSON.stringify(p)}`);
     }
     c.versions.set(p.user, { v: p.version, body: canon({ ...p, lastSeen: undefined }) });
   }
-  const hiddenStable = !visible(u, o) && now - u.visTouched >= W && now - c.openedAt >= W;
+  const hiddenStable = !visible(u, o) && now - u.visTouched >= W && (read || now - c.openedAt >= W);
   if (!visible(u, o) && now - u.visTouched >= W) {
     const why = hideReason(u, o);
-    if (p.status !== 'offline') violate('hidden-never-online', p.user, o, `${why}, shown ${JSON.stringify(p)}`);
+    if (p.status !== 'offline') violate('hidden-never-online', p.user, o, `${c.kind}: ${why}, shown ${JSON.stringify(p)}`);
     const mayLastSeen = u.priv.invisible && !u.blocks.has(o) && visibleLastSeen(u, o);
     const keys = Object.keys(p).filter((k) => k !== 'lastSeen' || !mayLastSeen).sort().join(',');
     if (keys !== 'devices,status,user' || Object.keys(p.devices || {}).length !== 0) {
-      violate('hidden-reads-absent', p.user, o, `${why}, reads ${JSON.stringify(p)} (an unknown user reads {"user","status":"offline","devices":{}})`);
+      violate('hidden-reads-absent', p.user, o, `${c.kind}: ${why}, reads ${JSON.stringify(p)} (an unknown user reads {"user","status":"offline","devices":{}})`);
     }
+    count(isSnap ? 'hidden-snapshot' : 'hidden-frame');
     if (hiddenStable && !isSnap) {
-      violate('hidden-no-events', p.user, o, `${why} for ${now - u.visTouched} ms, yet an event arrived: ${JSON.stringify(p)}`);
+      violate('hidden-no-events', p.user, o, `${c.kind}: ${why} for ${now - u.visTouched} ms, yet an event arrived: ${JSON.stringify(p)}`);
     }
   }
   if (c.watched.has(p.user) || isSnap) { c.watched.add(p.user); c.pview.set(p.user, p); }
+}
+// Others' last seen is the public state's: never later than the last moment
+// the user could have been online while not invisible.
+function checkLastSeen(o, u, p, channel) {
+  if (u.id === o || !p.lastSeen || typeof p.lastSeen.at !== 'number') return;
+  count('lastseen');
+  if (p.lastSeen.at > u.lastPublic + SLACK) {
+    violate('hidden-lastseen', u.id, o, `${channel}: lastSeen.at ${p.lastSeen.at} is ${p.lastSeen.at - u.lastPublic} ms after the last moment ${u.id} was online and not invisible (${u.lastPublic || 'never'}): ${JSON.stringify(p)}`);
+  }
 }
 function visibleLastSeen(u, o) { // lastSeen visibility is kept equal to online visibility
   return u.priv.online === 'everyone' || (u.priv.online === 'contacts' && u.contacts.has(o));
@@ -339,21 +354,29 @@ function hideReason(u, o) {
 
 function checkPresence(c, now) {
   for (const uid of c.watched) {
-    const u = U(uid);
     const shown = c.pview.get(uid);
-    if (!shown || now - u.pTouched < W || now - u.visTouched < W || now - c.openedAt < W) continue;
-    const vis = visible(u, c.user);
-    const t = vis ? presenceTri(u, now) : 'OFF';
-    if (t === 'ON' && shown.status === 'offline') {
-      violate('no-false-offline', uid, c.user, `a live session (${[...u.sessions.values()].filter((s) => aliveAt(s, now)).map(descSession).join('; ')}) but shown offline`);
-    } else if (t === 'OFF' && shown.status !== 'offline') {
-      if (vis) violate('no-ghost', uid, c.user, `no live session (${[...u.sessions.values()].map(descSession).join('; ') || 'none'}) but shown ${shown.status}`);
-      else violate('hidden-never-online', uid, c.user, `${hideReason(u, c.user)}, shown ${shown.status}`);
-    } else if (t === 'ON') {
-      const want = expectedStatus(u, now);
-      if (want && shown.status !== want) {
-        violate('status-matches', uid, c.user, `sessions ${[...u.sessions.values()].filter((s) => aliveAt(s, now)).map((s) => s.status).join(',')} merge to ${want}, shown ${shown.status}`);
-      }
+    if (shown && now - c.openedAt >= W) checkShown(c.user, U(uid), shown, now, now, c.kind);
+  }
+}
+// Judges one shown presence of u to observer o, valid for the whole of
+// [from, to] (a read answered in between, or a live view at now).
+function checkShown(o, u, shown, from, to, channel) {
+  if (from - u.pTouched < W || from - u.visTouched < W || u.pTouched > to || u.visTouched > to) return;
+  const now = from;
+  const vis = visible(u, o);
+  const t = vis ? presenceTri(u, now) : 'OFF';
+  if (t !== presenceTri(u, to) && vis) return;
+  count(`presence-${channel}-${vis ? t : 'hidden'}`);
+  const uid = u.id;
+  if (t === 'ON' && shown.status === 'offline') {
+    violate('no-false-offline', uid, o, `${channel}: a live session (${[...u.sessions.values()].filter((s) => aliveAt(s, now)).map(descSession).join('; ')}) but shown offline`);
+  } else if (t === 'OFF' && shown.status !== 'offline') {
+    if (vis) violate('no-ghost', uid, o, `${channel}: no live session (${[...u.sessions.values()].map(descSession).join('; ') || 'none'}) but shown ${shown.status}`);
+    else violate('hidden-never-online', uid, o, `${channel}: ${hideReason(u, o)}, shown ${shown.status}`);
+  } else if (t === 'ON') {
+    const want = expectedStatus(u, now);
+    if (want && shown.status !== want && want === expectedStatus(u, to)) {
+      violate('status-matches', uid, o, `${channel}: sessions ${[...u.sessions.values()].filter((s) => aliveAt(s, now)).map((s) => s.status).join(',')} merge to ${want}, shown ${shown.status}`);
     }
   }
 }
@@ -374,13 +397,14 @@ function onRoom(c, m) {
   if (m.type === 'room_snapshot') {
     v.epoch = m.epoch; v.seq = m.seq; v.mode = m.mode;
     v.members = new Map(m.members.map((x) => [x.user, x]));
+    checkEmptyRoom(c.user, m, c.kind);
     for (const x of m.members) checkJoinedAt(c, m.room, x, now);
   } else if (m.type === 'room_delta') {
     const fresh = m.epoch !== v.epoch && m.seq === 1 && v.members.size === 0;
     if (m.epoch === v.epoch && m.seq <= v.seq) return;
     if (!fresh && !(m.epoch === v.epoch && m.seq === v.seq + 1)) {
-      violate('room-seq-contiguous', '-', o, `room ${m.room}: delta ${m.epoch}/${m.seq} after ${v.epoch}/${v.seq}`);
-      resync(c, v);
+      violate('room-seq-contiguous', '-', o, `${c.kind} room ${m.room}: delta ${m.epoch}/${m.seq} after ${v.epoch}/${v.seq}`);
+      c.resync(v);
       return;
     }
     if (fresh) v.epoch = m.epoch;
@@ -398,48 +422,61 @@ function onRoom(c, m) {
     if (v.state === 'joined' && m.mode === 'normal' && !m.joins.length && !m.leaves.length && !m.patches.length) {
       const blockers = [...users.values()].filter((u) => u.blocks.has(o)).map((u) => u.id);
       violate('hidden-no-room-trace', blockers.join('|') || '?', o,
-        `room ${m.room}: an empty delta (seq ${m.seq}) reveals activity an absent user would not cause`);
+        `${c.kind} room ${m.room}: an empty delta (seq ${m.seq}) reveals activity an absent user would not cause`);
     }
   } else if (m.type === 'room_joined') {
     if (m.epoch !== v.epoch || m.seq !== v.seq) {
-      violate('room-joined-matches-state', '-', o, `room ${m.room}: room_joined says ${m.epoch}/${m.seq}, the state sent was ${v.epoch}/${v.seq}`);
+      violate('room-joined-matches-state', '-', o, `${c.kind} room ${m.room}: room_joined says ${m.epoch}/${m.seq}, the state sent was ${v.epoch}/${v.seq}`);
     }
     v.state = 'joined';
   }
   if (v.mode === 'normal' && m.count !== v.members.size) {
-    violate('room-count', '-', o, `room ${m.room}: ${m.type} count ${m.count} but ${v.members.size} members applied (${[...v.members.keys()].join(' ')})`);
+    violate('room-count', '-', o, `${c.kind} room ${m.room}: ${m.type} count ${m.count} but ${v.members.size} members applied (${[...v.members.keys()].join(' ')})`);
   }
   if (v.state === 'joined') checkRoom(c, v, now);
 }
-function resync(c, v) {
+function resyncWs(c, v) {
   v.broken = true;
   c.send({ type: 'room_leave', room: v.room });
   const nv = newView(v.room);
   c.rviews.set(v.room, nv);
   c.send({ type: 'join', room: v.room });
 }
+// A room showing no member must read exactly like a room nobody is in.
+function checkEmptyRoom(o, m, channel) {
+  if (m.count !== 0 || (m.members && m.members.length)) return;
+  count('room-empty-read');
+  if (m.epoch !== 0 || m.seq !== 0) {
+    const hid = [...users.values()].filter((u) => roomTri(u, m.room, Date.now()) !== 'OFF').map((u) => u.id);
+    violate('hidden-room-epoch', hid.join('|') || '-', o, `${channel} room ${m.room}: no visible member, yet epoch ${m.epoch} seq ${m.seq} (an absent room reads epoch 0, seq 0)`);
+  }
+}
 function checkJoinedAt(c, r, x, now) {
   const u = U(x.user);
-  if (!u) return;
+  if (!u || u.id === c.user) return; // a member knows when it joined
   const ms = u.memberSince.get(r);
   if (!ms || !ms.clean) return;
   const since = Math.max(ms.at, u.rvSince.get(c.user) || 0);
+  if ((u.rvSince.get(c.user) || 0) > ms.at) count('joinedAt-after-reveal');
   if (x.joinedAt < since - 50) {
-    violate('joinedAt-hides-history', x.user, c.user, `room ${r}: joinedAt ${x.joinedAt} is ${since - x.joinedAt} ms before the member became visible to the observer (${since})`);
+    violate('joinedAt-hides-history', x.user, c.user, `${c.kind} room ${r}: joinedAt ${x.joinedAt} is ${since - x.joinedAt} ms before the member became visible to the observer (${since})`);
   }
 }
-function checkRoom(c, v, now) {
+function checkRoom(c, v, now, to = now) {
   const o = c.user;
   for (const u of users.values()) {
-    if (now - (u.rTouched.get(v.room) || 0) < W || now - u.visTouched < W) continue;
+    const rt = u.rTouched.get(v.room) || 0;
+    if (now - rt < W || now - u.visTouched < W || rt > to || u.visTouched > to) continue;
+    if (roomTri(u, v.room, now) !== roomTri(u, v.room, to)) continue;
     let t = roomTri(u, v.room, now);
     const hidden = !visibleInRoom(u, o);
     const shown = v.members.get(u.id);
-    if (t === 'ON' && !hidden && !shown) violate('room-membership', u.id, o, `room ${v.room}: a member with a live session is missing from the view`);
-    else if (t === 'OFF' && shown) violate('room-membership', u.id, o, `room ${v.room}: a ghost member (sessions: ${[...u.sessions.values()].map(descSession).join('; ') || 'none'})`);
-    else if (t !== 'OFF' && hidden && shown) violate('hidden-not-in-room', u.id, o, `room ${v.room}: ${hideReason(u, o)} yet listed ${JSON.stringify(shown)}`);
+    if (t !== 'UNK') count(`room-${c.kind}-${hidden && t === 'ON' ? 'hidden' : t}`);
+    if (t === 'ON' && !hidden && !shown) violate('room-membership', u.id, o, `${c.kind} room ${v.room}: a member with a live session is missing from the view`);
+    else if (t === 'OFF' && shown) violate('room-membership', u.id, o, `${c.kind} room ${v.room}: a ghost member (sessions: ${[...u.sessions.values()].map(descSession).join('; ') || 'none'})`);
+    else if (t !== 'OFF' && hidden && shown) violate('hidden-not-in-room', u.id, o, `${c.kind} room ${v.room}: ${hideReason(u, o)} yet listed ${JSON.stringify(shown)}`);
     else if (t === 'ON' && shown && u.meta.has(v.room) && canon(shown.meta) !== canon(u.meta.get(v.room))) {
-      violate('room-meta', u.id, o, `room ${v.room}: meta ${JSON.stringify(shown.meta)}, model ${JSON.stringify(u.meta.get(v.room))}`);
+      violate('room-meta', u.id, o, `${c.kind} room ${v.room}: meta ${JSON.stringify(shown.meta)}, model ${JSON.stringify(u.meta.get(v.room))}`);
     }
   }
 }
@@ -492,6 +529,109 @@ async function joinRoom(c, r, { since, meta } = {}) {
   const ans = await c.request(msg);
   touchR(u, r);
   return ans;
+}
+
+// ---- SSE streams and HTTP reads (observers read as ?as=<observer>) ----
+// Reads an event stream in the background and calls onEvent(id, data).
+function sseStream(url, onEvent) {
+  const ctrl = new AbortController();
+  (async () => {
+    try {
+      const r = await fetch(url, { signal: ctrl.signal });
+      if (r.status !== 200) { onEvent(null, { type: 'http_error', status: r.status }); return; }
+      let text = '';
+      for await (const chunk of r.body) {
+        text += Buffer.from(chunk).toString();
+        let i;
+        while ((i = text.indexOf('\n\n')) >= 0) {
+          const b = text.slice(0, i);
+          text = text.slice(i + 2);
+          const data = b.split('\n').filter((l) => l.startsWith('data: ')).map((l) => l.slice(6));
+          if (!data.length) continue;
+          const id = /^id: (.*)$/m.exec(b);
+          onEvent(id && id[1], JSON.parse(data.join('\n')));
+        }
+      }
+    } catch { /* aborted, or the server went away */ }
+  })();
+  return () => ctrl.abort();
+}
+const streams = new Set();
+function viewer(o, kind) {
+  return { user: o, kind, inc: incarnation, openedAt: Date.now(), snapPending: new Set(), watched: new Set(),
+    pview: new Map(), versions: new Map(), rviews: new Map(), ended: false,
+    get checkable() { return !this.ended && this.inc === incarnation && !stopping; } };
+}
+function openPresenceStream(o) {
+  const v = viewer(o, 'sse-presence');
+  const list = [...ACTORS, o];
+  v.snapPending = new Set(list);
+  const lastId = new Map();
+  const q = list.map((x) => `user=${encodeURIComponent(x)}`).join('&');
+  v.close = sseStream(`${srv.url}/v1/presence/events?${q}&as=${o}`, (id, d) => {
+    if (d.type === 'http_error') { violate('stream-opens', o, o, `presence stream answered ${d.status}`); return; }
+    if (d.type !== 'presence' || !v.checkable) return;
+    const prev = lastId.get(d.presence.user);
+    if (prev !== undefined && id !== null && !(Number(id) > prev)) violate('sse-ids-increase', d.presence.user, o, `presence stream id ${id} after ${prev}`);
+    if (id !== null) lastId.set(d.presence.user, Number(id));
+    onPresence(v, d.presence);
+  });
+  streams.add(v);
+  return v;
+}
+function openRoomStream(o, r) {
+  const v = viewer(o, 'sse-room');
+  v.resync = (rv) => { rv.broken = true; v.ended = true; v.close(); streams.delete(v); openRoomStream(o, r); };
+  v.rviews.set(r, newView(r));
+  v.close = sseStream(`${srv.url}/v1/rooms/${r}/events?as=${o}`, (id, d) => {
+    if (d.type === 'http_error') { violate('stream-opens', '-', o, `room stream ${r} answered ${d.status}`); return; }
+    if (d.type === 'error') { violate('stream-opens', '-', o, `room stream ${r} ended: ${JSON.stringify(d)}`); return; }
+    if (d.type === 'ephemeral') onEphemeral(v, d);
+    else onRoom(v, d);
+  });
+  streams.add(v);
+  return v;
+}
+function openStreams() {
+  for (const o of OBSERVERS) {
+    openPresenceStream(o);
+    for (const r of ROOMS) openRoomStream(o, r);
+  }
+}
+function closeStreams() { for (const v of streams) { v.ended = true; v.close(); } streams.clear(); }
+
+// Every so often each observer reads presence and rooms over HTTP.
+async function httpReads() {
+  const o = pick(OBSERVERS);
+  const from = Date.now();
+  const inc = incarnation;
+  const q = ACTORS.map((x) => `user=${encodeURIComponent(x)}`).join('&');
+  try {
+    const r = await fetch(`${srv.url}/v1/presence?${q}&as=${o}`);
+    const to = Date.now();
+    if (inc !== incarnation || stopping) return;
+    if (r.status !== 200) { violate('http-reads', '-', o, `GET /v1/presence -> ${r.status}`); return; }
+    const body = await r.json();
+    const v = viewer(o, 'http');
+    for (const p of body.users) {
+      onPresence(v, p, { read: true });
+      checkShown(o, U(p.user), p, from, to, 'http');
+    }
+    const room = pick(ROOMS);
+    const from2 = Date.now();
+    const rr = await fetch(`${srv.url}/v1/rooms/${room}?as=${o}`);
+    const to2 = Date.now();
+    if (inc !== incarnation || stopping) return;
+    if (rr.status !== 200) { violate('http-reads', '-', o, `GET /v1/rooms/${room} -> ${rr.status}`); return; }
+    const m = await rr.json();
+    checkEmptyRoom(o, { ...m, room }, 'http');
+    const rv = newView(room);
+    rv.members = new Map(m.members.map((x) => [x.user, x]));
+    if (m.count !== rv.members.size) violate('room-count', '-', o, `http room ${room}: count ${m.count} but ${rv.members.size} members listed`);
+    checkRoom(v, rv, from2, to2);
+  } catch (e) {
+    if (inc === incarnation && !stopping) violate('http-reads', '-', o, `read failed: ${e.message}`);
+  }
 }
 
 // ---- observers ----
@@ -623,6 +763,7 @@ function actStatus(u) {
 function applyVisChange(u, mutate) { // mutate the model, track rvSince
   const now = Date.now();
   const before = new Map([...users.keys()].map((o) => [o, visibleInRoom(u, o)]));
+  if (!u.priv.invisible && presenceTri(u, now) !== 'OFF') u.lastPublic = now;
   mutate();
   for (const [o, was] of before) if (!was && visibleInRoom(u, o)) u.rvSince.set(o, now);
 }
@@ -665,7 +806,7 @@ async function actSelfBlock(u) {
   touchAll(u);
   const r = await admin('PUT', `/v1/admin/users/${u.id}/blocks/${u.id}`);
   if (r.status === 200) {
-    violate('self-block-refused', u.id, u.id, `PUT /v1/admin/users/${u.id}/blocks/${u.id} answered 200 ${r.text}`);
+    violate('self-block-refused', u.id, u.id, `PUT /v1/admin/users/${u.id}/blocks/${u.id} answered 200 ${r.text.trim()}`);
     await admin('DELETE', `/v1/admin/users/${u.id}/blocks/${u.id}`);
   }
   touchAll(u);
@@ -725,14 +866,15 @@ async function actStrayPatch(u) {
   let visibleMembers = 0;
   let hiddenMembers = [];
   for (const v of users.values()) {
-    if (now - (v.rTouched.get(r) || 0) < W || now - v.visTouched < W) return;
+    if (now - (v.rTouched.get(r) || 0) < W) return;
     const t = roomTri(v, r, now);
-    if (t === 'UNK') return;
+    if (t === 'UNK' || (t === 'ON' && now - v.visTouched < W)) return;
     if (t === 'ON') { if (visibleInRoom(v, u.id)) visibleMembers++; else hiddenMembers.push(v.id); }
   }
   const a = await c.request({ type: 'patch', room: r, meta: { stray: 1 } });
   if (!a || Date.now() - now > W) return;
   const msg = a.type === 'error' ? a.message : 'ack';
+  count(`stray-patch-${visibleMembers ? 'visible' : 'hidden-only'}`);
   trace(`${u.id} stray patch ${r} (visible ${visibleMembers}, hidden ${hiddenMembers.join(' ')}) -> ${msg}`);
   if (visibleMembers === 0 && msg !== 'no such room') {
     violate('hidden-room-errors', hiddenMembers.join('|') || '-', u.id,
@@ -745,7 +887,7 @@ async function actStrayPatch(u) {
 
 const ACTIONS = [
   [10, actConnect], [8, actReload], [5, actSilent], [2, actResumePaused], [3, actLeave],
-  [8, actStatus], [4, actPrivacy], [2, actContacts], [4, actBlock], [0.2, actSelfBlock],
+  [8, actStatus], [4, actPrivacy], [2, actContacts], [4, actBlock], [1, actSelfBlock],
   [9, actJoin], [5, actRoomLeave], [7, actPatch], [4, actEphemeral], [3, actStrayPatch],
 ];
 const TOTAL_W = ACTIONS.reduce((a, [w]) => a + w, 0);
@@ -775,6 +917,12 @@ function tick() {
     checkPresence(c, now);
     for (const v of c.rviews.values()) if (v.state === 'joined' && !v.broken) checkRoom(c, v, now);
   }
+  for (const c of streams) {
+    if (!c.checkable) continue;
+    checkPresence(c, now);
+    for (const v of c.rviews.values()) if (v.state === 'joined' && !v.broken) checkRoom(c, v, now);
+  }
+  for (const u of users.values()) if (!u.priv.invisible && presenceTri(u, now) !== 'OFF') u.lastPublic = now;
   // forget sessions long gone; destroy paused sockets whose session ended
   for (const u of users.values()) {
     for (const [sid, s] of u.sessions) {
@@ -792,6 +940,7 @@ async function restart() {
   const t0 = Date.now();
   const old = srv;
   for (const c of conns) c.expectClose = true;
+  closeStreams();
   const { code, signal } = await old.stop('SIGTERM');
   const t1 = Date.now();
   checkShutdown(old, code, signal);
@@ -804,6 +953,7 @@ async function restart() {
   for (const u of users.values()) touchAll(u);
   stopping = false;
   for (const id of OBSERVERS) await connectObserver(id);
+  openStreams();
   trace(`restart: up on ${srv.port}`);
 }
 function checkShutdown(s, code, signal) {
@@ -819,6 +969,7 @@ async function main() {
   console.log(`soak: reproduce with: node tests/soak/soak.mjs --seed ${SEED} --seconds ${SECONDS}`);
   await boot();
   for (const id of OBSERVERS) await connectObserver(id);
+  openStreams();
   const hb = setInterval(heartbeats, 50);
   const chk = setInterval(tick, 100);
   const start = Date.now();
@@ -830,6 +981,7 @@ async function main() {
   while (Date.now() < deadline) {
     if (restarts.length && Date.now() >= restarts[0]) { restarts.shift(); await restart(); nRestarts++; continue; }
     step++;
+    if (chance(0.08)) httpReads();
     const u = U(pick(ACTORS));
     try { await pickAction()(u); } catch (e) { violate('harness', u.id, '-', `action threw: ${e.stack}`); }
     await sleep(20 + rnd() * 130);
@@ -857,8 +1009,19 @@ async function main() {
       for (const id of v.members.keys()) if (U(id)?.actor) violate('room-membership', id, c.user, `room ${v.room}: ghost member after every session ended`);
     }
   }
+  for (const v of streams) {
+    if (!v.checkable) continue;
+    for (const id of ACTORS) {
+      const p = v.pview.get(id);
+      if (p && p.status !== 'offline') violate('no-ghost', id, v.user, `${v.kind}: after every session ended (TTL + grace), still shown ${p.status}`);
+    }
+    for (const rv of v.rviews.values()) {
+      for (const id of rv.members.keys()) if (U(id)?.actor) violate('room-membership', id, v.user, `${v.kind} room ${rv.room}: ghost member after every session ended`);
+    }
+  }
   void now;
   finished = true;
+  closeStreams();
   clearInterval(hb);
   clearInterval(chk);
   for (const c of [...conns]) { c.expectClose = true; c.kill(); }
@@ -868,6 +1031,7 @@ async function main() {
 
   const secs = ((Date.now() - T0) / 1000).toFixed(1);
   console.log(`soak: ${step} steps, ${nRestarts} restarts, ${secs} s`);
+  console.log(`soak: checks ${Object.entries(stats).sort().map(([k, n]) => `${k}=${n}`).join(' ')}`);
   if (failures.size === 0) { console.log(`soak: ok seed=${SEED}`); return 0; }
   console.log(`\nsoak: FAILED seed=${SEED} (reproduce: node tests/soak/soak.mjs --seed ${SEED} --seconds ${SECONDS})`);
   for (const [inv, f] of failures) {
