@@ -48,6 +48,7 @@ ls tests/integration/*.test.mjs >/dev/null 2>&1 && \
   suite integration-node node --test --test-concurrency=1 tests/integration/
 ls tests/integration/test_*.py >/dev/null 2>&1 && \
   suite integration-python $PY -m unittest discover -s tests/integration -p 'test_*.py' -v
+[ -f tests/soak/soak.mjs ] && suite soak node tests/soak/soak.mjs --seed 1 --seconds 40
 [ -d clients/js/test ] && suite js-sdk bash -c 'cd clients/js && node --test test/'
 ls tests/browser/*.test.mjs >/dev/null 2>&1 && \
   suite browser node --test --test-concurrency=1 tests/browser/

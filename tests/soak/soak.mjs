@@ -440,7 +440,10 @@ function resyncWs(c, v) {
   c.send({ type: 'room_leave', room: v.room });
   const nv = newView(v.room);
   c.rviews.set(v.room, nv);
-  c.send({ type: 'join', room: v.room });
+  // the leave and the join reach the room in one batch: with the member's
+  // own metadata nothing changes for others
+  const meta = U(c.user).meta.get(v.room);
+  c.send({ type: 'join', room: v.room, ...(meta ? { meta } : {}) });
 }
 // A room showing no member must read exactly like a room nobody is in.
 function checkEmptyRoom(o, m, channel) {
