@@ -74,7 +74,7 @@ test_mod   = $(patsubst test_%,%,$(1))
 TEST_LAYER_test_engine_session := proto/native
 test_layer = $(or $(TEST_LAYER_$(1)),$(patsubst src/%/,%,$(dir $(firstword $(wildcard $(foreach l,$(LAYERS),src/$(l)/$(call test_mod,$(1)).c))))),$(firstword $(foreach l,$(LAYERS),$(if $(filter $(l),$(subst _, ,$(call test_mod,$(1)))),$(l)))))
 
-.PHONY: all asan clang-check run test unit fuzz fuzz-bins fuzz-build setup fmt fmt-check clean bench bench-quick
+.PHONY: all asan clang-check run test unit fuzz fuzz-bins fuzz-build setup fmt fmt-check clean bench bench-quick soak
 
 all: $(O)/presenced
 
@@ -154,6 +154,12 @@ bench: setup
 bench-quick: setup
 	$(MAKE) all
 	bench/run.sh quick
+
+# The seeded chaos soak (tests/soak/soak.mjs) on the ASan build: make soak
+# SEED=n MINUTES=m (no SEED: a random one, printed; MINUTES defaults to 10).
+soak: setup
+	$(MAKE) BUILD=asan all
+	node tests/soak/soak.mjs --seed "$(SEED)" --minutes "$(or $(MINUTES),10)"
 
 FMT_FILES := $(wildcard src/*.c $(foreach d,$(LAYERS) testing,src/$(d)/*.c src/$(d)/*.h) tests/unit/*.c tests/unit/*.h tests/fuzz/*.c)
 fmt:
