@@ -146,17 +146,6 @@ static void skip_ws(struct scan *s)
         s->i++;
 }
 
-static int hex_digit(unsigned char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 /* Reads the four hex digits of a \u escape at s->i; -1 when they are not. */
 static long read_hex4(struct scan *s)
 {
@@ -165,7 +154,7 @@ static long read_hex4(struct scan *s)
     if (s->n - s->i < 4)
         return -1;
     for (int k = 0; k < 4; k++) {
-        int d = hex_digit(s->p[s->i + (size_t)k]);
+        int d = hex_digit_value((unsigned char)s->p[s->i + (size_t)k]);
 
         if (d < 0)
             return -1;

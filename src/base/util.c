@@ -99,6 +99,17 @@ uint64_t hash_bytes(const void *p, size_t n)
     return h;
 }
 
+int hex_digit_value(int ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
 int ascii_ieq(const char *a, size_t alen, const char *b)
 {
     size_t i;

@@ -44,5 +44,7 @@ uint64_t hash_bytes(const void *p, size_t n);
 /* Case-insensitive ASCII comparison of (a, alen) with NUL-terminated b:
  * returns 1 when equal. */
 int ascii_ieq(const char *a, size_t alen, const char *b);
+/* The value of one hexadecimal digit (either case), or -1. */
+int hex_digit_value(int ch);
 
 #endif

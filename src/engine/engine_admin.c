@@ -18,9 +18,6 @@
 #include "msg.h"
 #include "room.h"
 
-#include <openssl/crypto.h>
-#include <openssl/sha.h>
-
 #include "http.h"
 #include "httpd.h"
 #include "json.h"
@@ -29,14 +26,7 @@
 
 static bool key_ok(const struct config *cfg, const struct http_request *req)
 {
-    const struct http_header *h = http_header_get(req, "Authorization");
-    unsigned char want[SHA256_DIGEST_LENGTH], got[SHA256_DIGEST_LENGTH];
-
-    if (!h || h->value_len < 7 || !ascii_ieq(h->value, 7, "bearer "))
-        return false;
-    SHA256((const unsigned char *)cfg->admin_api_key, strlen(cfg->admin_api_key), want);
-    SHA256((const unsigned char *)h->value + 7, h->value_len - 7, got);
-    return CRYPTO_memcmp(want, got, sizeof(want)) == 0;
+    return http_bearer_is(req, cfg->admin_api_key);
 }
 
 /* Copies the next path segment of [*p, end) into out; false when absent,

@@ -8,8 +8,6 @@
  */
 #include "health.h"
 
-#include <openssl/crypto.h>
-#include <openssl/sha.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -65,21 +63,6 @@ static void get_readyz(struct conn *c, const struct http_request *req, struct ne
                 "not ready");
 }
 
-/* True when the request's "Authorization: Bearer <k>" names key, a
- * non-empty string; compared in constant time over SHA-256 digests, so
- * neither the content nor the length of the key leaks through timing. */
-static bool bearer_is(const struct http_request *req, const char *key)
-{
-    const struct http_header *h = http_header_get(req, "Authorization");
-    unsigned char want[SHA256_DIGEST_LENGTH], got[SHA256_DIGEST_LENGTH];
-
-    if (!key[0] || !h || h->value_len < 7 || !ascii_ieq(h->value, 7, "bearer "))
-        return false;
-    SHA256((const unsigned char *)key, strlen(key), want);
-    SHA256((const unsigned char *)h->value + 7, h->value_len - 7, got);
-    return CRYPTO_memcmp(want, got, sizeof(want)) == 0;
-}
-
 /* /metrics shows per-worker counts that move when one user connects,
  * changes status or leaves (sessions, users online, rooms, members,
  * connections), so that anyone reading it could watch an invisible user.
@@ -89,7 +72,7 @@ static bool metrics_allowed(const struct config *cfg, const struct http_request 
 {
     if (!cfg->metrics_key[0] && !cfg->admin_api_key[0] && strcmp(cfg->auth, "none") == 0)
         return true;
-    return bearer_is(req, cfg->metrics_key) || bearer_is(req, cfg->admin_api_key);
+    return http_bearer_is(req, cfg->metrics_key) || http_bearer_is(req, cfg->admin_api_key);
 }
 
 static void get_metrics(struct conn *c, const struct http_request *req, struct net_ctx *nc)

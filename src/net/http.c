@@ -19,6 +19,8 @@
  */
 #include "http.h"
 
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <string.h>
 
 #include <llhttp.h>
@@ -578,17 +580,6 @@ bool http_header_has_token(const struct http_header *h, const char *token)
 
 /* ---- Percent-decoding and query strings ---- */
 
-static int hex_value(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 /* Decodes the byte at p[*i] (a literal, "%XX", or '+' when plus_is_space),
  * advancing *i. Returns the byte, or -1 on a bad escape or a NUL. */
 static int decode_byte(const char *p, size_t n, size_t *i, bool plus_is_space)
@@ -599,8 +590,8 @@ static int decode_byte(const char *p, size_t n, size_t *i, bool plus_is_space)
     if (ch == '%') {
         if (n - *i < 3)
             return -1;
-        hi = hex_value(p[*i + 1]);
-        lo = hex_value(p[*i + 2]);
+        hi = hex_digit_value((unsigned char)p[*i + 1]);
+        lo = hex_digit_value((unsigned char)p[*i + 2]);
         if (hi < 0 || lo < 0 || (hi | lo) == 0)
             return -1;
         *i += 3;
@@ -673,4 +664,16 @@ ssize_t http_query_next(const char *query, size_t query_len, const char *key, si
     }
     *pos = query_len;
     return -1;
+}
+
+bool http_bearer_is(const struct http_request *req, const char *key)
+{
+    const struct http_header *h = http_header_get(req, "Authorization");
+    unsigned char want[SHA256_DIGEST_LENGTH], got[SHA256_DIGEST_LENGTH];
+
+    if (!key[0] || !h || h->value_len < 7 || !ascii_ieq(h->value, 7, "bearer "))
+        return false;
+    SHA256((const unsigned char *)key, strlen(key), want);
+    SHA256((const unsigned char *)h->value + 7, h->value_len - 7, got);
+    return CRYPTO_memcmp(want, got, sizeof(want)) == 0;
 }

@@ -108,4 +108,9 @@ ssize_t http_query_next(const char *query, size_t query_len, const char *key, si
  * decoded length or -1 on a bad escape, an embedded NUL or overflow. */
 ssize_t http_url_decode(const char *p, size_t n, char *out, size_t outsz);
 
+/* True when req has "Authorization: Bearer <k>" with k equal to key, a
+ * non-empty string (an empty key matches nothing). Compared in constant
+ * time over SHA-256 digests, so neither content nor length leaks. */
+bool http_bearer_is(const struct http_request *req, const char *key);
+
 #endif
