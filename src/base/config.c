@@ -187,6 +187,8 @@ const struct config_def config_defs[] = {
             "Members one room may hold; joins beyond it are refused with room_full."),
     ROW_INT64("watch-batch-ms", watch_batch_ms, 1, 60000, 2000,
               "A list-tier watcher gets the users that changed in this window in one frame."),
+    ROW_INT("max-rooms-per-connection", max_rooms_per_connection, 1, 1000000, 1000,
+            "Rooms one connection may be in at once; more joins are refused with too_many_rooms."),
     ROW_INT64("room-batch-ms", room_batch_ms, 1, 10000, 50,
               "Room changes inside this window go out as one delta; raise it to merge more "
               "churn."),

@@ -73,6 +73,7 @@ struct config {
     char *status_policy;           /* most-available|dnd-wins|most-recent */
     /* rooms */
     int room_max_members;          /* members per room */
+    int max_rooms_per_connection;  /* rooms one connection may join */
     int64_t room_batch_ms;         /* delta batching window */
     int64_t watch_batch_ms;        /* list-tier watchers: one frame per window */
     int room_interval_members;     /* interval mode from this many members */

@@ -28,11 +28,19 @@ struct metric_def {
     const char *type;
     const char *help;
     size_t offset;
+    size_t plus; /* a second field added to the first (0 = none) */
 };
 
-#define M(field, type, help)                                             \
-    {                                                                    \
-        "presenced_" #field, type, help, offsetof(struct metrics, field) \
+#define M(field, type, help)                                                \
+    {                                                                       \
+        "presenced_" #field, type, help, offsetof(struct metrics, field), 0 \
+    }
+/* A metric counted in two places: heartbeats throttled on the client's
+ * worker never reach the owner's presence core, yet are heartbeats. */
+#define M2(field, plus, type, help)                                       \
+    {                                                                     \
+        "presenced_" #field, type, help, offsetof(struct metrics, field), \
+            offsetof(struct metrics, plus)                                \
     }
 
 static const struct metric_def defs[] = {
@@ -57,8 +65,12 @@ static const struct metric_def defs[] = {
     M(bus_msgs_in, "counter", "Cross-worker messages received."),
     M(sessions, "gauge", "Live sessions of the users this worker owns."),
     M(users_online, "gauge", "Users with at least one session, of those this worker owns."),
-    M(heartbeats, "counter", "Heartbeats that reached the user's owner."),
-    M(heartbeats_throttled, "counter", "Of those, heartbeats too close to the last to write."),
+    M2(heartbeats, heartbeats_early, "counter",
+       "Heartbeats received (WebSocket and HTTP), counted on the owner, or on the client's "
+       "worker when throttled there."),
+    M2(heartbeats_throttled, heartbeats_early, "counter",
+       "Of those, heartbeats too close to the last to refresh anything."),
+
     M(presence_events, "counter", "User presence transitions emitted."),
     M(rooms, "gauge", "Rooms this worker owns."),
     M(room_members, "gauge", "Member records of the rooms this worker owns."),
@@ -102,6 +114,8 @@ void metrics_render(struct buf *out, struct metrics *const *w, unsigned n)
                    defs[d].name, sfx, defs[d].type);
         for (unsigned i = 0; i < n; i++) {
             uint64_t v = read_field(w[i], defs[d].offset);
+            if (defs[d].plus)
+                v += read_field(w[i], defs[d].plus);
             buf_printf(out, "%s%s{worker=\"%u\"} %" PRIu64 "\n", defs[d].name, sfx, i, v);
         }
     }

@@ -44,6 +44,8 @@ struct metrics {
     _Atomic uint64_t users_online;         /* gauge: users with a session */
     _Atomic uint64_t heartbeats;           /* counter: heartbeats reaching the owner */
     _Atomic uint64_t heartbeats_throttled; /* counter: of those, ones that wrote nothing */
+    _Atomic uint64_t heartbeats_early;     /* counter: throttled on the client's worker, never sent
+                                            * (rendered inside heartbeats and heartbeats_throttled) */
     _Atomic uint64_t presence_events;      /* counter: user transitions emitted */
     _Atomic uint64_t rooms;                /* gauge: rooms owned here */
     _Atomic uint64_t room_members;         /* gauge: member records */

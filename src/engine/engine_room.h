@@ -30,7 +30,8 @@ struct room_engine;
 bool engine__room_allowed(const struct client *c, const char *room, const char *tok);
 /* Joins room (valid) with meta (compact JSON, NULL = none), resuming
  * after (epoch, seq) when has_since. The snapshot or the missed deltas,
- * then room_joined, come from R. -EALREADY when c is in the room already. */
+ * then room_joined, come from R. -EALREADY when c is in the room already,
+ * -EMLINK when it is in max-rooms-per-connection rooms. */
 int engine__room_join(struct client *c, const char *room, const char *meta, bool has_since,
                       uint64_t epoch, uint64_t seq, const char *ref);
 /* Leaves room: -ENOENT when c is not in it. */

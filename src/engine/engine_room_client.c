@@ -742,6 +742,8 @@ int engine__room_join(struct client *c, const char *room, const char *meta, bool
 
     if (find_rlink(c, room, &idx))
         return -EALREADY;
+    if (c->nrlinks >= (uint32_t)c->e->w->srv->cfg.max_rooms_per_connection)
+        return -EMLINK;
     em = room_msg(c, OP_RJOIN, room, ref);
     em->text = meta ? xstrdup(meta) : NULL;
     if (has_since) {

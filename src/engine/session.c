@@ -51,9 +51,12 @@ void session__heartbeat(struct client *c, const char *ref)
 {
     uint64_t now = loop_now(c->e->w->loop);
 
-    /* Throttled here already: a storm never reaches the owner. */
-    if (now - c->last_beat < (uint64_t)c->e->w->srv->cfg.heartbeat_min_ms)
+    /* Throttled here already: a storm never reaches the owner, but is
+     * counted (presenced_heartbeats_total and _throttled_total). */
+    if (now - c->last_beat < (uint64_t)c->e->w->srv->cfg.heartbeat_min_ms) {
+        METRIC_ADD(&c->e->w->metrics, heartbeats_early, 1);
         return;
+    }
     c->last_beat = now;
     /* No answer is sent, and the TTL is seconds long: it may wait for
      * other traffic to the owner (or 25 ms) instead of waking it. */

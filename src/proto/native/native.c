@@ -384,6 +384,12 @@ static bool msg_join(struct client *c, const cJSON *root, const char *ref)
         frame_send_error(c, "already_joined", "this connection is in the room already", ref);
         return false;
     }
+    if (r == -EMLINK) {
+        frame_send_error(c, "too_many_rooms",
+                         "this connection is in max-rooms-per-connection rooms; leave one first",
+                         ref);
+        return false;
+    }
     return true;
 }
 
