@@ -44,18 +44,18 @@
 static struct engine_env env;
 static struct route *routes; /* the joined table */
 static size_t nroutes;
-static struct ws_opts ws_opts;
+static struct wsconn_opts wsconn_opts;
 
 static const char *const subprotocols[] = {"presenced.v1", NULL};
 
-/* ws_opts wants both below 2^32 ms: a connection keeps its last input
+/* wsconn_opts wants both below 2^32 ms: a connection keeps its last input
  * time in 32 bits (wsconn.c). */
 _Static_assert(CONFIG_WS_PING_INTERVAL_MS_MAX < UINT32_MAX, "ws-ping-interval-ms bound");
 _Static_assert(CONFIG_WS_PONG_TIMEOUT_MS_MAX < UINT32_MAX, "ws-pong-timeout-ms bound");
 
 static void derive_ws_opts(const struct server *srv)
 {
-    struct ws_opts *o = &ws_opts;
+    struct wsconn_opts *o = &wsconn_opts;
     const struct config *cfg = &srv->cfg;
 
     o->max_message = (size_t)cfg->ws_max_message_bytes;
@@ -136,7 +136,7 @@ static void hook_start(struct worker *w)
     nc->metrics = &w->metrics;
     nc->routes = routes;
     nc->nroutes = nroutes;
-    nc->ws_opts = ws_opts;
+    nc->wsconn_opts = wsconn_opts;
     nc->worker = w;
     /* Leftover input is bounded by the protocols (a request head and body,
      * a partial frame header); this is the backstop, plus one read. */

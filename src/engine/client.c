@@ -109,7 +109,7 @@ void client__expire(struct client *c)
 {
     if (!c->authed) {
         frame_send_error(c, "unauthenticated", "no valid token in time", NULL);
-        ws_close(c->ws, 4401, "authentication required");
+        wsconn_close(c->ws, 4401, "authentication required");
         return;
     }
     if (!c->ws) { /* an event stream: its pattern for an end */
@@ -117,7 +117,7 @@ void client__expire(struct client *c)
         return;
     }
     frame_send_token_expired(c);
-    ws_close(c->ws, 4403, "token expired");
+    wsconn_close(c->ws, 4403, "token expired");
 }
 
 /* ---- lifetime ---- */
@@ -128,7 +128,7 @@ void client__open(struct client *c, struct wsconn *ws, unsigned proto)
 
     c->ws = ws;
     c->proto = proto & 3u;
-    hmap_insert(&e->clients, &c->node, hash_bytes(&ws_conn(ws)->id, sizeof(uint64_t)));
+    hmap_insert(&e->clients, &c->node, hash_bytes(&wsconn_to_conn(ws)->id, sizeof(uint64_t)));
     if (client__auth_jwt(e) && !c->authed) {
         c->deadline = (int64_t)(loop_now(e->w->loop) + (uint64_t)e->w->srv->cfg.auth_timeout_ms);
         engine__expiry_arm(c);
@@ -238,7 +238,7 @@ void client__on_reply(struct engine *e, struct emsg *em)
     struct client *c = find_client(e, em->conn_id);
 
     if (c)
-        ws_send_payload(c->ws, em->frame);
+        wsconn_send_payload(c->ws, em->frame);
 }
 
 void client__on_kick(struct engine *e, struct emsg *em)
@@ -247,7 +247,7 @@ void client__on_kick(struct engine *e, struct emsg *em)
 
     if (c) {
         c->started = false; /* the session lives on elsewhere */
-        ws_close(c->ws, 4001, "session resumed on another connection");
+        wsconn_close(c->ws, 4001, "session resumed on another connection");
     }
 }
 

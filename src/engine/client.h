@@ -102,7 +102,7 @@ struct client {
 static inline uint64_t client_conn_id(const struct client *c)
 {
     if (c->ws)
-        return ws_conn(c->ws)->id;
+        return wsconn_to_conn(c->ws)->id;
     return c->x && c->x->sse ? sse_conn(c->x->sse)->id : 0;
 }
 

@@ -242,9 +242,9 @@ static void deliver(struct client *c, struct payload *frame, uint64_t epoch, uin
 
     if (c->ws) {
         if (bulk)
-            ws_send_payload_bulk(c->ws, frame);
+            wsconn_send_payload_bulk(c->ws, frame);
         else
-            ws_send_payload(c->ws, frame);
+            wsconn_send_payload(c->ws, frame);
         return;
     }
     snprintf(id, sizeof(id), "%llu-%llu", (unsigned long long)epoch, (unsigned long long)seq);
@@ -282,7 +282,7 @@ void engine__room_on_state(struct engine *e, struct emsg *em)
 /* A socket whose queue is over half its soft limit skips ephemeral data. */
 static bool congested(const struct client *c)
 {
-    const struct conn *conn = c->ws ? ws_conn(c->ws) : sse_conn(c->x->sse);
+    const struct conn *conn = c->ws ? wsconn_to_conn(c->ws) : sse_conn(c->x->sse);
     size_t soft = conn->pool->out_soft_limit;
 
     return soft && conn_output_len(conn) > soft / 2;

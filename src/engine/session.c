@@ -296,7 +296,7 @@ void session__on_started(struct engine *e, struct emsg *res)
     if (res->err < 0) {
         frame_send_error(c, res->err == PRESENCE_E_TOO_MANY ? "too_many_sessions" : "invalid",
                          presence_strerror(res->err), NULL);
-        ws_close(c->ws, 1008, "session refused");
+        wsconn_close(c->ws, 1008, "session refused");
         return;
     }
     client_set_sid(c, res->sid);
@@ -315,7 +315,7 @@ void session__on_ended(struct engine *e, struct emsg *em)
     c->started = false;
     frame_send_session_ended(c, em->arg, em->text);
     if (em->arg == PRESENCE_END_LEAVE)
-        ws_close(c->ws, 1000, "left");
+        wsconn_close(c->ws, 1000, "left");
     else
-        ws_close(c->ws, 4000, "session ended");
+        wsconn_close(c->ws, 4000, "session ended");
 }

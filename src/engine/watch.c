@@ -32,7 +32,7 @@ static void client_send_frame(struct client *c, struct watch *wt, int cls)
     size_t n;
 
     if (c->ws) {
-        ws_send_payload(c->ws, wt->last[cls]);
+        wsconn_send_payload(c->ws, wt->last[cls]);
         return;
     }
     if (!wt->last_sse[cls]) {
@@ -93,7 +93,7 @@ static void tier_flush(struct client *c)
     }
     buf_append_str(&b, "]}");
     f = frame_text(&b);
-    ws_send_payload(c->ws, f);
+    wsconn_send_payload(c->ws, f);
     payload_unref(f);
 }
 
@@ -284,7 +284,7 @@ void watch__set_tier(struct client *c, const char *uid, bool list)
 
         list_del(&l->pend);
         l->pending = NULL;
-        ws_send_payload(c->ws, f);
+        wsconn_send_payload(c->ws, f);
         payload_unref(f);
     }
     l->list_tier = list;

@@ -73,8 +73,8 @@ void httpd_drain_all(struct conn_pool *pool)
     {
         struct conn *c = container_of(pos, struct conn, link_all);
 
-        if (ws_is_ws(c))
-            ws_going_away(ws_from_conn(c));
+        if (wsconn_is(c))
+            wsconn_going_away(wsconn_from_conn(c));
         else
             httpd_drain(c);
     }

@@ -48,7 +48,7 @@ struct httpd_conn *httpd_conn_new(struct net_ctx *nc);
  * pool, with the peer's address, its header timer armed. */
 struct conn *httpd_accept(struct net_ctx *nc, struct conn_pool *pool, int fd,
                           const struct sockaddr *peer);
-/* Shutdown: every WebSocket of pool gets close 1001 (ws_going_away), every
+/* Shutdown: every WebSocket of pool gets close 1001 (wsconn_going_away), every
  * other connection httpd_drain() (which also ends event streams). */
 void httpd_drain_all(struct conn_pool *pool);
 

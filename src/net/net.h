@@ -27,11 +27,11 @@ struct net_ctx {
     struct metrics *metrics;    /* the worker's counters (written by it only) */
     const struct route *routes; /* the composed route table (route.h), borrowed */
     size_t nroutes;
-    struct ws_opts ws_opts; /* WebSocket settings derived from cfg */
-    struct worker *worker;  /* the runtime's worker of this context: for upper
-                             * layers (bus, loop); net modules never use it */
-    void *app;              /* the application's per-worker state (main.c: the
-                             * engine), for route handlers; net never reads it */
+    struct wsconn_opts wsconn_opts; /* WebSocket settings derived from cfg */
+    struct worker *worker;          /* the runtime's worker of this context: for upper
+                                     * layers (bus, loop); net modules never use it */
+    void *app;                      /* the application's per-worker state (main.c: the
+                                     * engine), for route handlers; net never reads it */
 };
 
 #endif

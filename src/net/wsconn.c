@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wsconn.c - WebSocket connections: the opening handshake (ws_upgrade),
+ * wsconn.c - WebSocket connections: the opening handshake (wsconn_upgrade),
  * frame processing in on_data, the closing handshake, ping liveness and
  * the send functions. The byte-level codec is ws.c, UTF-8 is utf8.c.
  *
@@ -37,7 +37,7 @@
 #define WS_MIN_BUFFER               256u /* first reassembly allocation */
 #define WS_DEFAULT_CLOSE_TIMEOUT_MS 2000u
 
-/* Subprotocols of ws_opts.subprotocols that can be chosen: the choice is
+/* Subprotocols of wsconn_opts.subprotocols that can be chosen: the choice is
  * kept as a one-byte index. */
 #define WS_MAX_SUBPROTOCOLS 255u
 
@@ -47,7 +47,7 @@
  * message has been delivered, so an idle connection has none. The
  * reassembly buffer is its tail, allocated with it and grown with it.
  */
-struct ws_rx {
+struct wsconn_rx {
     uint64_t frame_left; /* payload bytes of the current data frame to come */
     size_t msg_len;      /* unmasked bytes of the open message in msg */
     size_t msg_cap;      /* bytes allocated for msg */
@@ -63,27 +63,27 @@ struct ws_rx {
 
 /*
  * What the connections upgraded with one (opts, app) pair share: their
- * conn_ops (ws_conn_ops), which c->ops points at, and the pair, found from
+ * conn_ops (wsconn_ops), which c->ops points at, and the pair, found from
  * c->ops, so that a wsconn holds no pointer to either. A process has one
  * per endpoint (/v1/ws, and /test/echo and /test/broadcast in test
- * builds). Added under ws_endpoints_lock, never removed (the pair's
+ * builds). Added under wsconn_endpoints_lock, never removed (the pair's
  * pointers are only compared once its connections are gone), read
  * without the lock: an entry is complete before it is published.
  */
-struct ws_endpoint {
-    struct conn_ops ops;        /* ws_conn_ops */
-    const struct ws_opts *opts; /* borrowed, as given to ws_upgrade */
-    const struct ws_app *app;   /* ditto */
-    struct ws_endpoint *next;   /* ws_endpoints */
+struct wsconn_endpoint {
+    struct conn_ops ops;            /* wsconn_ops */
+    const struct wsconn_opts *opts; /* borrowed, as given to wsconn_upgrade */
+    const struct wsconn_app *app;   /* ditto */
+    struct wsconn_endpoint *next;   /* wsconn_endpoints */
 };
 
-static _Atomic(struct ws_endpoint *) ws_endpoints;
-static pthread_mutex_t ws_endpoints_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(struct wsconn_endpoint *) wsconn_endpoints;
+static pthread_mutex_t wsconn_endpoints_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* app_data and user_data once the application sets user data other than
  * its app_data (the engine's user data is its app_data: it needs none). */
-struct ws_data {
-    void *app_data;  /* from ws_upgrade */
+struct wsconn_data {
+    void *app_data;  /* from wsconn_upgrade */
     void *user_data; /* the application's, owned by it */
 };
 
@@ -93,44 +93,44 @@ struct ws_data {
  * options and callbacks are its endpoint's (c->ops).
  */
 struct wsconn {
-    void *data;           /* app_data; a struct ws_data once data_pair */
-    struct ws_rx *rx;     /* while a frame or message is partial, else NULL */
-    uint32_t last_rx_ms;  /* loop time of the last input, mod 2^32 (ws_opts) */
+    void *data;           /* app_data; a struct wsconn_data once data_pair */
+    struct wsconn_rx *rx; /* while a frame or message is partial, else NULL */
+    uint32_t last_rx_ms;  /* loop time of the last input, mod 2^32 (wsconn_opts) */
     uint16_t close_code;  /* first close code sent or received; 0 = none */
     uint8_t subprotocol;  /* 1 + index in opts->subprotocols; 0 = none */
     bool close_sent : 1;  /* our close frame is queued: no more data frames */
     bool ping_out : 1;    /* a ping is out and no input arrived since */
     bool user_is_app : 1; /* the user data is app_data (unless data_pair) */
-    bool data_pair : 1;   /* data is a struct ws_data (malloc'd, owned) */
+    bool data_pair : 1;   /* data is a struct wsconn_data (malloc'd, owned) */
 };
 
 _Static_assert(sizeof(struct wsconn) <= CONN_PROTO_ROOM, "struct wsconn must fit the conn's room");
 _Static_assert(WS_MAX_SUBPROTOCOLS <= UINT8_MAX, "struct wsconn's subprotocol is 1 + an index");
 
-static const struct conn_ops ws_conn_ops;
+static const struct conn_ops wsconn_ops;
 
 static struct conn *conn_of(const struct wsconn *ws)
 {
     return conn_from_proto_room(ws);
 }
 
-static const struct ws_endpoint *endpoint_of(const struct wsconn *ws)
+static const struct wsconn_endpoint *endpoint_of(const struct wsconn *ws)
 {
-    return container_of(conn_of(ws)->ops, struct ws_endpoint, ops);
+    return container_of(conn_of(ws)->ops, struct wsconn_endpoint, ops);
 }
 
-static const struct ws_opts *opts_of(const struct wsconn *ws)
+static const struct wsconn_opts *opts_of(const struct wsconn *ws)
 {
     return endpoint_of(ws)->opts;
 }
 
-static const struct ws_app *app_of(const struct wsconn *ws)
+static const struct wsconn_app *app_of(const struct wsconn *ws)
 {
     return endpoint_of(ws)->app;
 }
 
-static struct ws_endpoint *endpoint_find(struct ws_endpoint *e, const struct ws_opts *o,
-                                         const struct ws_app *app)
+static struct wsconn_endpoint *endpoint_find(struct wsconn_endpoint *e, const struct wsconn_opts *o,
+                                             const struct wsconn_app *app)
 {
     for (; e; e = e->next)
         if (e->opts == o && e->app == app)
@@ -139,22 +139,23 @@ static struct ws_endpoint *endpoint_find(struct ws_endpoint *e, const struct ws_
 }
 
 /* The endpoint of (o, app), added on first use. */
-static const struct ws_endpoint *endpoint_get(const struct ws_opts *o, const struct ws_app *app)
+static const struct wsconn_endpoint *endpoint_get(const struct wsconn_opts *o,
+                                                  const struct wsconn_app *app)
 {
-    struct ws_endpoint *head = atomic_load_explicit(&ws_endpoints, memory_order_acquire);
-    struct ws_endpoint *e = endpoint_find(head, o, app);
+    struct wsconn_endpoint *head = atomic_load_explicit(&wsconn_endpoints, memory_order_acquire);
+    struct wsconn_endpoint *e = endpoint_find(head, o, app);
 
     if (e)
         return e;
-    pthread_mutex_lock(&ws_endpoints_lock);
-    head = atomic_load_explicit(&ws_endpoints, memory_order_acquire);
+    pthread_mutex_lock(&wsconn_endpoints_lock);
+    head = atomic_load_explicit(&wsconn_endpoints, memory_order_acquire);
     e = endpoint_find(head, o, app);
     if (!e) {
         e = xmalloc(sizeof(*e));
-        *e = (struct ws_endpoint){.ops = ws_conn_ops, .opts = o, .app = app, .next = head};
-        atomic_store_explicit(&ws_endpoints, e, memory_order_release);
+        *e = (struct wsconn_endpoint){.ops = wsconn_ops, .opts = o, .app = app, .next = head};
+        atomic_store_explicit(&wsconn_endpoints, e, memory_order_release);
     }
-    pthread_mutex_unlock(&ws_endpoints_lock);
+    pthread_mutex_unlock(&wsconn_endpoints_lock);
     return e;
 }
 
@@ -258,7 +259,7 @@ static bool same_origin(const struct http_header *origin, const struct http_head
     return token_eq(sep, n - (size_t)(sep - v), host->value, host->value_len);
 }
 
-static bool origin_allowed(const struct http_request *req, const struct ws_opts *o)
+static bool origin_allowed(const struct http_request *req, const struct wsconn_opts *o)
 {
     const struct http_header *origin = http_header_get(req, "Origin");
     const char *list = o->allowed_origins, *item;
@@ -278,7 +279,7 @@ static bool origin_allowed(const struct http_request *req, const struct ws_opts 
 }
 
 /* 1 + the index in o->subprotocols of (p, n), or 0 when not supported. */
-static uint8_t server_protocol(const struct ws_opts *o, const char *p, size_t n)
+static uint8_t server_protocol(const struct wsconn_opts *o, const char *p, size_t n)
 {
     for (unsigned i = 0; o->subprotocols && o->subprotocols[i] && i < WS_MAX_SUBPROTOCOLS; i++) {
         const char *s = o->subprotocols[i];
@@ -292,7 +293,7 @@ static uint8_t server_protocol(const struct ws_opts *o, const char *p, size_t n)
 /* The first subprotocol the client offers (every Sec-WebSocket-Protocol
  * header, in order) that the server supports, as 1 + its index in
  * o->subprotocols, or 0 for none. */
-static uint8_t choose_subprotocol(const struct http_request *req, const struct ws_opts *o)
+static uint8_t choose_subprotocol(const struct http_request *req, const struct wsconn_opts *o)
 {
     for (size_t i = 0; i < req->nheaders; i++) {
         const struct http_header *h = &req->headers[i];
@@ -318,8 +319,8 @@ static bool header_has(const struct http_request *req, const char *name, const c
 
 /* Checks the request (RFC 6455 §4.2.1); returns 0 or the HTTP status to
  * answer with, and writes the Accept value on success. */
-static int check_handshake(const struct http_request *req, const struct ws_opts *o, char accept[29],
-                           const char **why)
+static int check_handshake(const struct http_request *req, const struct wsconn_opts *o,
+                           char accept[29], const char **why)
 {
     const struct http_header *h;
 
@@ -373,13 +374,14 @@ static void write_101(struct conn *c, const char *accept, const char *subprotoco
 
 static uint64_t pong_timeout(const struct wsconn *ws)
 {
-    const struct ws_opts *o = opts_of(ws);
+    const struct wsconn_opts *o = opts_of(ws);
 
     return o->pong_timeout_ms ? o->pong_timeout_ms : o->ping_interval_ms;
 }
 
-struct wsconn *ws_upgrade(struct conn *c, const struct http_request *req, const struct ws_opts *o,
-                          const struct ws_app *app, void *app_data)
+struct wsconn *wsconn_upgrade(struct conn *c, const struct http_request *req,
+                              const struct wsconn_opts *o, const struct wsconn_app *app,
+                              void *app_data)
 {
     char accept[29];
     const char *why;
@@ -399,7 +401,7 @@ struct wsconn *ws_upgrade(struct conn *c, const struct http_request *req, const 
     ws->last_rx_ms = (uint32_t)loop_now(c->pool->loop);
     httpd_taken_over(c);
     conn_set_ops(c, &endpoint_get(o, app)->ops, ws); /* before opts_of(ws) */
-    write_101(c, accept, ws_subprotocol(ws));
+    write_101(c, accept, wsconn_subprotocol(ws));
     METRIC_ADD(metrics_of(ws), conns_ws, 1);
     if (o->ping_interval_ms)
         conn_timer_start(c, o->ping_interval_ms);
@@ -410,11 +412,11 @@ struct wsconn *ws_upgrade(struct conn *c, const struct http_request *req, const 
 
 /* ---- input: messages ---- */
 
-static struct ws_rx *rx_new(struct wsconn *ws)
+static struct wsconn_rx *rx_new(struct wsconn *ws)
 {
-    struct ws_rx *rx = xmalloc(sizeof(*rx));
+    struct wsconn_rx *rx = xmalloc(sizeof(*rx));
 
-    *rx = (struct ws_rx){.utf8 = UTF8_ACCEPT};
+    *rx = (struct wsconn_rx){.utf8 = UTF8_ACCEPT};
     ws->rx = rx;
     return rx;
 }
@@ -448,7 +450,7 @@ static bool too_big(const struct wsconn *ws, uint64_t len)
  * past the message's total once its last frame has declared it. */
 static void reserve(struct wsconn *ws, size_t k)
 {
-    struct ws_rx *rx = ws->rx;
+    struct wsconn_rx *rx = ws->rx;
     size_t need = rx->msg_len + k, cap, limit = opts_of(ws)->max_message;
 
     if (need <= rx->msg_cap)
@@ -473,7 +475,7 @@ static void deliver(struct wsconn *ws, unsigned op, const char *p, size_t n)
  * partial-input state. */
 static void message_end(struct wsconn *ws)
 {
-    struct ws_rx *rx = ws->rx;
+    struct wsconn_rx *rx = ws->rx;
     unsigned op = rx->msg_opcode;
 
     rx->msg_opcode = 0;
@@ -488,7 +490,7 @@ static void message_end(struct wsconn *ws)
  * Returns false when they are invalid text (the connection is failed). */
 static bool absorb(struct wsconn *ws, const char *p, size_t k)
 {
-    struct ws_rx *rx;
+    struct wsconn_rx *rx;
     char *dst;
 
     reserve(ws, k);
@@ -510,7 +512,7 @@ static bool absorb(struct wsconn *ws, const char *p, size_t k)
 static size_t rx_payload(struct wsconn *ws, const char *p, size_t n)
 {
     size_t k = (size_t)MIN((uint64_t)n, ws->rx->frame_left);
-    struct ws_rx *rx;
+    struct wsconn_rx *rx;
 
     if (ws->close_sent)
         drop_msg(ws); /* closing: data is no longer wanted */
@@ -551,7 +553,7 @@ static void rx_whole(struct wsconn *ws, const struct ws_frame *f, const char *p)
 static size_t rx_data(struct wsconn *ws, const struct ws_frame *f, size_t h, const char *p,
                       size_t n)
 {
-    struct ws_rx *rx = ws->rx;
+    struct wsconn_rx *rx = ws->rx;
     unsigned open = rx ? rx->msg_opcode : 0, frames;
 
     if (f->opcode == WS_OP_CONT && !open) {
@@ -652,7 +654,7 @@ static size_t rx_frame(struct wsconn *ws, const char *p, size_t n)
     return (size_t)h + (size_t)f.len;
 }
 
-static size_t ws_on_data(struct conn *c, const char *p, size_t n)
+static size_t wsconn_on_data(struct conn *c, const char *p, size_t n)
 {
     struct wsconn *ws = c->proto;
     size_t off = 0;
@@ -671,18 +673,18 @@ static size_t ws_on_data(struct conn *c, const char *p, size_t n)
 
 /* ---- connection events ---- */
 
-static void ws_on_eof(struct conn *c)
+static void wsconn_on_eof(struct conn *c)
 {
     conn_close_after_flush(c); /* 1006 unless a close was exchanged */
 }
 
-static void ws_on_overflow(struct conn *c)
+static void wsconn_on_overflow(struct conn *c)
 {
     send_close(c->proto, WS_CLOSE_OUTPUT_LIMIT, "output limit");
 }
 
 /* Ping liveness, or the end of the wait for the peer's close. */
-static void ws_on_timer(struct conn *c)
+static void wsconn_on_timer(struct conn *c)
 {
     struct wsconn *ws = c->proto;
     uint64_t idle, interval = opts_of(ws)->ping_interval_ms;
@@ -702,7 +704,7 @@ static void ws_on_timer(struct conn *c)
     if (!interval)
         return;
     /* Exact in 32 bits: the timer fires within ping_interval_ms or
-     * pong_timeout_ms (< 2^32, ws_opts) of the last input. */
+     * pong_timeout_ms (< 2^32, wsconn_opts) of the last input. */
     idle = (uint32_t)((uint32_t)loop_now(c->pool->loop) - ws->last_rx_ms);
     if (idle < interval) {
         conn_timer_start(c, interval - idle);
@@ -713,7 +715,7 @@ static void ws_on_timer(struct conn *c)
     conn_timer_start(c, pong_timeout(ws));
 }
 
-static void ws_on_close(struct conn *c)
+static void wsconn_on_close(struct conn *c)
 {
     struct wsconn *ws = c->proto;
     unsigned code = ws->close_code ? ws->close_code : WS_CLOSE_ABNORMAL;
@@ -728,30 +730,30 @@ static void ws_on_close(struct conn *c)
         free(ws->data);
 }
 
-static const struct conn_ops ws_conn_ops = {
+static const struct conn_ops wsconn_ops = {
     .name = "ws",
-    .on_data = ws_on_data,
-    .on_eof = ws_on_eof,
-    .on_overflow = ws_on_overflow,
-    .on_timer = ws_on_timer,
-    .on_close = ws_on_close,
+    .on_data = wsconn_on_data,
+    .on_eof = wsconn_on_eof,
+    .on_overflow = wsconn_on_overflow,
+    .on_timer = wsconn_on_timer,
+    .on_close = wsconn_on_close,
 };
 
 /* ---- public sending and accessors ---- */
 
-void ws_send_text(struct wsconn *ws, const void *p, size_t n)
+void wsconn_send_text(struct wsconn *ws, const void *p, size_t n)
 {
     if (!ws->close_sent)
         send_frame(ws, WS_OP_TEXT, p, n);
 }
 
-void ws_send_binary(struct wsconn *ws, const void *p, size_t n)
+void wsconn_send_binary(struct wsconn *ws, const void *p, size_t n)
 {
     if (!ws->close_sent)
         send_frame(ws, WS_OP_BINARY, p, n);
 }
 
-void ws_send_payload(struct wsconn *ws, struct payload *framed)
+void wsconn_send_payload(struct wsconn *ws, struct payload *framed)
 {
     if (ws->close_sent || conn_is_closing(conn_of(ws)))
         return;
@@ -759,7 +761,7 @@ void ws_send_payload(struct wsconn *ws, struct payload *framed)
     conn_write_payload(conn_of(ws), framed);
 }
 
-void ws_send_payload_bulk(struct wsconn *ws, struct payload *framed)
+void wsconn_send_payload_bulk(struct wsconn *ws, struct payload *framed)
 {
     if (ws->close_sent || conn_is_closing(conn_of(ws)))
         return;
@@ -767,7 +769,7 @@ void ws_send_payload_bulk(struct wsconn *ws, struct payload *framed)
     conn_write_payload_bulk(conn_of(ws), framed);
 }
 
-void ws_close(struct wsconn *ws, unsigned code, const char *reason)
+void wsconn_close(struct wsconn *ws, unsigned code, const char *reason)
 {
     uint64_t t = opts_of(ws)->close_timeout_ms;
 
@@ -777,62 +779,62 @@ void ws_close(struct wsconn *ws, unsigned code, const char *reason)
     conn_timer_start(conn_of(ws), t ? t : WS_DEFAULT_CLOSE_TIMEOUT_MS);
 }
 
-void ws_going_away(struct wsconn *ws)
+void wsconn_going_away(struct wsconn *ws)
 {
-    ws_close(ws, WS_CLOSE_GOING_AWAY, "server shutting down");
+    wsconn_close(ws, WS_CLOSE_GOING_AWAY, "server shutting down");
 }
 
-bool ws_is_ws(const struct conn *c)
+bool wsconn_is(const struct conn *c)
 {
-    return c->ops->on_data == ws_conn_ops.on_data; /* c->ops is an endpoint's copy */
+    return c->ops->on_data == wsconn_ops.on_data; /* c->ops is an endpoint's copy */
 }
 
-struct wsconn *ws_from_conn(struct conn *c)
+struct wsconn *wsconn_from_conn(struct conn *c)
 {
-    return ws_is_ws(c) ? c->proto : NULL;
+    return wsconn_is(c) ? c->proto : NULL;
 }
 
-struct conn *ws_conn(const struct wsconn *ws)
+struct conn *wsconn_to_conn(const struct wsconn *ws)
 {
     return conn_of(ws);
 }
 
-void *ws_app_data(const struct wsconn *ws)
+void *wsconn_app_data(const struct wsconn *ws)
 {
-    return ws->data_pair ? ((struct ws_data *)ws->data)->app_data : ws->data;
+    return ws->data_pair ? ((struct wsconn_data *)ws->data)->app_data : ws->data;
 }
 
-void *ws_user_data(const struct wsconn *ws)
+void *wsconn_user_data(const struct wsconn *ws)
 {
     if (ws->data_pair)
-        return ((struct ws_data *)ws->data)->user_data;
+        return ((struct wsconn_data *)ws->data)->user_data;
     return ws->user_is_app ? ws->data : NULL;
 }
 
 /* User data equal to app_data (or NULL) is a flag; anything else makes
- * data a struct ws_data for the rest of the connection. */
-void ws_set_user_data(struct wsconn *ws, void *data)
+ * data a struct wsconn_data for the rest of the connection. */
+void wsconn_set_user_data(struct wsconn *ws, void *data)
 {
-    struct ws_data *pair;
+    struct wsconn_data *pair;
 
     if (ws->data_pair) {
-        ((struct ws_data *)ws->data)->user_data = data;
+        ((struct wsconn_data *)ws->data)->user_data = data;
     } else if (!data || data == ws->data) {
         ws->user_is_app = data != NULL;
     } else {
         pair = xmalloc(sizeof(*pair));
-        *pair = (struct ws_data){.app_data = ws->data, .user_data = data};
+        *pair = (struct wsconn_data){.app_data = ws->data, .user_data = data};
         ws->data = pair;
         ws->data_pair = true;
     }
 }
 
-const char *ws_subprotocol(const struct wsconn *ws)
+const char *wsconn_subprotocol(const struct wsconn *ws)
 {
     return ws->subprotocol ? opts_of(ws)->subprotocols[ws->subprotocol - 1] : NULL;
 }
 
-bool ws_has_partial_input(const struct wsconn *ws)
+bool wsconn_has_partial_input(const struct wsconn *ws)
 {
     return ws->rx != NULL;
 }

@@ -3,9 +3,9 @@
  * wsconn.h - the WebSocket connection protocol (RFC 6455) on a conn:
  * opening handshake, frame processing, closing handshake, liveness.
  *
- * ws_upgrade() validates an HTTP upgrade request and, on success, switches
+ * wsconn_upgrade() validates an HTTP upgrade request and, on success, switches
  * the connection from HTTP to WebSocket; from then on the application sees
- * whole messages through struct ws_app and sends with ws_send_*().
+ * whole messages through struct wsconn_app and sends with wsconn_send_*().
  *
  * Input: any split of the byte stream is handled. Payload bytes are
  * unmasked and (for text) UTF-8-validated as they arrive, so invalid text
@@ -30,7 +30,7 @@
  * pong_timeout_ms it sends close 1011 "ping timeout" and ends the
  * connection without waiting for the peer's close.
  *
- * Closing: the application's ws_close() sends a close frame, ignores data
+ * Closing: the application's wsconn_close() sends a close frame, ignores data
  * frames from then on, and waits up to close_timeout_ms for the peer's
  * close before dropping TCP. A peer's close is answered by echoing its
  * code (1000 for an empty close) and the connection ends.
@@ -49,7 +49,7 @@
 
 struct wsconn;
 
-struct ws_opts {
+struct wsconn_opts {
     size_t max_message; /* reassembled message limit in bytes (0 = none) -> 1009 */
     /* Silence before a server ping (0 = never ping), then this long for
      * any input (0 = ping_interval_ms). Both below 2^32 ms (49 days): the
@@ -67,8 +67,8 @@ struct ws_opts {
 
 /* Application callbacks. (p, n) are borrowed: valid until the callback
  * returns. Text is valid UTF-8. on_open and on_message may send, call
- * ws_close() or close the connection. */
-struct ws_app {
+ * wsconn_close() or close the connection. */
+struct wsconn_app {
     void (*on_open)(struct wsconn *ws); /* after the 101 is queued; optional */
     void (*on_message)(struct wsconn *ws, bool binary, const char *p, size_t n); /* required */
     /* Exactly once, when the connection is freed (it can no longer send):
@@ -86,43 +86,44 @@ struct ws_app {
  * o and app are borrowed and must outlive the connection (the pair is
  * kept for the process and shared by every connection upgraded with it:
  * compared by address, so a later pair at the same addresses is the
- * same endpoint); app_data is returned by ws_app_data(). Bytes pipelined after the request head
+ * same endpoint); app_data is returned by wsconn_app_data(). Bytes pipelined after the request head
  * reach the frame parser through conn.c. */
-struct wsconn *ws_upgrade(struct conn *c, const struct http_request *req, const struct ws_opts *o,
-                          const struct ws_app *app, void *app_data);
+struct wsconn *wsconn_upgrade(struct conn *c, const struct http_request *req,
+                              const struct wsconn_opts *o, const struct wsconn_app *app,
+                              void *app_data);
 
 /* Send one complete message. Dropped once a close was sent or the
  * connection is closing. Text must be valid UTF-8 (not checked). */
-void ws_send_text(struct wsconn *ws, const void *p, size_t n);
-void ws_send_binary(struct wsconn *ws, const void *p, size_t n); /* ditto */
+void wsconn_send_text(struct wsconn *ws, const void *p, size_t n);
+void wsconn_send_binary(struct wsconn *ws, const void *p, size_t n); /* ditto */
 /* Queues a frame built by ws_frame_payload() (takes a new reference; the
  * caller keeps its own), e.g. one broadcast shared by many connections. */
-void ws_send_payload(struct wsconn *ws, struct payload *framed);
+void wsconn_send_payload(struct wsconn *ws, struct payload *framed);
 /* Same, as bulk output (conn_write_payload_bulk): for frames that may wait
  * behind urgent ones, such as room deltas. */
-void ws_send_payload_bulk(struct wsconn *ws, struct payload *framed);
+void wsconn_send_payload_bulk(struct wsconn *ws, struct payload *framed);
 /* Starts the closing handshake with code (must pass ws_close_code_valid)
  * and an optional reason (cut to 123 bytes). No-op when a close was sent. */
-void ws_close(struct wsconn *ws, unsigned code, const char *reason);
-/* Server shutdown: ws_close(ws, 1001, "server shutting down"). */
-void ws_going_away(struct wsconn *ws);
+void wsconn_close(struct wsconn *ws, unsigned code, const char *reason);
+/* Server shutdown: wsconn_close(ws, 1001, "server shutting down"). */
+void wsconn_going_away(struct wsconn *ws);
 
 /* True when c speaks WebSocket (c->proto is a struct wsconn). */
-bool ws_is_ws(const struct conn *c);
+bool wsconn_is(const struct conn *c);
 /* The wsconn of c, or NULL when c is not a WebSocket. */
-struct wsconn *ws_from_conn(struct conn *c);
+struct wsconn *wsconn_from_conn(struct conn *c);
 
-struct conn *ws_conn(const struct wsconn *ws);
-void *ws_app_data(const struct wsconn *ws);  /* as given to ws_upgrade */
-void *ws_user_data(const struct wsconn *ws); /* NULL until set */
+struct conn *wsconn_to_conn(const struct wsconn *ws);
+void *wsconn_app_data(const struct wsconn *ws);  /* as given to wsconn_upgrade */
+void *wsconn_user_data(const struct wsconn *ws); /* NULL until set */
 /* Owned by the app. User data equal to app_data (or NULL) costs nothing;
  * any other makes both move into a 16-byte allocation of their own. */
-void ws_set_user_data(struct wsconn *ws, void *data);
+void wsconn_set_user_data(struct wsconn *ws, void *data);
 /* The negotiated subprotocol (an entry of o->subprotocols), or NULL. */
-const char *ws_subprotocol(const struct wsconn *ws);
+const char *wsconn_subprotocol(const struct wsconn *ws);
 
 /* Whether ws holds partial-input state (a frame not handled whole, or a
  * message still open): what an idle connection never has. */
-bool ws_has_partial_input(const struct wsconn *ws);
+bool wsconn_has_partial_input(const struct wsconn *ws);
 
 #endif

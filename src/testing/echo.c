@@ -12,11 +12,11 @@
 static void echo_on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
 {
     if (binary)
-        ws_send_binary(ws, p, n);
+        wsconn_send_binary(ws, p, n);
     else
-        ws_send_text(ws, p, n);
+        wsconn_send_text(ws, p, n);
 }
 
-const struct ws_app echo_app = {
+const struct wsconn_app echo_app = {
     .on_message = echo_on_message,
 };

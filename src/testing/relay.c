@@ -57,28 +57,28 @@ static void on_relay_msg(struct worker *w, struct bus_msg *m)
 
     list_foreach_safe(pos, tmp, conns_of(w->id))
     {
-        ws_send_payload(container_of(pos, struct relay_conn, link)->ws, r->frame);
+        wsconn_send_payload(container_of(pos, struct relay_conn, link)->ws, r->frame);
     }
     relay_msg_free(m);
 }
 
 static void relay_on_open(struct wsconn *ws)
 {
-    struct net_ctx *nc = ws_app_data(ws);
+    struct net_ctx *nc = wsconn_app_data(ws);
     struct relay_conn *rc = xcalloc(1, sizeof(*rc));
 
     rc->ws = ws;
     list_insert_tail(conns_of(nc->worker->id), &rc->link);
-    ws_set_user_data(ws, rc);
+    wsconn_set_user_data(ws, rc);
 }
 
 static void relay_on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
 {
-    struct worker *w = ((struct net_ctx *)ws_app_data(ws))->worker;
+    struct worker *w = ((struct net_ctx *)wsconn_app_data(ws))->worker;
     struct payload *frame;
 
     if (binary) {
-        ws_close(ws, 1003, "text only");
+        wsconn_close(ws, 1003, "text only");
         return;
     }
     frame = ws_frame_payload(WS_OP_TEXT, p, n);
@@ -95,17 +95,17 @@ static void relay_on_message(struct wsconn *ws, bool binary, const char *p, size
 
 static void relay_on_close(struct wsconn *ws, unsigned code)
 {
-    struct relay_conn *rc = ws_user_data(ws);
+    struct relay_conn *rc = wsconn_user_data(ws);
 
     (void)code;
     if (!rc)
         return;
     list_del(&rc->link);
     free(rc);
-    ws_set_user_data(ws, NULL);
+    wsconn_set_user_data(ws, NULL);
 }
 
-const struct ws_app relay_app = {
+const struct wsconn_app relay_app = {
     .on_open = relay_on_open,
     .on_message = relay_on_message,
     .on_close = relay_on_close,

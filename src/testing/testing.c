@@ -11,12 +11,12 @@
 
 static void get_test_echo(struct conn *c, const struct http_request *req, struct net_ctx *nc)
 {
-    ws_upgrade(c, req, &nc->ws_opts, &echo_app, NULL);
+    wsconn_upgrade(c, req, &nc->wsconn_opts, &echo_app, NULL);
 }
 
 static void get_test_broadcast(struct conn *c, const struct http_request *req, struct net_ctx *nc)
 {
-    ws_upgrade(c, req, &nc->ws_opts, &relay_app, nc);
+    wsconn_upgrade(c, req, &nc->wsconn_opts, &relay_app, nc);
 }
 
 static void get_test_sse(struct conn *c, const struct http_request *req, struct net_ctx *nc)

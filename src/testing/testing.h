@@ -21,8 +21,8 @@
 #include "wsconn.h"
 
 extern const struct route_list testing_routes;
-extern const struct ws_app echo_app;  /* echo.c */
-extern const struct ws_app relay_app; /* relay.c: app_data is the struct net_ctx */
+extern const struct wsconn_app echo_app;  /* echo.c */
+extern const struct wsconn_app relay_app; /* relay.c: app_data is the struct net_ctx */
 
 /* Registers relay.c's bus message handler (before server_start). */
 void testing_register(void);

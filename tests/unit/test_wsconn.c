@@ -66,9 +66,9 @@ static void on_close(struct wsconn *ws, unsigned code)
     closes++;
 }
 
-static const struct ws_app app = {.on_message = on_message, .on_close = on_close};
+static const struct wsconn_app app = {.on_message = on_message, .on_close = on_close};
 static const char *const protos[] = {"other.v1", "presenced.v1", NULL};
-static const struct ws_opts opts = {.max_message = 65536, .subprotocols = protos};
+static const struct wsconn_opts opts = {.max_message = 65536, .subprotocols = protos};
 
 static const char upgrade[] = "GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
                               "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
@@ -90,7 +90,7 @@ static size_t read_peer(struct fixture *f, char *out, size_t cap)
 
 /* A connection upgraded with (o, app_data) on f's worker; its peer end
  * in *peer. */
-static struct wsconn *upgrade_conn(struct fixture *f, const struct ws_opts *o, void *app_data,
+static struct wsconn *upgrade_conn(struct fixture *f, const struct wsconn_opts *o, void *app_data,
                                    int *peer)
 {
     struct http_request req;
@@ -106,7 +106,7 @@ static struct wsconn *upgrade_conn(struct fixture *f, const struct ws_opts *o, v
     h = httpd_conn_new(&f->nc);
     f->c = conn_new(&f->w.pool, sv[0], &httpd_ops, h);
     assert_true(http_parse_request(upgrade, sizeof(upgrade) - 1, 0, &req) > 0);
-    ws = ws_upgrade(f->c, &req, o, &app, app_data);
+    ws = wsconn_upgrade(f->c, &req, o, &app, app_data);
     assert_non_null(ws);
     free(h); /* what httpd does once its handler returns */
     conn_pool_flush(f->w.loop, &f->w.pool);
@@ -174,10 +174,10 @@ static void test_upgrade_keeps_the_subprotocol(void **state)
 {
     struct fixture *f = *state;
 
-    assert_string_equal(ws_subprotocol(f->ws), "presenced.v1");
-    assert_ptr_equal(ws_conn(f->ws), f->c);
-    assert_ptr_equal(ws_from_conn(f->c), f->ws);
-    assert_false(ws_has_partial_input(f->ws));
+    assert_string_equal(wsconn_subprotocol(f->ws), "presenced.v1");
+    assert_ptr_equal(wsconn_to_conn(f->ws), f->c);
+    assert_ptr_equal(wsconn_from_conn(f->c), f->ws);
+    assert_false(wsconn_has_partial_input(f->ws));
 }
 
 static void test_whole_small_frame_has_no_partial_state(void **state)
@@ -189,7 +189,7 @@ static void test_whole_small_frame_has_no_partial_state(void **state)
     assert_int_equal(messages, 1);
     assert_int_equal(got_len, 13);
     assert_memory_equal(got, "{\"type\":\"hb\"}", 13);
-    assert_false(ws_has_partial_input(f->ws));
+    assert_false(wsconn_has_partial_input(f->ws));
     assert_null(f->c->busy); /* nothing left over, nothing queued */
 }
 
@@ -207,12 +207,12 @@ static void test_frame_split_at_every_byte(void **state)
         send_peer(f, fr + i, 1);
         assert_int_equal(messages, 0);
     }
-    assert_true(ws_has_partial_input(f->ws)); /* inside the payload */
+    assert_true(wsconn_has_partial_input(f->ws)); /* inside the payload */
     send_peer(f, fr + n - 1, 1);
     assert_int_equal(messages, 1);
     assert_int_equal(got_len, sizeof(text));
     assert_memory_equal(got, text, sizeof(text));
-    assert_false(ws_has_partial_input(f->ws));
+    assert_false(wsconn_has_partial_input(f->ws));
 }
 
 static void test_fragments_are_reassembled(void **state)
@@ -223,7 +223,7 @@ static void test_fragments_are_reassembled(void **state)
 
     n += client_frame(fr + n, WS_OP_BINARY, false, "abc", 3);
     send_peer(f, fr, n);
-    assert_true(ws_has_partial_input(f->ws));       /* a message is open */
+    assert_true(wsconn_has_partial_input(f->ws));   /* a message is open */
     n = client_frame(fr, WS_OP_PING, true, "p", 1); /* control frames interleave */
     n += client_frame(fr + n, WS_OP_CONT, false, "", 0);
     n += client_frame(fr + n, WS_OP_CONT, true, "defg", 4);
@@ -232,7 +232,7 @@ static void test_fragments_are_reassembled(void **state)
     assert_true(got_binary);
     assert_int_equal(got_len, 7);
     assert_memory_equal(got, "abcdefg", 7);
-    assert_false(ws_has_partial_input(f->ws));
+    assert_false(wsconn_has_partial_input(f->ws));
 }
 
 static void test_large_frame_is_reassembled(void **state)
@@ -247,7 +247,7 @@ static void test_large_frame_is_reassembled(void **state)
     assert_int_equal(messages, 1);
     assert_int_equal(got_len, 5000);
     assert_int_equal(got[4999], 'y');
-    assert_false(ws_has_partial_input(f->ws));
+    assert_false(wsconn_has_partial_input(f->ws));
 }
 
 static void test_bad_text_across_fragments_closes_1007(void **state)
@@ -309,7 +309,7 @@ static void test_any_cut_of_a_mixed_stream(void **state)
         assert_int_equal(messages, s.messages);
         assert_int_equal(all_len, s.want_len);
         assert_memory_equal(all, s.want, s.want_len);
-        assert_false(ws_has_partial_input(f->ws));
+        assert_false(wsconn_has_partial_input(f->ws));
         read_peer(f, pongs, sizeof(pongs));
     }
 }
@@ -317,7 +317,7 @@ static void test_any_cut_of_a_mixed_stream(void **state)
 /* Connections upgraded with other options (another endpoint) keep them. */
 static void test_endpoints_keep_their_own_options(void **state)
 {
-    static const struct ws_opts small = {.max_message = 10};
+    static const struct wsconn_opts small = {.max_message = 10};
     struct fixture *f = *state;
     struct conn *first = f->c;
     struct wsconn *ws2;
@@ -326,8 +326,8 @@ static void test_endpoints_keep_their_own_options(void **state)
     int peer2;
 
     ws2 = upgrade_conn(f, &small, NULL, &peer2);
-    assert_null(ws_subprotocol(ws2)); /* small offers none */
-    assert_true(ws_is_ws(f->c) && ws_is_ws(first));
+    assert_null(wsconn_subprotocol(ws2)); /* small offers none */
+    assert_true(wsconn_is(f->c) && wsconn_is(first));
     assert_ptr_not_equal(f->c->ops, first->ops);
     assert_int_equal(write(peer2, fr, client_frame(fr, WS_OP_TEXT, true, "0123456789ab", 12)), 18);
     send_peer(f, fr, client_frame(fr, WS_OP_TEXT, true, "0123456789ab", 12));
@@ -335,7 +335,7 @@ static void test_endpoints_keep_their_own_options(void **state)
     assert_true(read(peer2, out, sizeof(out)) >= 4);
     assert_int_equal((uint8_t)out[0], 0x88);
     assert_int_equal(((uint8_t)out[2] << 8) | (uint8_t)out[3], 1009);
-    assert_string_equal(ws_subprotocol(f->ws), "presenced.v1");
+    assert_string_equal(wsconn_subprotocol(f->ws), "presenced.v1");
     close(peer2);
 }
 
@@ -347,25 +347,25 @@ static void test_app_and_user_data(void **state)
     struct wsconn *ws2;
     int a, b, peer2;
 
-    assert_null(ws_app_data(f->ws)); /* setup passed NULL */
-    assert_null(ws_user_data(f->ws));
-    ws_set_user_data(f->ws, &b);
-    assert_ptr_equal(ws_user_data(f->ws), &b);
-    assert_null(ws_app_data(f->ws));
+    assert_null(wsconn_app_data(f->ws)); /* setup passed NULL */
+    assert_null(wsconn_user_data(f->ws));
+    wsconn_set_user_data(f->ws, &b);
+    assert_ptr_equal(wsconn_user_data(f->ws), &b);
+    assert_null(wsconn_app_data(f->ws));
 
     ws2 = upgrade_conn(f, &opts, &a, &peer2);
-    assert_ptr_equal(ws_app_data(ws2), &a);
-    assert_null(ws_user_data(ws2));
-    ws_set_user_data(ws2, &a);
-    assert_ptr_equal(ws_user_data(ws2), &a);
-    ws_set_user_data(ws2, NULL);
-    assert_null(ws_user_data(ws2));
-    ws_set_user_data(ws2, &b);
-    assert_ptr_equal(ws_user_data(ws2), &b);
-    assert_ptr_equal(ws_app_data(ws2), &a);
-    ws_set_user_data(ws2, &a);
-    assert_ptr_equal(ws_user_data(ws2), &a);
-    assert_ptr_equal(ws_app_data(ws2), &a);
+    assert_ptr_equal(wsconn_app_data(ws2), &a);
+    assert_null(wsconn_user_data(ws2));
+    wsconn_set_user_data(ws2, &a);
+    assert_ptr_equal(wsconn_user_data(ws2), &a);
+    wsconn_set_user_data(ws2, NULL);
+    assert_null(wsconn_user_data(ws2));
+    wsconn_set_user_data(ws2, &b);
+    assert_ptr_equal(wsconn_user_data(ws2), &b);
+    assert_ptr_equal(wsconn_app_data(ws2), &a);
+    wsconn_set_user_data(ws2, &a);
+    assert_ptr_equal(wsconn_user_data(ws2), &a);
+    assert_ptr_equal(wsconn_app_data(ws2), &a);
     close(peer2);
 }
 
@@ -377,7 +377,7 @@ static void test_close_with_a_partial_message(void **state)
 
     memset(text, 'z', sizeof(text));
     send_peer(f, fr, client_frame(fr, WS_OP_TEXT, true, text, sizeof(text)) - 50);
-    assert_true(ws_has_partial_input(f->ws));
+    assert_true(wsconn_has_partial_input(f->ws));
     shutdown(f->peer, SHUT_WR);
     loop_run_once(f->w.loop, 100);
     loop_run_once(f->w.loop, 100);

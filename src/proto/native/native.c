@@ -252,8 +252,8 @@ static bool msg_watch(struct client *c, const cJSON *root, const char *ref)
         return false;
     }
     x = client_x(c);
-    if (!http_read__rate_take(c->e, &x->qtokens, &x->qlast, client_uid(c), ws_conn(c->ws), fresh,
-                              &why)) {
+    if (!http_read__rate_take(c->e, &x->qtokens, &x->qlast, client_uid(c), wsconn_to_conn(c->ws),
+                              fresh, &why)) {
         frame_send_error(c, "rate_limited", why, ref);
         return true; /* the client's own pace, not garbage */
     }
@@ -497,21 +497,21 @@ static bool dispatch(struct client *c, const cJSON *root, const char *type)
 
 static void on_open(struct wsconn *ws)
 {
-    struct client *c = ws_app_data(ws);
+    struct client *c = wsconn_app_data(ws);
 
-    ws_set_user_data(ws, c);
+    wsconn_set_user_data(ws, c);
     client__open(c, ws, native_proto);
 }
 
 static void on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
 {
-    struct client *c = ws_user_data(ws);
+    struct client *c = wsconn_user_data(ws);
     const char *type;
     cJSON *root;
     bool ok;
 
     if (binary) {
-        ws_close(ws, 1003, "binary messages are not supported");
+        wsconn_close(ws, 1003, "binary messages are not supported");
         return;
     }
     root = proto_parse(ws, p, n, &type);
@@ -528,16 +528,16 @@ static void on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
 
 static void on_close(struct wsconn *ws, unsigned code)
 {
-    struct client *c = ws_user_data(ws);
+    struct client *c = wsconn_user_data(ws);
 
     (void)code;
     if (!c)
         return;
     client__close(c);
-    ws_set_user_data(ws, NULL);
+    wsconn_set_user_data(ws, NULL);
 }
 
-const struct ws_app native_app = {
+const struct wsconn_app native_app = {
     .on_open = on_open,
     .on_message = on_message,
     .on_close = on_close,
@@ -548,7 +548,7 @@ static void get_ws(struct conn *c, const struct http_request *req, struct net_ct
 {
     struct client *cl = engine_client_prepare(nc->worker, c, req);
 
-    if (cl && !ws_upgrade(c, req, &nc->ws_opts, &native_app, cl))
+    if (cl && !wsconn_upgrade(c, req, &nc->wsconn_opts, &native_app, cl))
         engine_client_discard(cl);
 }
 

@@ -10,7 +10,7 @@
  * adapter table (native_encode.h, the engine's adapter.h).
  *
  * A second adapter (Pusher, Phoenix) plugs in the same way: a route of
- * its own that upgrades with its struct ws_app, a type table of its own
+ * its own that upgrades with its struct wsconn_app, a type table of its own
  * calling the same operations, and an adapter table of its own that its
  * on_open passes to client__open() (docs/architecture.md).
  */
@@ -26,7 +26,7 @@ extern const struct route_list native_routes;
 /* The WebSocket application on GET /v1/ws. Its app_data is a struct
  * client made by engine_client_prepare(); the engine owns it once
  * on_open ran (client__open()). */
-extern const struct ws_app native_app;
+extern const struct wsconn_app native_app;
 
 /* Registers the native adapter table (adapter_register()) as the first,
  * so ADAPTER_DEFAULT: main.c, before the workers start. */

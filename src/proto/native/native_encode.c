@@ -161,7 +161,7 @@ static struct payload *enc_room_json(const char *json, size_t n)
 static void send_frame(struct client *c, struct payload *f)
 {
     if (c->ws)
-        ws_send_payload(c->ws, f);
+        wsconn_send_payload(c->ws, f);
 }
 
 const struct proto_adapter native_adapter = {

@@ -27,7 +27,7 @@ static void send_error(struct wsconn *ws, const char *code, const char *message,
     struct buf b = {0};
 
     native_error_json(&b, code, message, ref);
-    ws_send_text(ws, b.data, b.len);
+    wsconn_send_text(ws, b.data, b.len);
     buf_release(&b);
 }
 
@@ -66,7 +66,7 @@ void proto_send_pong(struct wsconn *ws, const char *ref)
         buf_append_str(&b, ref);
     }
     buf_append_str(&b, "}");
-    ws_send_text(ws, b.data, b.len);
+    wsconn_send_text(ws, b.data, b.len);
     buf_release(&b);
 }
 
@@ -111,7 +111,7 @@ bool proto_count_error(struct wsconn *ws, unsigned *bad)
     if (++*bad < PROTO_MAX_ERRORS)
         return false;
     log_info("proto", "too many bad messages, closing conn=%llu",
-             (unsigned long long)ws_conn(ws)->id);
-    ws_close(ws, 1008, "too many invalid messages");
+             (unsigned long long)wsconn_to_conn(ws)->id);
+    wsconn_close(ws, 1008, "too many invalid messages");
     return true;
 }
