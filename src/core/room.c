@@ -2,15 +2,16 @@
 /*
  * room.c - room presence of one partition: rooms and members in intrusive
  * hash tables, a dirty list and one flush timer per room for batched
- * deltas, a per-room ring of compactly kept deltas for resume (framed
- * again when a resume asks), and a per-seq snapshot cache. The ephemeral
+ * deltas, a per-room ring of compactly kept delta values for resume
+ * (encoded again when a resume asks), and a per-seq snapshot cache. The ephemeral
  * lane lives in room_ephemeral.c.
  *
  * Every member record keeps two states: the current one, changed by the
  * calls, and the published one, which is what the last delta told
  * subscribers. Flushing a room turns the difference into one delta. This
- * file does not know connections, subscriptions or frames: output is
- * payloads handed to callbacks (see room.h).
+ * file does not know connections, subscriptions, frames or any client
+ * protocol: a message is a value (room.h) that the configured codec
+ * encodes, and its payload goes to the callbacks.
  */
 #include "room_internal.h"
 
@@ -247,58 +248,40 @@ int room__find_member(const struct room_engine *e, const char *room, const char 
     return 0;
 }
 
-/* ---- encoding ---- */
+/* ---- messages as values ----
+ *
+ * Every message is built as its value (room.h) in the engine's scratch
+ * lists and handed to the codec; nothing here writes a wire format. The
+ * HTTP API's info object (room_encode_info) is the one JSON this file
+ * writes, at the end.
+ */
 
-struct room_msg room__make_msg(const struct room_engine *e, const struct buf *b, uint64_t seq)
+/* Grows the scratch list i to hold n entries. */
+static struct room_entry *ents_reserve(struct room_engine *e, int i, size_t n)
 {
-    struct room_msg msg;
-
-    msg.payload = e->cfg.frame ? e->cfg.frame(b->data, b->len) : payload_from(b->data, b->len);
-    /* The frame function's contract: the JSON is the payload's tail. */
-    assert(msg.payload->len >= b->len);
-    msg.json = msg.payload->data + (msg.payload->len - b->len);
-    msg.json_len = b->len;
-    msg.seq = seq;
-    return msg;
+    if (n > e->cap_ents[i]) {
+        e->cap_ents[i] = MAX(n, e->cap_ents[i] * 2);
+        e->ents[i] = xrealloc(e->ents[i], e->cap_ents[i] * sizeof(*e->ents[i]));
+    }
+    return e->ents[i];
 }
 
-/* {"user":"u","joinedAt":T,"meta":M} as published. */
-static void append_member(struct buf *b, const struct member *m)
+static const char **leaves_reserve(struct room_engine *e, size_t n)
 {
-    buf_append_str(b, "{\"user\":");
-    json_append_cstr(b, m->user);
-    buf_append_str(b, ",\"joinedAt\":");
-    json_append_u64(b, m->joined_at); /* unchanged while published */
-    buf_append_str(b, ",\"meta\":");
-    buf_append(b, m->pub_meta->data, m->pub_meta->len);
-    buf_append_str(b, "}");
+    if (n > e->cap_leaves) {
+        e->cap_leaves = MAX(n, e->cap_leaves * 2);
+        e->leaves = xrealloc(e->leaves, e->cap_leaves * sizeof(*e->leaves));
+    }
+    return e->leaves;
 }
 
-/* "room":"r","epoch":E,"seq":N,"mode":"m","count":C (no braces). */
-static void append_head(struct buf *b, const char *id, uint64_t epoch, uint64_t seq,
-                        enum room_mode mode, size_t count)
+/* m as published. */
+static struct room_entry entry_of(const struct member *m)
 {
-    buf_append_str(b, "\"room\":");
-    json_append_cstr(b, id);
-    buf_append_str(b, ",\"epoch\":");
-    json_append_u64(b, epoch);
-    buf_append_str(b, ",\"seq\":");
-    json_append_u64(b, seq);
-    buf_append_str(b, ",\"mode\":");
-    json_append_cstr(b, room_mode_name(mode));
-    buf_append_str(b, ",\"count\":");
-    json_append_u64(b, count);
-}
-
-/* {"type":"t","room":... (append_head), the start of every lifecycle
- * message; the ring stores what follows it. */
-static void append_typed_head(struct buf *b, const char *type, const char *id, uint64_t epoch,
-                              uint64_t seq, enum room_mode mode, size_t count)
-{
-    buf_append_str(b, "{\"type\":");
-    json_append_cstr(b, type);
-    buf_append_str(b, ",");
-    append_head(b, id, epoch, seq, mode, count);
+    return (struct room_entry){.user = m->user,
+                               .joined_at = m->joined_at, /* unchanged while published */
+                               .meta = m->pub_meta->data,
+                               .meta_len = m->pub_meta->len};
 }
 
 /* A member is listed unless unpublished or hidden by the reader's hide. */
@@ -307,48 +290,40 @@ static bool listed(const struct member *m, room_hide_fn *hide, void *ctx)
     return m->pub && !(hide && hide(m->user, ctx));
 }
 
-/* The head of a snapshot (type != NULL) or of an info object. */
-static void state_head(struct buf *b, const char *type, const char *id, uint64_t epoch,
-                       uint64_t seq, enum room_mode mode, size_t count)
+/* How many of r's published members a reader who hides some sees. */
+static size_t shown_count(const struct room *r, room_hide_fn *hide, void *ctx)
 {
-    if (type) {
-        append_typed_head(b, type, id, epoch, seq, mode, count);
-        return;
-    }
-    buf_append_str(b, "{");
-    append_head(b, id, epoch, seq, mode, count);
-}
-
-/* Appends r's state as a snapshot (type != NULL) or info object, as seen
- * by a reader that hides some members (hide NULL: none), listing at most
- * limit members in join order; r NULL, or a room with nothing to show,
- * reads as the empty room of epoch 0. */
-static void encode_state(struct buf *b, const char *type, const char *id, const struct room *r,
-                         size_t limit, room_hide_fn *hide, void *ctx)
-{
-    struct list *pos;
-    size_t listed_n = 0, shown = r ? r->published : 0;
+    size_t shown = r ? r->published : 0;
 
     if (r && hide)
-        for (pos = r->order.next; pos != &r->order; pos = pos->next)
+        for (const struct list *pos = r->order.next; pos != &r->order; pos = pos->next)
             shown -= container_of(pos, struct member, order)->pub &&
                      !listed(container_of(pos, struct member, order), hide, ctx);
-    if (r == NULL || shown == 0) {
-        state_head(b, type, id, 0, 0, ROOM_MODE_NORMAL, 0);
-        buf_append_str(b, ",\"members\":[]}");
+    return shown;
+}
+
+/* v = r's published state as a reader who hides some sees it (hide NULL:
+ * none), listing at most limit members in join order, in scratch list 0;
+ * r NULL, or a room with nothing to show, reads as the empty room of
+ * epoch 0. */
+static void state_view(struct room_engine *e, const char *id, const struct room *r, size_t limit,
+                       room_hide_fn *hide, void *ctx, struct room_snapshot_view *v)
+{
+    size_t shown = shown_count(r, hide, ctx);
+    struct room_entry *x;
+
+    *v = (struct room_snapshot_view){.head = {.room = id, .mode = ROOM_MODE_NORMAL}};
+    if (r == NULL || shown == 0)
         return;
-    }
-    state_head(b, type, id, r->epoch, r->seq, r->mode, shown);
-    buf_append_str(b, ",\"members\":[");
-    for (pos = r->order.next; pos != &r->order && listed_n < limit; pos = pos->next) {
+    v->head = (struct room_head){r->id, r->epoch, r->seq, r->mode, shown};
+    x = ents_reserve(e, 0, MIN(limit, shown));
+    for (const struct list *pos = r->order.next; pos != &r->order && v->nmembers < limit;
+         pos = pos->next) {
         const struct member *m = container_of(pos, struct member, order);
-        if (!listed(m, hide, ctx))
-            continue;
-        if (listed_n++)
-            buf_append_str(b, ",");
-        append_member(b, m);
+        if (listed(m, hide, ctx))
+            x[v->nmembers++] = entry_of(m);
     }
-    buf_append_str(b, "]}");
+    v->members = x;
 }
 
 static size_t snapshot_limit(const struct room *r)
@@ -356,16 +331,23 @@ static size_t snapshot_limit(const struct room *r)
     return r->mode == ROOM_MODE_INTERVAL ? r->e->cfg.snapshot_limit : SIZE_MAX;
 }
 
-/* A new snapshot message of r's published state. */
-static struct room_msg encode_snapshot(struct room_engine *e, const struct room *r)
+static struct room_msg make_msg(struct payload *p, uint64_t seq)
 {
-    struct room_msg msg;
+    return (struct room_msg){.payload = p, .seq = seq};
+}
 
-    e->out.len = 0;
-    encode_state(&e->out, "room_snapshot", r->id, r, snapshot_limit(r), NULL, NULL);
-    msg = room__make_msg(e, &e->out, r->seq);
+/* A new snapshot message of r's published state; *v (optional) is its
+ * value, in the scratch lists. */
+static struct room_msg encode_snapshot(struct room_engine *e, const struct room *r,
+                                       struct room_snapshot_view *v)
+{
+    struct room_snapshot_view tmp;
+
+    if (v == NULL)
+        v = &tmp;
+    state_view(e, r->id, r, snapshot_limit(r), NULL, NULL, v);
     e->stats.snapshots++;
-    return msg;
+    return make_msg(e->cfg.codec->encode_snapshot(v, &e->scratch), r->seq);
 }
 
 enum { DELTA_JOINS, DELTA_LEAVES, DELTA_PATCHES }; /* the lists of a delta */
@@ -377,54 +359,44 @@ struct delta_lists {
     size_t limit; /* entries listed per list */
 };
 
+/* Lists m in d (joins and patches in scratch lists 0 and 1, leaves as
+ * copies in leave_ids: the member is freed before the message goes). */
 static void delta_add(struct room_engine *e, struct delta_lists *d, int which,
                       const struct member *m)
 {
-    struct buf *b = &e->lists[which];
+    size_t k = d->listed[which];
 
     d->total[which]++;
-    if (d->listed[which] >= d->limit)
+    if (k >= d->limit)
         return;
-    if (d->listed[which]++)
-        buf_append_str(b, ",");
+    d->listed[which]++;
     if (which == DELTA_LEAVES)
-        json_append_cstr(b, m->user);
+        buf_append(&e->leave_ids, m->user, strlen(m->user) + 1);
     else
-        append_member(b, m);
+        ents_reserve(e, which == DELTA_JOINS ? 0 : 1, k + 1)[k] = entry_of(m);
 }
 
-/* ,"joins":[...],"leaves":[...],"patches":[...] from the three list
- * bodies (the ring rebuilds normal-mode deltas with it too). */
-static void append_lists(struct buf *b, const char *const body[3], const size_t len[3])
+/* The value of r's delta from d and the scratch lists. */
+static void delta_view(struct room_engine *e, const struct room *r, const struct delta_lists *d,
+                       struct room_delta_view *v)
 {
-    static const char *const names[3] = {"joins", "leaves", "patches"};
+    const char **leaves = leaves_reserve(e, d->listed[DELTA_LEAVES]);
+    const char *p = e->leave_ids.data;
 
-    for (int i = 0; i < 3; i++) {
-        buf_printf(b, ",\"%s\":[", names[i]);
-        buf_append(b, body[i], len[i]);
-        buf_append_str(b, "]");
-    }
-}
-
-/* The delta of r from e->lists (kept until the next flush: the ring
- * stores them). */
-static struct room_msg encode_delta(struct room_engine *e, const struct room *r,
-                                    const struct delta_lists *d)
-{
-    static const char *const counts[3] = {"joinCount", "leaveCount", "patchCount"};
-    const char *body[3] = {e->lists[0].data, e->lists[1].data, e->lists[2].data};
-    const size_t len[3] = {e->lists[0].len, e->lists[1].len, e->lists[2].len};
-    struct buf *b = &e->out;
-
-    b->len = 0;
-    append_typed_head(b, "room_delta", r->id, r->epoch, r->seq, r->mode, r->published);
-    append_lists(b, body, len);
-    for (int i = 0; r->mode == ROOM_MODE_INTERVAL && i < 3; i++) {
-        buf_printf(b, ",\"%s\":", counts[i]);
-        json_append_u64(b, d->total[i]);
-    }
-    buf_append_str(b, "}");
-    return room__make_msg(e, b, r->seq);
+    for (size_t i = 0; i < d->listed[DELTA_LEAVES]; i++, p += strlen(p) + 1)
+        leaves[i] = p;
+    *v = (struct room_delta_view){
+        .head = {r->id, r->epoch, r->seq, r->mode, r->published},
+        .joins = e->ents[0],
+        .njoins = d->listed[DELTA_JOINS],
+        .leaves = leaves,
+        .nleaves = d->listed[DELTA_LEAVES],
+        .patches = e->ents[1],
+        .npatches = d->listed[DELTA_PATCHES],
+        .join_total = d->total[DELTA_JOINS],
+        .leave_total = d->total[DELTA_LEAVES],
+        .patch_total = d->total[DELTA_PATCHES],
+    };
 }
 
 /* ---- ring ---- */
@@ -460,128 +432,196 @@ static void ring_grow(struct ring *g, uint32_t max)
     g->head = 0;
 }
 
-/* The bytes append_lists() adds around the three bodies, and "}". */
-#define LISTS_FRAME (sizeof(",\"joins\":[],\"leaves\":[],\"patches\":[]}") - 1)
+#define ENTRY_FIXED (1 + 4 + 8) /* an entry's lengths and joinedAt */
 
-static struct ring_rec *ring_rec_alloc(const struct room *r, const struct room_msg *msg, int kind,
-                                       size_t len)
+static size_t entries_size(const struct room_entry *x, size_t n)
+{
+    size_t len = 0;
+
+    for (size_t i = 0; i < n; i++)
+        len += ENTRY_FIXED + strlen(x[i].user) + 1 + x[i].meta_len;
+    return len;
+}
+
+static char *put_u32(char *p, size_t v)
+{
+    uint32_t u = (uint32_t)v;
+
+    memcpy(p, &u, sizeof(u));
+    return p + sizeof(u);
+}
+
+static const char *get_u32(const char *p, size_t *v)
+{
+    uint32_t u;
+
+    memcpy(&u, p, sizeof(u));
+    *v = u;
+    return p + sizeof(u);
+}
+
+static char *put_entries(char *p, const struct room_entry *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint8_t ulen = (uint8_t)strlen(x[i].user); /* ids are at most 128 bytes */
+
+        *p++ = (char)ulen;
+        p = put_u32(p, x[i].meta_len);
+        memcpy(p, &x[i].joined_at, sizeof(x[i].joined_at));
+        p += sizeof(x[i].joined_at);
+        memcpy(p, x[i].user, ulen + 1u);
+        p += ulen + 1u;
+        memcpy(p, x[i].meta, x[i].meta_len);
+        p += x[i].meta_len;
+    }
+    return p;
+}
+
+/* Reads n entries at p into x (pointing into the record). */
+static const char *get_entries(const char *p, struct room_entry *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t ulen = (unsigned char)*p++;
+
+        p = get_u32(p, &x[i].meta_len);
+        memcpy(&x[i].joined_at, p, sizeof(x[i].joined_at));
+        p += sizeof(x[i].joined_at);
+        x[i].user = p;
+        p += ulen + 1;
+        x[i].meta = p;
+        p += x[i].meta_len;
+    }
+    return p;
+}
+
+static struct ring_rec *ring_rec_alloc(const struct room_msg *msg, int kind,
+                                       const struct room_head *h, size_t len)
 {
     struct ring_rec *x = pool_alloc(offsetof(struct ring_rec, tail) + len);
 
     x->wire_len = (uint32_t)msg->payload->len;
-    x->count = (uint32_t)r->published;
+    x->count = (uint32_t)h->count;
     x->len = (uint32_t)len;
     x->kind = (uint8_t)kind;
-    x->mode = (uint8_t)r->mode;
+    x->mode = (uint8_t)h->mode;
     return x;
 }
 
-/* A RING_LISTS record of msg, the delta just encoded from e->lists, whose
- * JSON after the head (n bytes) is append_lists() of them and "}". */
-static struct ring_rec *ring_rec_lists(struct room_engine *e, const struct room *r,
-                                       const struct room_msg *msg, size_t n)
+/* A record of msg, the delta whose value is v. */
+static struct ring_rec *ring_rec_delta(const struct room_msg *msg, const struct room_delta_view *v)
 {
-    const struct buf *l = e->lists;
-    uint32_t lens[2] = {(uint32_t)l[0].len, (uint32_t)l[1].len};
+    bool totals = v->head.mode == ROOM_MODE_INTERVAL;
+    size_t len = (totals ? 6 : 3) * sizeof(uint32_t);
     struct ring_rec *x;
     char *p;
 
-    assert(n == LISTS_FRAME + l[0].len + l[1].len + l[2].len); /* encode_delta()'s shape */
-    x = ring_rec_alloc(r, msg, RING_LISTS, sizeof(lens) + l[0].len + l[1].len + l[2].len);
-    p = x->tail;
-    memcpy(p, lens, sizeof(lens));
-    p += sizeof(lens);
-    for (int i = 0; i < 3; i++) {
-        if (l[i].len)
-            memcpy(p, l[i].data, l[i].len);
-        p += l[i].len;
+    len += entries_size(v->joins, v->njoins) + entries_size(v->patches, v->npatches);
+    for (size_t i = 0; i < v->nleaves; i++)
+        len += strlen(v->leaves[i]) + 1;
+    x = ring_rec_alloc(msg, RING_DELTA, &v->head, len);
+    p = put_u32(put_u32(put_u32(x->tail, v->njoins), v->nleaves), v->npatches);
+    if (totals)
+        p = put_u32(put_u32(put_u32(p, v->join_total), v->leave_total), v->patch_total);
+    p = put_entries(p, v->joins, v->njoins);
+    for (size_t i = 0; i < v->nleaves; i++) {
+        size_t n = strlen(v->leaves[i]) + 1;
+
+        memcpy(p, v->leaves[i], n);
+        p += n;
     }
+    put_entries(p, v->patches, v->npatches);
     return x;
 }
 
-/* A record of msg, r's message of this kind at its current state (a
- * delta: just encoded from e->lists), which ring_msg() turns back into
- * the same JSON. */
-static struct ring_rec *ring_rec_new(struct room_engine *e, const struct room *r,
-                                     const struct room_msg *msg, int kind)
+/* A record of msg, the snapshot whose value is v. */
+static struct ring_rec *ring_rec_snapshot(const struct room_msg *msg,
+                                          const struct room_snapshot_view *v)
 {
-    struct buf *h = &e->head;
     struct ring_rec *x;
 
-    h->len = 0;
-    append_typed_head(h, kind == RING_SNAPSHOT ? "room_snapshot" : "room_delta", r->id, r->epoch,
-                      msg->seq, r->mode, r->published);
-    if (h->len > msg->json_len || memcmp(msg->json, h->data, h->len) != 0) {
-        x = ring_rec_alloc(r, msg, RING_RAW, msg->json_len);
-        memcpy(x->tail, msg->json, msg->json_len);
-        return x;
-    }
-    if (kind == RING_DELTA && r->mode == ROOM_MODE_NORMAL)
-        return ring_rec_lists(e, r, msg, msg->json_len - h->len);
-    x = ring_rec_alloc(r, msg, kind, msg->json_len - h->len);
-    memcpy(x->tail, msg->json + h->len, x->len);
+    if (v->head.epoch == 0)
+        return ring_rec_alloc(msg, RING_EMPTY, &v->head, 0);
+    x = ring_rec_alloc(msg, RING_SNAPSHOT, &v->head,
+                       sizeof(uint32_t) + entries_size(v->members, v->nmembers));
+    put_entries(put_u32(x->tail, v->nmembers), v->members, v->nmembers);
     return x;
 }
 
-/* Appends the JSON after the head of x, a RING_LISTS record. */
-static void append_rec_lists(struct buf *b, const struct ring_rec *x)
+/* The delta x of r at seq, as its value (in the scratch lists). */
+static void ring_delta_view(struct room_engine *e, const struct room *r, const struct ring_rec *x,
+                            struct room_delta_view *v)
 {
-    uint32_t lens[2];
-    const char *body[3];
-    size_t len[3];
+    const char *p = x->tail;
+    const char **leaves;
 
-    memcpy(lens, x->tail, sizeof(lens));
-    len[0] = lens[0];
-    len[1] = lens[1];
-    len[2] = x->len - sizeof(lens) - len[0] - len[1];
-    body[0] = x->tail + sizeof(lens);
-    body[1] = body[0] + len[0];
-    body[2] = body[1] + len[1];
-    append_lists(b, body, len);
-    buf_append_str(b, "}");
+    p = get_u32(get_u32(get_u32(p, &v->njoins), &v->nleaves), &v->npatches);
+    if (v->head.mode == ROOM_MODE_INTERVAL) {
+        p = get_u32(get_u32(get_u32(p, &v->join_total), &v->leave_total), &v->patch_total);
+    } else {
+        v->join_total = v->njoins;
+        v->leave_total = v->nleaves;
+        v->patch_total = v->npatches;
+    }
+    p = get_entries(p, ents_reserve(e, 0, v->njoins), v->njoins);
+    leaves = leaves_reserve(e, v->nleaves);
+    for (size_t i = 0; i < v->nleaves; i++, p += strlen(p) + 1)
+        leaves[i] = p;
+    get_entries(p, ents_reserve(e, 1, v->npatches), v->npatches);
+    v->joins = e->ents[0];
+    v->leaves = leaves;
+    v->patches = e->ents[1];
+    (void)r;
 }
 
-/* The message x of r, at seq, framed again: the same bytes that went out. */
+/* The message x of r, at seq, encoded again: the same bytes that went out. */
 static struct room_msg ring_msg(struct room_engine *e, const struct room *r,
                                 const struct ring_rec *x, uint64_t seq)
 {
-    struct buf *b = &e->out;
+    struct room_head h = {r->id, r->epoch, seq, (enum room_mode)x->mode, x->count};
+    struct room_snapshot_view sv = {.head = h};
+    struct room_delta_view dv = {.head = h};
 
-    b->len = 0;
-    if (x->kind != RING_RAW)
-        append_typed_head(b, x->kind == RING_SNAPSHOT ? "room_snapshot" : "room_delta", r->id,
-                          r->epoch, seq, (enum room_mode)x->mode, x->count);
-    if (x->kind == RING_LISTS)
-        append_rec_lists(b, x);
-    else
-        buf_append(b, x->tail, x->len);
-    return room__make_msg(e, b, seq);
+    switch (x->kind) {
+    case RING_DELTA:
+        ring_delta_view(e, r, x, &dv);
+        return make_msg(e->cfg.codec->encode_delta(&dv, &e->scratch), seq);
+    case RING_SNAPSHOT:
+        get_u32(x->tail, &sv.nmembers);
+        sv.members = ents_reserve(e, 0, sv.nmembers);
+        get_entries(x->tail + sizeof(uint32_t), e->ents[0], sv.nmembers);
+        break;
+    default: /* RING_EMPTY */
+        sv.head = (struct room_head){.room = r->id, .mode = ROOM_MODE_NORMAL};
+    }
+    return make_msg(e->cfg.codec->encode_snapshot(&sv, &e->scratch), seq);
 }
 
-/* Keeps msg (r's newest message, of this kind) as the newest entry,
- * evicting the oldest ones beyond ring_len entries or max_bytes bytes
- * (counted as framed). A message larger than max_bytes empties the ring
- * (keeping older ones would leave a gap). The ring holds a compact lasting
- * copy (ring_rec), not the frame being sent now: that one is freed once
- * delivered, and an idle room's ring stays out of malloc's arenas. */
-static void ring_push(struct room_engine *e, struct room *r, const struct room_msg *msg, int kind,
-                      size_t max_bytes)
+/* Makes room for r's newest message of len bytes (as encoded), evicting
+ * the oldest ones beyond ring_len entries or max_bytes bytes. False when
+ * the message is larger than max_bytes: the ring is then empty (keeping
+ * older ones would leave a gap) and the message is not kept. */
+static bool ring_make_room(struct room_engine *e, struct room *r, size_t len, size_t max_bytes)
 {
     struct ring *g = &r->ring;
-    size_t len = msg->payload->len;
 
-    if (len > max_bytes) {
-        while (g->n)
-            ring_pop(g);
-        return;
-    }
-    while (g->n && (g->n >= e->cfg.ring_len || g->bytes + len > max_bytes))
+    while (g->n && (len > max_bytes || g->n >= e->cfg.ring_len || g->bytes + len > max_bytes))
         ring_pop(g);
+    return len <= max_bytes;
+}
+
+/* Keeps x, the record of r's newest message, as the newest entry (after
+ * ring_make_room()). The ring holds a compact lasting record, not the
+ * payload being sent now: that one is freed once delivered, and an idle
+ * room's ring stays out of malloc's arenas. */
+static void ring_append(struct room_engine *e, struct room *r, struct ring_rec *x)
+{
+    struct ring *g = &r->ring;
+
     if (g->n == g->cap)
         ring_grow(g, e->cfg.ring_len);
-    g->v[(g->head + g->n) % g->cap] = ring_rec_new(e, r, msg, kind);
+    g->v[(g->head + g->n) % g->cap] = x;
     g->n++;
-    g->bytes += (uint32_t)len;
+    g->bytes += x->wire_len;
 }
 
 /* ---- rooms and members ---- */
@@ -728,24 +768,19 @@ static void touch(struct room *r, struct member *m, uint64_t now)
                   now + (r->mode == ROOM_MODE_INTERVAL ? c->interval_ms : c->batch_ms));
 }
 
-/* Calls cb with msg, keeping r (and the engine) alive across it. */
-void room__emit(struct room *r, room_emit_cb *cb, const struct room_msg *msg, const char *user)
+/* Calls cb with ev, keeping r (and the engine) alive across it. */
+void room__emit(struct room *r, room_emit_cb *cb, struct room_event *ev)
 {
     struct room_engine *e = r->e;
-    struct room_event ev = {
-        .room = r->id,
-        .epoch = r->epoch,
-        .seq = msg->seq,
-        .user = user,
-        .msg = *msg,
-        .droppable = user != NULL,
-    };
 
     if (cb == NULL)
         return;
+    ev->room = r->id;
+    ev->epoch = r->epoch;
+    ev->droppable = ev->user != NULL;
     r->busy++;
     e->depth++;
-    cb(e->ctx, &ev);
+    cb(e->ctx, ev);
     e->depth--;
     r->busy--;
 }
@@ -876,6 +911,36 @@ static size_t ring_budget(const struct room *r)
     return MIN((size_t)r->e->cfg.ring_bytes, MAX((size_t)RING_FLOOR_BYTES, r->pub_bytes));
 }
 
+/* Encodes r's new delta (or, reset, the snapshot that ends interval
+ * mode), keeps it in the ring and emits it. */
+static void publish(struct room_engine *e, struct room *r, const struct delta_lists *d, bool reset)
+{
+    struct room_event ev = {.seq = r->seq};
+    struct room_delta_view dv;
+    struct room_snapshot_view sv;
+    size_t max_bytes = ring_budget(r);
+
+    payload_unref(r->snap.payload); /* a delta makes it stale; a reset replaces it */
+    r->snap.payload = NULL;
+    if (reset) {
+        ev.msg = encode_snapshot(e, r, &sv);
+        ev.kind = ROOM_EV_SNAPSHOT;
+        ev.snapshot = &sv;
+        r->snap = ev.msg;
+        payload_ref(ev.msg.payload);
+    } else {
+        delta_view(e, r, d, &dv);
+        ev.msg = make_msg(e->cfg.codec->encode_delta(&dv, &e->scratch), r->seq);
+        ev.kind = ROOM_EV_DELTA;
+        ev.delta = &dv;
+    }
+    if (ring_make_room(e, r, ev.msg.payload->len, max_bytes))
+        ring_append(e, r, reset ? ring_rec_snapshot(&ev.msg, &sv) : ring_rec_delta(&ev.msg, &dv));
+    e->stats.deltas++;
+    room__emit(r, e->on_delta, &ev);
+    payload_unref(ev.msg.payload);
+}
+
 /* Flushes r's batch (see the essay above) at now. Returns true when r was
  * deleted. */
 static bool flush_room(struct room *r, uint64_t now)
@@ -883,7 +948,6 @@ static bool flush_room(struct room *r, uint64_t now)
     struct room_engine *e = r->e;
     enum room_mode old = r->mode;
     struct delta_lists d = {.limit = SIZE_MAX};
-    struct room_msg msg;
     bool reset;
 
     wheel_del(&r->flush_timer);
@@ -891,28 +955,14 @@ static bool flush_room(struct room *r, uint64_t now)
     reset = old == ROOM_MODE_INTERVAL && r->mode == ROOM_MODE_NORMAL;
     if (r->mode == ROOM_MODE_INTERVAL)
         d.limit = e->cfg.interval_list_limit;
-    for (int i = 0; i < 3; i++)
-        e->lists[i].len = 0;
+    e->leave_ids.len = 0;
     if (apply_dirty(r, reset ? NULL : &d) == 0) {
         assert(r->mode == old); /* the mode follows the count, which did not move */
         return room__maybe_delete(r);
     }
     r->seq++;
     r->flushed_at = now;
-    if (reset) {
-        msg = encode_snapshot(e, r);
-        payload_unref(r->snap.payload);
-        r->snap = msg;
-        payload_ref(msg.payload);
-    } else {
-        msg = encode_delta(e, r, &d);
-        payload_unref(r->snap.payload); /* stale from now on: not kept */
-        r->snap.payload = NULL;
-    }
-    ring_push(e, r, &msg, reset ? RING_SNAPSHOT : RING_DELTA, ring_budget(r));
-    e->stats.deltas++;
-    room__emit(r, e->on_delta, &msg, NULL);
-    payload_unref(msg.payload);
+    publish(e, r, &d, reset);
     return room__maybe_delete(r);
 }
 
@@ -967,6 +1017,8 @@ struct room_engine *room_engine_new(const struct room_config *cfg, struct wheel 
     struct room_engine *e = xcalloc(1, sizeof(*e));
 
     assert(room_config_check(cfg) == 0); /* the caller validated its configuration */
+    assert(cfg->codec && cfg->codec->encode_delta && cfg->codec->encode_snapshot &&
+           cfg->codec->encode_ephemeral); /* a composition error otherwise */
     e->cfg = *cfg;
     e->wheel = w;
     e->on_delta = on_delta;
@@ -991,10 +1043,11 @@ void room_engine_free(struct room_engine *e)
     }
     hmap_release(&e->rooms);
     hmap_release(&e->senders); /* emptied with the members */
-    for (int i = 0; i < 3; i++)
-        buf_release(&e->lists[i]);
-    buf_release(&e->out);
-    buf_release(&e->head);
+    free(e->ents[0]);
+    free(e->ents[1]);
+    free(e->leaves);
+    buf_release(&e->leave_ids);
+    buf_release(&e->scratch);
     payload_unref(e->empty_meta);
     for (size_t i = 0; i < META_CACHE; i++)
         payload_unref(e->metas[i]);
@@ -1270,9 +1323,10 @@ static int snapshot(struct room_engine *e, const char *room, bool keep, struct r
         return ROOM_E_ROOM_ID;
     r = room_find(e, room);
     if (r == NULL) {
-        e->out.len = 0;
-        encode_state(&e->out, "room_snapshot", room, NULL, 0, NULL, NULL);
-        *out = room__make_msg(e, &e->out, 0);
+        struct room_snapshot_view v;
+
+        state_view(e, room, NULL, 0, NULL, NULL, &v);
+        *out = make_msg(e->cfg.codec->encode_snapshot(&v, &e->scratch), 0);
         return 0;
     }
     if (r->snap.payload != NULL && r->snap.seq != r->seq) {
@@ -1280,11 +1334,11 @@ static int snapshot(struct room_engine *e, const char *room, bool keep, struct r
         r->snap.payload = NULL;
     }
     if (r->snap.payload == NULL && !keep) {
-        *out = encode_snapshot(e, r);
+        *out = encode_snapshot(e, r, NULL);
         return 0;
     }
     if (r->snap.payload == NULL)
-        r->snap = encode_snapshot(e, r);
+        r->snap = encode_snapshot(e, r, NULL);
     *out = r->snap;
     payload_ref(out->payload);
     return 0;
@@ -1300,7 +1354,7 @@ int room_snapshot_uncached(struct room_engine *e, const char *room, struct room_
     return snapshot(e, room, false, out);
 }
 
-/* The deltas after since, framed again, when the ring has all of them;
+/* The deltas after since, encoded again, when the ring has all of them;
  * false if not. */
 static bool resume_deltas(struct room_engine *e, const struct room *r, uint64_t since,
                           struct room_resume *out)
@@ -1403,16 +1457,45 @@ int room_encode_info(const struct room_engine *e, const char *room, size_t limit
     return room_encode_info_for(e, room, limit, NULL, NULL, out);
 }
 
+/* {"user":"u","joinedAt":T,"meta":M} as published: the HTTP API's member. */
+static void append_member(struct buf *b, const struct member *m)
+{
+    buf_append_str(b, "{\"user\":");
+    json_append_cstr(b, m->user);
+    buf_append_str(b, ",\"joinedAt\":");
+    json_append_u64(b, m->joined_at); /* unchanged while published */
+    buf_append_str(b, ",\"meta\":");
+    buf_append(b, m->pub_meta->data, m->pub_meta->len);
+    buf_append_str(b, "}");
+}
+
 int room_encode_info_for(const struct room_engine *e, const char *room, size_t limit,
                          room_hide_fn *hide, void *ctx, struct buf *out)
 {
     const struct room *r;
+    size_t shown, n = 0;
 
     if (!room__id_ok(room, ROOM_ID_MAX))
         return ROOM_E_ROOM_ID;
     r = room_find(e, room);
+    shown = shown_count(r, hide, ctx);
     /* A room whose members are all hidden reads exactly like no room. */
-    encode_state(out, NULL, room, r && r->published > 0 ? r : NULL, limit, hide, ctx);
+    buf_append_str(out, "{\"room\":");
+    json_append_cstr(out, room);
+    buf_printf(out, ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu,\"members\":[",
+               shown ? (unsigned long long)r->epoch : 0ull,
+               shown ? (unsigned long long)r->seq : 0ull,
+               room_mode_name(shown ? r->mode : ROOM_MODE_NORMAL), shown);
+    for (const struct list *pos = shown ? r->order.next : NULL;
+         pos && pos != &r->order && n < limit; pos = pos->next) {
+        const struct member *m = container_of(pos, struct member, order);
+        if (!listed(m, hide, ctx))
+            continue;
+        if (n++)
+            buf_append_str(out, ",");
+        append_member(out, m);
+    }
+    buf_append_str(out, "]}");
     return 0;
 }
 

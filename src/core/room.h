@@ -124,27 +124,31 @@
  * in the batch, the sender's values wait too (latest wins) and go out right
  * after the flush that publishes it; they never force an early flush.
  *
- * ---- Encode once ----
+ * ---- Encode once, by the integrator's codec ----
  *
- * Every message is encoded once, by this module, into a refcounted struct
- * payload made by the configured frame function: by default a plain copy
- * of the JSON; a WebSocket integrator passes a function that returns a
- * complete text frame (ws_frame_payload). The frame function must return a
- * payload whose LAST n bytes are the JSON (a prefix such as a frame header
- * is fine), so the JSON can always be found in it (room_msg.json). The
- * callbacks and room_snapshot() hand out references to these same
- * payloads: the integrator queues one payload on every subscriber.
- * Snapshots are cached per seq. The ring keeps byte-identical copies in
- * lasting memory (payload_lasting(): held while the room is idle, they
- * stay out of the malloc arenas the burst's frames churn), and
- * room_resume() hands out references to those. (The cached snapshot
- * stays in malloc: re-encoded at every seq of a join burst, in the pool
- * it churned that pool's pages instead, which measured worse.)
+ * This module does not know any wire format. It describes every message
+ * as a structured value (struct room_delta_view, room_snapshot_view,
+ * room_ephemeral_view below: ids, numbers, member entries whose metadata
+ * is the stored JSON bytes) and has the codec the integrator configured
+ * (struct room_codec) turn it into a refcounted struct payload, once per
+ * message. The payload is opaque here: the callbacks and room_snapshot()
+ * hand out references to that same payload, and the integrator queues it
+ * on every subscriber of that protocol. Snapshots are cached per seq (the
+ * codec's payload, in malloc: re-encoded at every seq of a join burst, in
+ * the pool it churned that pool's pages instead, which measured worse).
+ * The ring keeps each delta's structured value compactly in lasting
+ * memory (payload_lasting()'s pool: held while the room is idle, it stays
+ * out of the malloc arenas the burst's frames churn) and room_resume()
+ * has the codec encode it again: a deterministic codec gives the same
+ * bytes that went out. Member metadata and ephemeral data stay JSON in
+ * every protocol: they are the application's values.
  *
  * ---- Lifetimes and callbacks ----
  *
  * Strings and pointers in views are borrowed from the engine: valid until
- * the next call that changes it (or, in a callback, until it returns).
+ * the next call that changes it (or, in a callback, until it returns). The
+ * same holds for the message values a callback gets (struct room_event),
+ * and for those the codec gets, during its call.
  * on_delta is called for every room_delta (and mode-switch room_snapshot)
  * from wheel_run() and room_flush(); on_ephemeral from wheel_run() and
  * room_ephemeral(). Callbacks may call any room_* function
@@ -152,16 +156,16 @@
  * never fires a callback. Nothing the engine is using is freed while a
  * callback runs; a room emptied during a callback is deleted after it.
  *
- * ---- JSON shapes (all on one line, no whitespace) ----
+ * ---- The HTTP API's JSON ----
  *
+ * room_encode_info(), room_encode_info_for() and room_admin_*() write the
+ * HTTP API's objects (docs/api.md), not a client protocol's messages, so
+ * they stay here:
+ *   info     {"room":"r","epoch":E,"seq":N,"mode":"normal","count":C,"members":[member...]}
  *   member   {"user":"u1","joinedAt":1764406800000,"meta":{"name":"Ann"}}
- *   delta    {"type":"room_delta","room":"r","epoch":E,"seq":N,"mode":"normal","count":C,
- *             "joins":[member...],"leaves":["u2"...],"patches":[member...]}
- *            in interval mode also "joinCount":J,"leaveCount":L,"patchCount":P
- *   snapshot {"type":"room_snapshot","room":"r","epoch":E,"seq":N,"mode":"normal",
- *             "count":C,"members":[member...]}
- *   ephemeral {"type":"ephemeral","room":"r","user":"u1","kind":"cursor","data":{...}}
- *   info     {"room":"r","epoch":E,"seq":N,"mode":"normal","count":C,"members":[...]}
+ * The native protocol's room messages (room_delta, room_snapshot,
+ * ephemeral: docs/protocol.md) are its adapter's codec
+ * (src/proto/native/native_encode.c).
  */
 #ifndef ROOM_H
 #define ROOM_H
@@ -208,41 +212,104 @@ enum room_resume_kind {
     ROOM_RESUME_SNAPSHOT, /* msgs[0] is a snapshot: replace the client's state */
 };
 
-/* Makes the payload for one message from its JSON (n bytes, not
- * NUL-terminated): one reference, the caller's; its last n bytes must be
- * the JSON. Must not fail (abort on OOM). */
-typedef struct payload *room_frame_fn(const char *json, size_t n);
+/* ---- messages as values (borrowed: see "Lifetimes and callbacks") ---- */
 
-struct room_config {
-    uint32_t max_members;         /* 10000 visible per room; with invisible ones, twice that */
-    uint32_t max_sessions;        /* 32 per member */
-    uint32_t max_meta_bytes;      /* 1024: metadata, patches and their results */
-    uint32_t batch_ms;            /* 50: delta window in normal mode */
-    uint32_t interval_ms;         /* 1000: delta period in interval mode */
-    uint32_t interval_enter;      /* 1000 visible members: switch to interval mode */
-    uint32_t interval_leave;      /* 800 (< interval_enter): back to normal mode */
-    uint32_t snapshot_limit;      /* 100 members listed in interval-mode snapshots */
-    uint32_t interval_list_limit; /* 100 entries per list in interval-mode deltas */
-    uint32_t ring_len;            /* 256 delta messages kept per room for resume */
-    uint32_t ring_bytes;          /* 65536 payload bytes kept per room for resume */
-    uint32_t ephemeral_rate;      /* 15 messages per second per sender */
-    uint32_t max_ephemeral_bytes; /* 1024 bytes of ephemeral data */
-    uint32_t max_ephemeral_kinds; /* 8 kinds per sender */
-    uint64_t epoch_seed;          /* 0: seeds room epochs; pass a random value per start */
-    int64_t wall_offset_ms;       /* 0: joinedAt = now + this (wall_now - mono_now) */
-    room_frame_fn *frame;         /* NULL: payload_from (a plain copy of the JSON) */
+/* One member as a message lists it (its published state). */
+struct room_entry {
+    const char *user;
+    uint64_t joined_at; /* wall ms */
+    const char *meta;   /* compact JSON as stored, NOT NUL-terminated */
+    size_t meta_len;
 };
 
-/* One encoded message: a reference to payload (the holder's), and where its
- * JSON lies inside it. */
+/* What every delta and snapshot starts with. */
+struct room_head {
+    const char *room;
+    uint64_t epoch; /* 0 (with seq 0, count 0, normal) for a room with nothing to show */
+    uint64_t seq;
+    enum room_mode mode;
+    size_t count; /* visible members, exact in every mode */
+};
+
+/* A delta: seq = the previous one + 1. In interval mode each list holds at
+ * most interval_list_limit entries and *_total are the exact numbers of
+ * changes (in normal mode they equal the list lengths). */
+struct room_delta_view {
+    struct room_head head;
+    const struct room_entry *joins; /* njoins, in order of first change */
+    size_t njoins;
+    const char *const *leaves; /* nleaves user ids */
+    size_t nleaves;
+    const struct room_entry *patches; /* the members' new state */
+    size_t npatches;
+    size_t join_total, leave_total, patch_total;
+};
+
+/* A snapshot: the published state at head.seq, members in join order (in
+ * interval mode the first snapshot_limit). */
+struct room_snapshot_view {
+    struct room_head head;
+    const struct room_entry *members;
+    size_t nmembers;
+};
+
+/* An ephemeral value of kind from user; data is compact JSON. */
+struct room_ephemeral_view {
+    const char *room;
+    const char *user;
+    const char *kind;
+    const char *data; /* NOT NUL-terminated */
+    size_t data_len;
+};
+
+/* The integrator's encoders: each returns a new payload (one reference,
+ * the caller's) for the value, which it borrows during the call only.
+ * scratch is a buffer the encoder may use as it likes (its contents are
+ * undefined before and after; the engine keeps it across calls, so that
+ * encoding allocates nothing but the payload). Pure and deterministic (the
+ * same value gives the same bytes: resume relies on it); they must not
+ * fail (abort on OOM) or call room_*. */
+struct room_codec {
+    struct payload *(*encode_delta)(const struct room_delta_view *v, struct buf *scratch);
+    struct payload *(*encode_snapshot)(const struct room_snapshot_view *v, struct buf *scratch);
+    struct payload *(*encode_ephemeral)(const struct room_ephemeral_view *v, struct buf *scratch);
+};
+
+struct room_config {
+    uint32_t max_members;           /* 10000 visible per room; with invisible ones, twice that */
+    uint32_t max_sessions;          /* 32 per member */
+    uint32_t max_meta_bytes;        /* 1024: metadata, patches and their results */
+    uint32_t batch_ms;              /* 50: delta window in normal mode */
+    uint32_t interval_ms;           /* 1000: delta period in interval mode */
+    uint32_t interval_enter;        /* 1000 visible members: switch to interval mode */
+    uint32_t interval_leave;        /* 800 (< interval_enter): back to normal mode */
+    uint32_t snapshot_limit;        /* 100 members listed in interval-mode snapshots */
+    uint32_t interval_list_limit;   /* 100 entries per list in interval-mode deltas */
+    uint32_t ring_len;              /* 256 delta messages kept per room for resume */
+    uint32_t ring_bytes;            /* 65536 payload bytes kept per room for resume */
+    uint32_t ephemeral_rate;        /* 15 messages per second per sender */
+    uint32_t max_ephemeral_bytes;   /* 1024 bytes of ephemeral data */
+    uint32_t max_ephemeral_kinds;   /* 8 kinds per sender */
+    uint64_t epoch_seed;            /* 0: seeds room epochs; pass a random value per start */
+    int64_t wall_offset_ms;         /* 0: joinedAt = now + this (wall_now - mono_now) */
+    const struct room_codec *codec; /* required by room_engine_new(): no default */
+};
+
+/* One encoded message: a reference to the codec's payload (the holder's). */
 struct room_msg {
-    struct payload *payload; /* framed as the frame function made it */
-    const char *json;        /* the last json_len bytes of payload->data */
-    size_t json_len;
+    struct payload *payload;
     uint64_t seq; /* the room's seq after this message; 0 for ephemeral */
 };
 
-/* What a callback receives; everything is borrowed until it returns
+enum room_event_kind {
+    ROOM_EV_DELTA,     /* delta is set */
+    ROOM_EV_SNAPSHOT,  /* snapshot is set: a mode switch back to normal */
+    ROOM_EV_EPHEMERAL, /* ephemeral is set */
+};
+
+/* What a callback receives: the message as a value and as the configured
+ * codec encoded it. Everything is borrowed until the callback returns or
+ * calls a room_* function that changes the engine, whichever is first
  * (payload_ref() the payload to keep it). */
 struct room_event {
     const char *room; /* room id */
@@ -251,6 +318,10 @@ struct room_event {
     const char *user; /* ephemeral: the sender; deltas: NULL */
     struct room_msg msg;
     bool droppable; /* true for ephemeral messages only */
+    enum room_event_kind kind;
+    const struct room_delta_view *delta;         /* ROOM_EV_DELTA, else NULL */
+    const struct room_snapshot_view *snapshot;   /* ROOM_EV_SNAPSHOT, else NULL */
+    const struct room_ephemeral_view *ephemeral; /* ROOM_EV_EPHEMERAL, else NULL */
 };
 
 struct room_engine;
@@ -308,7 +379,8 @@ void room_config_init(struct room_config *c);
 int room_config_check(const struct room_config *c);
 
 /* A new engine that arms its timers on w (borrowed: must outlive it; the
- * caller runs it). cfg must pass room_config_check() and is copied.
+ * caller runs it). cfg must pass room_config_check() and is copied; its
+ * codec (borrowed: must outlive the engine) must be set.
  * on_delta and on_ephemeral may be NULL; ctx is passed to both. Aborts on
  * OOM. */
 struct room_engine *room_engine_new(const struct room_config *cfg, struct wheel *w,

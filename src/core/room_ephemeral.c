@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
 #include "util.h"
 
 /* ---- senders ----
@@ -101,7 +100,8 @@ static void sender_emit(struct sender *s, uint64_t now)
     struct room_engine *e = r->e;
     struct slot *x = oldest_pending(s);
     char user[ROOM_ID_MAX + 1];
-    struct room_msg msg;
+    struct room_ephemeral_view v;
+    struct room_event ev = {.kind = ROOM_EV_EPHEMERAL, .ephemeral = &v};
 
     assert(x != NULL); /* the timer is armed only while values wait */
     if (!s->m->pub) {
@@ -109,17 +109,12 @@ static void sender_emit(struct sender *s, uint64_t now)
         wheel_add(e->wheel, &s->timer, after_join(r, now));
         return;
     }
-    e->out.len = 0;
-    buf_append_str(&e->out, "{\"type\":\"ephemeral\",\"room\":");
-    json_append_cstr(&e->out, r->id);
-    buf_append_str(&e->out, ",\"user\":");
-    json_append_cstr(&e->out, s->m->user);
-    buf_append_str(&e->out, ",\"kind\":");
-    json_append_cstr(&e->out, x->kind);
-    buf_append_str(&e->out, ",\"data\":");
-    buf_append(&e->out, x->data.data, x->data.len);
-    buf_append_str(&e->out, "}");
-    msg = room__make_msg(e, &e->out, 0);
+    v = (struct room_ephemeral_view){.room = r->id,
+                                     .user = s->m->user,
+                                     .kind = x->kind,
+                                     .data = x->data.data,
+                                     .data_len = x->data.len};
+    ev.msg = (struct room_msg){.payload = e->cfg.codec->encode_ephemeral(&v, &e->scratch)};
     x->order = 0;
     s->last_emit = now;
     s->emitted = true;
@@ -127,8 +122,11 @@ static void sender_emit(struct sender *s, uint64_t now)
         wheel_add(e->wheel, &s->timer, now + e->ephemeral_period);
     memcpy(user, s->m->user, strlen(s->m->user) + 1);
     e->stats.ephemeral_sent++;
-    room__emit(r, e->on_ephemeral, &msg, user);
-    payload_unref(msg.payload);
+    /* The value is the callback's too: its strings must outlive the
+     * member (the callback may end the membership). */
+    v.user = ev.user = user;
+    room__emit(r, e->on_ephemeral, &ev);
+    payload_unref(ev.msg.payload);
     room__maybe_delete(r);
 }
 

@@ -22,22 +22,24 @@
 #define META_CACHE     64u  /* recent metadata values shared by later members */
 #define META_CACHE_MAX 256u /* bytes: longer values are not shared */
 
-/* How a ring record's text is kept. Resume rebuilds a message's head
- * ({"type":T,"room":R,"epoch":E,"seq":N,"mode":M,"count":C) from the room
- * and the record; RING_LISTS keeps of a normal-mode delta only its three
- * lists (two uint32 lengths, of joins and leaves, then the three bodies),
- * RING_DELTA and RING_SNAPSHOT the JSON after the head, RING_RAW, for a
- * head that is not the room's own (a snapshot of a room with nothing to
- * show), the whole JSON. */
-enum { RING_LISTS, RING_DELTA, RING_SNAPSHOT, RING_RAW };
+/* What a ring record holds: a delta, a snapshot (the one that ends
+ * interval mode), or a snapshot of a room with nothing to show (its head
+ * is the empty room's, not the room's own). */
+enum { RING_DELTA, RING_SNAPSHOT, RING_EMPTY };
 
-/* One message kept for resume, compactly: no payload or frame header, no
- * head, and for a normal-mode delta no list keys (a W1 join: 84 bytes for
- * a 216-byte frame). Nothing is shared with the frame that went out,
- * which is freed once delivered. Its seq is its place in the ring. A
- * pool.h object of offsetof(tail) + len bytes. */
+/* One message kept for resume as its value, compactly: the head is
+ * rebuilt from the room and these fields, the tail holds the lists
+ * (RING_DELTA: uint32 njoins, nleaves, npatches, in interval mode the
+ * three uint32 totals, then the join entries, the leave ids and the patch
+ * entries; RING_SNAPSHOT: uint32 nmembers, then the entries). An entry is
+ * uint8 user length, uint32 meta length, uint64 joinedAt, the user id
+ * with its NUL, the metadata; a leave is the user id with its NUL. No
+ * byte of any wire format: resume has the codec encode it again (a W1
+ * join: 59 bytes of tail for a 216-byte frame; its JSON lists took 84).
+ * Its seq is its place in the ring. A pool.h object of offsetof(tail) +
+ * len bytes. */
 struct ring_rec {
-    uint32_t wire_len; /* bytes of the framed message: what the byte bounds count */
+    uint32_t wire_len; /* bytes of the codec's payload: what the byte bounds count */
     uint32_t count;    /* the head's count */
     uint32_t len;      /* bytes in tail */
     uint8_t kind;      /* RING_* */
@@ -141,9 +143,12 @@ struct room_engine {
     unsigned depth;                    /* callbacks running */
     struct payload *empty_meta;        /* "{}", shared by members without metadata */
     struct payload *metas[META_CACHE]; /* recent metadata values, by hash: shared */
-    struct buf lists[3];               /* joins, leaves, patches while flushing */
-    struct buf out;                    /* the message being encoded */
-    struct buf head;                   /* a ring record's head, to compare */
+    struct room_entry *ents[2];        /* message lists being built: joins or members, patches */
+    size_t cap_ents[2];
+    const char **leaves; /* a delta's leave ids, pointing into leave_ids or a ring record */
+    size_t cap_leaves;
+    struct buf leave_ids; /* copies of the ids that leave in a flush, NUL-terminated */
+    struct buf scratch;   /* the codec's (struct room_codec) */
     struct room_stats stats;
 };
 
@@ -166,12 +171,10 @@ char *room__compact_json(const char *p, size_t n, size_t max, int size_err, int 
  * or _NOT_MEMBER. */
 int room__find_member(const struct room_engine *e, const char *room, const char *user,
                       struct room **rp, struct member **out);
-/* One message from the JSON in b, through the frame function; the caller
- * owns the reference. */
-struct room_msg room__make_msg(const struct room_engine *e, const struct buf *b, uint64_t seq);
-/* Calls cb (if any) with msg; r is not deleted while cb runs. user is the
- * ephemeral sender (it makes the event droppable), NULL for deltas. */
-void room__emit(struct room *r, room_emit_cb *cb, const struct room_msg *msg, const char *user);
+/* Calls cb (if any) with ev, which the caller filled but for room, epoch
+ * and droppable (user != NULL: an ephemeral); r is not deleted while cb
+ * runs. */
+void room__emit(struct room *r, room_emit_cb *cb, struct room_event *ev);
 /* Deletes r when it has no member records and no callback for it runs;
  * true when r is gone. */
 bool room__maybe_delete(struct room *r);

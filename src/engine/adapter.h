@@ -34,7 +34,10 @@
 struct client;
 struct config;
 struct presence_view;
+struct room_delta_view;
+struct room_ephemeral_view;
 struct room_info;
+struct room_snapshot_view;
 struct store_privacy;
 
 #define ADAPTER_MAX     4 /* protocols registered at most */
@@ -87,10 +90,12 @@ struct room_joined_event {
  * frame ready for the socket (never NULL); send writes a frame to one of
  * the protocol's clients, taking a reference of its own.
  *
- * Room deltas, snapshots and ephemerals are still encoded as the native
- * JSON by the room core (room.h) and resume ring; frame_room() frames that
- * text for the wire. A second protocol re-encodes it there (see
- * docs/architecture.md: the room core is the part not yet structured).
+ * The room encoders take the room core's values (room.h: a delta, a
+ * snapshot, an ephemeral), and must be deterministic: the room core keeps
+ * a delta's value, not its frame, for resume, and has it encoded again.
+ * The default protocol's three are the room core's codec
+ * (frame_room_codec); another protocol's encode a room event on the
+ * owner's side when it has recipients there (frame_room_event()).
  */
 struct proto_adapter {
     const char *name; /* "native" */
@@ -102,7 +107,12 @@ struct proto_adapter {
     struct payload *(*encode_presence)(const struct presence_event *ev);
     struct payload *(*encode_privacy)(const struct privacy_event *ev);
     struct payload *(*encode_room_joined)(const struct room_joined_event *ev);
-    struct payload *(*frame_room)(const char *json, size_t n);
+    /* scratch: any buffer, contents undefined before and after (room.h) */
+    struct payload *(*encode_room_delta)(const struct room_delta_view *v, struct buf *scratch);
+    struct payload *(*encode_room_snapshot)(const struct room_snapshot_view *v,
+                                            struct buf *scratch);
+    struct payload *(*encode_room_ephemeral)(const struct room_ephemeral_view *v,
+                                             struct buf *scratch);
     void (*send)(struct client *c, struct payload *f);
 };
 

@@ -6,9 +6,10 @@
  * Three roles, as for presence (engine.h):
  *   - R, the room's owner (bus_route(room id)), runs the room core and, per
  *     room, the mask of workers with local subscribers; each delta or
- *     ephemeral message is framed once by the core and sent once to each of
- *     those workers (OP_REVENT), which write the same payload to their
- *     local subscribers;
+ *     ephemeral message is a value that the core has the default protocol's
+ *     adapter encode once (frame_room_codec), and that payload is sent once
+ *     to each of those workers (OP_REVENT), which write it to their local
+ *     subscribers;
  *   - U, the owner of the joining user, records which rooms each session
  *     is in. Joins and leaves travel client -> U -> R, and when a session
  *     ends (leave, TTL, reconnect grace, kick) U sends R the leaves. Since
@@ -226,9 +227,15 @@ static void rsub_release(void *owner)
     pool_free(s->held);
 }
 
+/* Sends ev to the workers with subscribers. The frame is the default
+ * protocol's, which the room core encoded: every client worker's links
+ * take that protocol's frame today. (A second protocol's frame would come
+ * from the same cache, frame_room_event(), for the workers whose
+ * subscribers speak it.) */
 static void fan_out(struct engine *e, const struct room_event *ev)
 {
     struct rsub *s = find_rsub(e, ev->room);
+    struct adapter_frames fs = {0};
 
     if (!s)
         return;
@@ -236,7 +243,8 @@ static void fan_out(struct engine *e, const struct room_event *ev)
         return;
     if (s->nheld > 0)
         release_held(e, s); /* nothing overtakes held ephemerals */
-    send_event(e, s, ev->droppable, ev->epoch, ev->seq, ev->msg.payload);
+    send_event(e, s, ev->droppable, ev->epoch, ev->seq, frame_room_event(&fs, ADAPTER_DEFAULT, ev));
+    adapter_frames_release(&fs);
 }
 
 static void on_room_event(void *ctx, const struct room_event *ev)
@@ -679,7 +687,7 @@ struct room_engine *engine__rooms_new(struct engine *e)
     if (RAND_bytes((unsigned char *)&seed, sizeof(seed)) != 1)
         seed = time_wall_ms();
     rc.epoch_seed = seed ^ e->w->id;
-    rc.frame = frame_room_default;
+    rc.codec = &frame_room_codec;
     rc.wall_offset_ms = wall_offset(e);
     if (rc.interval_leave >= rc.interval_enter)
         rc.interval_leave = rc.interval_enter - 1;

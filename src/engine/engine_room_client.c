@@ -450,12 +450,16 @@ static void lower(cJSON *root, const char *key, size_t by)
  * while hidden; their patches and ephemerals are dropped; count is
  * lowered by the hidden ones. seq and epoch are kept, so an emptied delta
  * still goes out. Parsed and re-encoded only here: others share the frame.
+ * This path reads and writes the native protocol's JSON (the frame the
+ * client worker receives; the value stays on the room's owner): a second
+ * protocol needs the value here, or a filter of its own.
  */
 static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_t epoch,
                              uint64_t seq, bool bulk)
 {
     struct client *c = l->client;
     const char *json, *type;
+    struct buf b = {0};
     cJSON *root;
     size_t n, dropped = 0;
     char *out;
@@ -500,8 +504,9 @@ static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_
     cJSON_Delete(root);
     if (!out)
         abort(); /* cJSON fails only on OOM, which aborts everywhere */
-    frame = frame_room(c, out, strlen(out));
+    buf_append_str(&b, out);
     cJSON_free(out);
+    frame = frame_text(&b); /* the native protocol's text frame */
     deliver(c, frame, epoch, seq, bulk);
     payload_unref(frame);
 }

@@ -12,6 +12,7 @@
 #include "engine_state.h"
 #include "msg.h"
 #include "owner.h"
+#include "room.h"
 #include "ws.h"
 
 struct payload *frame_text(struct buf *b)
@@ -89,17 +90,51 @@ void frame_send_token_expired(struct client *c)
     frame_send(c, frame_adapter(c)->encode_token_expired());
 }
 
-struct payload *frame_room(const struct client *c, const char *json, size_t n)
-{
-    return frame_adapter(c)->frame_room(json, n);
-}
-
-struct payload *frame_room_default(const char *json, size_t n)
-{
-    return adapter_get(ADAPTER_DEFAULT)->frame_room(json, n);
-}
-
 /* ---- owner side: the default adapter, one frame per event ---- */
+
+static struct payload *room_delta_default(const struct room_delta_view *v, struct buf *scratch)
+{
+    return adapter_get(ADAPTER_DEFAULT)->encode_room_delta(v, scratch);
+}
+
+static struct payload *room_snapshot_default(const struct room_snapshot_view *v,
+                                             struct buf *scratch)
+{
+    return adapter_get(ADAPTER_DEFAULT)->encode_room_snapshot(v, scratch);
+}
+
+static struct payload *room_ephemeral_default(const struct room_ephemeral_view *v,
+                                              struct buf *scratch)
+{
+    return adapter_get(ADAPTER_DEFAULT)->encode_room_ephemeral(v, scratch);
+}
+
+const struct room_codec frame_room_codec = {
+    .encode_delta = room_delta_default,
+    .encode_snapshot = room_snapshot_default,
+    .encode_ephemeral = room_ephemeral_default,
+};
+
+struct payload *frame_room_event(struct adapter_frames *fs, unsigned proto,
+                                 const struct room_event *ev)
+{
+    const struct proto_adapter *a;
+    struct buf b = {0};
+
+    if (fs->f[proto])
+        return fs->f[proto];
+    if (proto == ADAPTER_DEFAULT)
+        return fs->f[proto] = payload_ref(ev->msg.payload);
+    a = adapter_get(proto);
+    if (ev->kind == ROOM_EV_DELTA)
+        fs->f[proto] = a->encode_room_delta(ev->delta, &b);
+    else if (ev->kind == ROOM_EV_SNAPSHOT)
+        fs->f[proto] = a->encode_room_snapshot(ev->snapshot, &b);
+    else
+        fs->f[proto] = a->encode_room_ephemeral(ev->ephemeral, &b);
+    buf_release(&b);
+    return fs->f[proto];
+}
 
 struct payload *frame_presence(const struct presence_view *v, int cls, int64_t wall_offset_ms)
 {

@@ -14,8 +14,11 @@
  * protocol in use (struct adapter_frames); docs/architecture.md
  * "Protocol adapters" says what that changes.
  *
- * Room deltas and snapshots are still the room core's JSON (room.h),
- * framed by the adapter's frame_room.
+ * Room messages (owner side): the room core encodes each delta, snapshot
+ * and ephemeral once through frame_room_codec, the default protocol's room
+ * encoders; its callback hands the engine the value and that payload, and
+ * frame_room_event() gives the frame of any protocol from them, each
+ * encoded at most once per event (struct adapter_frames).
  *
  * Refs are the client's "ref" as JSON text ("" = none, at most
  * MSG_REF_MAX - 1 bytes): copied into the reply for that message.
@@ -33,6 +36,7 @@
 struct engine;
 struct emsg;
 struct presence_view;
+struct room_event;
 struct room_info;
 struct store_privacy;
 struct client;
@@ -63,10 +67,16 @@ void frame_send_welcome(struct client *c, const struct config *cfg, uint64_t con
 void frame_send_session_ended(struct client *c, int why, const char *message);
 /* token_expired (auth = jwt). */
 void frame_send_token_expired(struct client *c);
-/* A room event's JSON (the room core's) framed for c's protocol. */
-struct payload *frame_room(const struct client *c, const char *json, size_t n);
-/* The same for the default protocol: the room core's frame function. */
-struct payload *frame_room_default(const char *json, size_t n);
+/* The room core's codec (room_config.codec): the room encoders of
+ * ADAPTER_DEFAULT. */
+extern const struct room_codec frame_room_codec;
+/* The frame of room event ev (the room core's callback argument) for
+ * protocol proto, borrowed from fs, the event's cache (zero-filled before
+ * the first call, adapter_frames_release() after the last): the default
+ * protocol's is the payload ev already carries, another's is encoded from
+ * ev's value on its first call. */
+struct payload *frame_room_event(struct adapter_frames *fs, unsigned proto,
+                                 const struct room_event *ev);
 
 /* A presence event: v as seen by class cls (enum privacy_class), its
  * times converted with wall_offset_ms (wall - monotonic). */

@@ -18,6 +18,7 @@
 #include "client.h"
 #include "frame.h"
 #include "presence.h"
+#include "room.h"
 
 /* What the test adapter saw: the last event's fields and the frames sent. */
 static struct {
@@ -26,6 +27,8 @@ static struct {
     unsigned sent;
     struct client *to;
     char last[64];
+    unsigned room_encodes; /* room events the second protocol encoded */
+    char room_user[16];    /* the first join's user it saw */
 } seen;
 
 static struct payload *text(const char *s)
@@ -64,6 +67,14 @@ static void t_send(struct client *c, struct payload *f)
     snprintf(seen.last, sizeof(seen.last), "%.*s", (int)f->len, f->data);
 }
 
+static struct payload *t_room_delta(const struct room_delta_view *v, struct buf *scratch)
+{
+    (void)scratch;
+    seen.room_encodes++;
+    snprintf(seen.room_user, sizeof(seen.room_user), "%s", v->njoins ? v->joins[0].user : "");
+    return text("D");
+}
+
 static const struct proto_adapter first = {.name = "first"};
 static const struct proto_adapter second = {
     .name = "second",
@@ -71,6 +82,7 @@ static const struct proto_adapter second = {
     .encode_ack = t_ack,
     .encode_ended = t_ended,
     .encode_token_expired = t_expired,
+    .encode_room_delta = t_room_delta,
     .send = t_send,
 };
 
@@ -129,12 +141,50 @@ static void test_frames_release(void **state)
         assert_null(fs.f[i]);
 }
 
+/* A room event's frame per protocol, from the per-event cache: the
+ * default protocol's is the payload the room core made (no encode), the
+ * second's is encoded from the event's value on first need, once, and
+ * shared by every later recipient of that protocol. */
+static void test_room_event_once_per_protocol(void **state)
+{
+    struct room_entry join = {.user = "ann", .joined_at = 7, .meta = "{}", .meta_len = 2};
+    struct room_delta_view v = {
+        .head = {.room = "r", .epoch = 1, .seq = 1, .count = 1},
+        .joins = &join,
+        .njoins = 1,
+        .join_total = 1,
+    };
+    struct payload *native = text("N");
+    struct room_event ev = {
+        .room = "r", .epoch = 1, .seq = 1, .msg = {native, 1}, .kind = ROOM_EV_DELTA, .delta = &v};
+    struct adapter_frames fs = {0};
+    unsigned b;
+    struct payload *f1, *f2;
+
+    (void)state;
+    adapter_register(&first);
+    b = adapter_register(&second);
+    memset(&seen, 0, sizeof(seen));
+    assert_ptr_equal(frame_room_event(&fs, ADAPTER_DEFAULT, &ev), native);
+    assert_int_equal(seen.room_encodes, 0);
+    f1 = frame_room_event(&fs, b, &ev);
+    f2 = frame_room_event(&fs, b, &ev);
+    assert_ptr_equal(f1, f2);
+    assert_memory_equal(f1->data, "D", 1);
+    assert_int_equal(seen.room_encodes, 1);
+    assert_string_equal(seen.room_user, "ann");
+    assert_ptr_equal(frame_room_event(&fs, ADAPTER_DEFAULT, &ev), native);
+    adapter_frames_release(&fs);
+    payload_unref(native); /* the cache held its own reference */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_register_ids),
         cmocka_unit_test(test_client_uses_its_adapter),
         cmocka_unit_test(test_frames_release),
+        cmocka_unit_test(test_room_event_once_per_protocol),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,8 +6,11 @@
  * wheel itself (advance()). Both callbacks record what they get (a
  * reference to each payload, so resume can be checked for byte-identical,
  * pointer-identical payloads), and every recorded message is parsed back
- * with cJSON. The on_delta recorder also checks, for every test, that a
- * room's messages come with consecutive sequence numbers.
+ * with cJSON. The core has no wire format of its own: the test codec
+ * below writes each message value as the JSON of room.h's first version
+ * (the native protocol's, which test_native_encode.c checks on the real
+ * adapter), so the tests read the values through it. The on_delta recorder also checks, for every
+ * test, that a room's messages come with consecutive sequence numbers.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +23,7 @@
 #include <cJSON.h>
 
 #include "buf.h"
+#include "json.h"
 #include "room.h"
 #include "util.h"
 #include "wheel.h"
@@ -42,6 +46,171 @@ struct rec {
     bool droppable;
     unsigned order; /* emission order across both callbacks */
 };
+
+/* ---- the test codec: each value as JSON, in a plain payload ---- */
+
+static void put_entry(struct buf *b, const struct room_entry *x)
+{
+    buf_append_str(b, "{\"user\":");
+    json_append_cstr(b, x->user);
+    buf_printf(b, ",\"joinedAt\":%llu,\"meta\":", (unsigned long long)x->joined_at);
+    buf_append(b, x->meta, x->meta_len);
+    buf_append_str(b, "}");
+}
+
+static void put_entries(struct buf *b, const char *key, const struct room_entry *x, size_t n)
+{
+    buf_printf(b, ",\"%s\":[", key);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            buf_append_str(b, ",");
+        put_entry(b, &x[i]);
+    }
+    buf_append_str(b, "]");
+}
+
+static void put_head(struct buf *b, const char *type, const struct room_head *h)
+{
+    buf_printf(b, "{\"type\":\"%s\",\"room\":", type);
+    json_append_cstr(b, h->room);
+    buf_printf(b, ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu",
+               (unsigned long long)h->epoch, (unsigned long long)h->seq, room_mode_name(h->mode),
+               h->count);
+}
+
+static struct payload *tc_delta(const struct room_delta_view *v, struct buf *b)
+{
+    b->len = 0;
+    put_head(b, "room_delta", &v->head);
+    put_entries(b, "joins", v->joins, v->njoins);
+    buf_append_str(b, ",\"leaves\":[");
+    for (size_t i = 0; i < v->nleaves; i++) {
+        if (i)
+            buf_append_str(b, ",");
+        json_append_cstr(b, v->leaves[i]);
+    }
+    buf_append_str(b, "]");
+    put_entries(b, "patches", v->patches, v->npatches);
+    if (v->head.mode == ROOM_MODE_INTERVAL)
+        buf_printf(b, ",\"joinCount\":%zu,\"leaveCount\":%zu,\"patchCount\":%zu", v->join_total,
+                   v->leave_total, v->patch_total);
+    buf_append_str(b, "}");
+    return payload_from(b->data, b->len);
+}
+
+static struct payload *tc_snapshot(const struct room_snapshot_view *v, struct buf *b)
+{
+    b->len = 0;
+    put_head(b, "room_snapshot", &v->head);
+    put_entries(b, "members", v->members, v->nmembers);
+    buf_append_str(b, "}");
+    return payload_from(b->data, b->len);
+}
+
+static struct payload *tc_ephemeral(const struct room_ephemeral_view *v, struct buf *b)
+{
+    b->len = 0;
+    buf_append_str(b, "{\"type\":\"ephemeral\",\"room\":");
+    json_append_cstr(b, v->room);
+    buf_append_str(b, ",\"user\":");
+    json_append_cstr(b, v->user);
+    buf_append_str(b, ",\"kind\":");
+    json_append_cstr(b, v->kind);
+    buf_append_str(b, ",\"data\":");
+    buf_append(b, v->data, v->data_len);
+    buf_append_str(b, "}");
+    return payload_from(b->data, b->len);
+}
+
+static const struct room_codec test_codec = {
+    .encode_delta = tc_delta,
+    .encode_snapshot = tc_snapshot,
+    .encode_ephemeral = tc_ephemeral,
+};
+
+/* A codec whose payloads carry a 4-byte header, like a WebSocket frame:
+ * the core must treat payloads as opaque. */
+static struct payload *with_hdr(struct payload *json)
+{
+    struct payload *p = payload_new(json->len + 4);
+
+    payload_append(p, "HDR:", 4);
+    payload_append(p, json->data, json->len);
+    payload_unref(json);
+    return p;
+}
+
+static struct payload *hdr_delta(const struct room_delta_view *v, struct buf *b)
+{
+    return with_hdr(tc_delta(v, b));
+}
+
+static struct payload *hdr_snapshot(const struct room_snapshot_view *v, struct buf *b)
+{
+    return with_hdr(tc_snapshot(v, b));
+}
+
+static struct payload *hdr_ephemeral(const struct room_ephemeral_view *v, struct buf *b)
+{
+    return with_hdr(tc_ephemeral(v, b));
+}
+
+static const struct room_codec hdr_codec = {
+    .encode_delta = hdr_delta,
+    .encode_snapshot = hdr_snapshot,
+    .encode_ephemeral = hdr_ephemeral,
+};
+
+/* The JSON in a payload of either codec. */
+static size_t hdr_len(const struct payload *p)
+{
+    return p->len >= 4 && memcmp(p->data, "HDR:", 4) == 0 ? 4 : 0;
+}
+
+static const char *pjson(const struct payload *p)
+{
+    return p->data + hdr_len(p);
+}
+
+static size_t pjson_len(const struct payload *p)
+{
+    return p->len - hdr_len(p);
+}
+
+/* The event's value matches its kind and its payload's head. */
+static void check_value(const struct room_event *ev)
+{
+    const struct room_head *h = NULL;
+
+    switch (ev->kind) {
+    case ROOM_EV_DELTA:
+        assert_non_null(ev->delta);
+        assert_null(ev->snapshot);
+        h = &ev->delta->head;
+        assert_true(ev->delta->njoins <= ev->delta->join_total);
+        assert_true(ev->delta->nleaves <= ev->delta->leave_total);
+        assert_true(ev->delta->npatches <= ev->delta->patch_total);
+        break;
+    case ROOM_EV_SNAPSHOT:
+        assert_non_null(ev->snapshot);
+        assert_null(ev->delta);
+        h = &ev->snapshot->head;
+        break;
+    case ROOM_EV_EPHEMERAL:
+        assert_non_null(ev->ephemeral);
+        assert_string_equal(ev->ephemeral->user, ev->user);
+        assert_string_equal(ev->ephemeral->room, ev->room);
+        return;
+    }
+    assert_string_equal(h->room, ev->room);
+    if (h->epoch == 0) { /* nothing to show: the empty room's head */
+        assert_int_equal(h->seq, 0);
+        assert_int_equal(h->count, 0);
+    } else {
+        assert_int_equal(h->epoch, ev->epoch);
+        assert_int_equal(h->seq, ev->seq);
+    }
+}
 
 /* Last seq seen per room epoch, for the consecutive-seq check. */
 struct seen {
@@ -97,8 +266,8 @@ static void record(struct fx *f, struct rec **v, size_t *n, const struct room_ev
     r = &(*v)[(*n)++];
     *r = (struct rec){
         .p = payload_ref(ev->msg.payload),
-        .json = ev->msg.json,
-        .json_len = ev->msg.json_len,
+        .json = pjson(ev->msg.payload),
+        .json_len = pjson_len(ev->msg.payload),
         .seq = ev->seq,
         .epoch = ev->epoch,
         .at = f->now,
@@ -107,8 +276,7 @@ static void record(struct fx *f, struct rec **v, size_t *n, const struct room_ev
     };
     snprintf(r->room, sizeof(r->room), "%s", ev->room);
     snprintf(r->user, sizeof(r->user), "%s", ev->user ? ev->user : "");
-    /* The JSON is the payload's tail. */
-    assert_true(ev->msg.json == ev->msg.payload->data + ev->msg.payload->len - ev->msg.json_len);
+    check_value(ev);
 }
 
 static void on_delta(void *ctx, const struct room_event *ev)
@@ -144,6 +312,8 @@ static struct fx *fx_new(const struct room_config *cfg)
         f->cfg = *cfg;
     else
         room_config_init(&f->cfg);
+    if (!f->cfg.codec)
+        f->cfg.codec = &test_codec;
     assert_int_equal(room_config_check(&f->cfg), 0);
     f->now = T0;
     f->w = wheel_new(T0);
@@ -223,7 +393,7 @@ static cJSON *snapshot(struct fx *f, const char *room)
     cJSON *v;
 
     assert_int_equal(room_snapshot(f->e, room, &m), 0);
-    v = parse_msg(m.json, m.json_len);
+    v = parse_msg(pjson(m.payload), pjson_len(m.payload));
     payload_unref(m.payload);
     return v;
 }
@@ -761,7 +931,7 @@ static void test_snapshot_is_published_state(void **state)
     assert_int_equal(f->nd, 2);
     assert_int_equal(room_snapshot(f->e, "r", &b), 0);
     assert_ptr_not_equal(a.payload, b.payload);
-    s = parse_msg(b.json, b.json_len);
+    s = parse_msg(pjson(b.payload), pjson_len(b.payload));
     assert_int_equal(jnum(s, "seq"), 2);
     assert_int_equal(jnum(s, "count"), 2);
     /* Members in join order. */
@@ -789,7 +959,7 @@ static void test_snapshot_uncached(void **state)
     assert_ptr_not_equal(a.payload, b.payload);
     assert_int_equal(a.payload->len, b.payload->len);
     assert_memory_equal(a.payload->data, b.payload->data, a.payload->len);
-    s = parse_msg(a.json, a.json_len);
+    s = parse_msg(pjson(a.payload), pjson_len(a.payload));
     assert_string_equal(jstr(s, "type"), "room_snapshot");
     assert_int_equal(jnum(s, "seq"), 1);
     cJSON_Delete(s);
@@ -959,8 +1129,8 @@ static void test_resume_missed_deltas(void **state)
         assert_int_equal(res.msgs[i].payload->len, f->d[5 + i].p->len);
         assert_memory_equal(res.msgs[i].payload->data, f->d[5 + i].p->data, f->d[5 + i].p->len);
         assert_int_equal(res.msgs[i].seq, 6 + i);
-        assert_int_equal(res.msgs[i].json_len, f->d[5 + i].json_len);
-        assert_memory_equal(res.msgs[i].json, f->d[5 + i].json, f->d[5 + i].json_len);
+        assert_int_equal(pjson_len(res.msgs[i].payload), f->d[5 + i].json_len);
+        assert_memory_equal(pjson(res.msgs[i].payload), f->d[5 + i].json, f->d[5 + i].json_len);
     }
     room_resume_release(&res);
     assert_int_equal(res.n, 0);
@@ -1003,7 +1173,7 @@ static void test_resume_gets_snapshot(void **state)
         assert_int_equal(room_resume(f->e, "r", e, since, &res), ROOM_RESUME_SNAPSHOT);
         assert_int_equal(res.kind, ROOM_RESUME_SNAPSHOT);
         assert_int_equal(res.n, 1);
-        s = parse_msg(res.msgs[0].json, res.msgs[0].json_len);
+        s = parse_msg(pjson(res.msgs[0].payload), pjson_len(res.msgs[0].payload));
         assert_string_equal(jstr(s, "type"), "room_snapshot");
         assert_int_equal(jnum(s, "seq"), 10);
         assert_int_equal(jnum(s, "epoch"), epoch);
@@ -1016,7 +1186,7 @@ static void test_resume_gets_snapshot(void **state)
     room_resume_release(&res);
     /* A room that does not exist: the epoch-0 empty snapshot. */
     assert_int_equal(room_resume(f->e, "none", epoch, 3, &res), ROOM_RESUME_SNAPSHOT);
-    s = parse_msg(res.msgs[0].json, res.msgs[0].json_len);
+    s = parse_msg(pjson(res.msgs[0].payload), pjson_len(res.msgs[0].payload));
     assert_int_equal(jnum(s, "epoch"), 0);
     assert_int_equal(jnum(s, "count"), 0);
     cJSON_Delete(s);
@@ -1157,16 +1327,6 @@ static void test_empty_room_deleted(void **state)
     fx_free(f);
 }
 
-/* A frame function that prepends a 4-byte header, like a WebSocket frame. */
-static struct payload *test_frame(const char *json, size_t n)
-{
-    struct payload *p = payload_new(n + 4);
-
-    payload_append(p, "HDR:", 4);
-    payload_append(p, json, n);
-    return p;
-}
-
 static void test_frame_hook(void **state)
 {
     struct room_config c;
@@ -1176,7 +1336,7 @@ static void test_frame_hook(void **state)
 
     (void)state;
     room_config_init(&c);
-    c.frame = test_frame;
+    c.codec = &hdr_codec;
     f = fx_new(&c);
     assert_int_equal(join(f, "r", "u1", "s", NULL), 0);
     advance(f, 50);
@@ -1189,11 +1349,11 @@ static void test_frame_hook(void **state)
     assert_int_equal(room_resume(f->e, "r", f->d[0].epoch, 0, &res), ROOM_RESUME_DELTAS);
     assert_int_equal(res.msgs[0].payload->len, f->d[0].p->len);
     assert_memory_equal(res.msgs[0].payload->data, f->d[0].p->data, f->d[0].p->len);
-    assert_ptr_equal(res.msgs[0].json, res.msgs[0].payload->data + 4);
+    assert_ptr_equal(pjson(res.msgs[0].payload), res.msgs[0].payload->data + 4);
     room_resume_release(&res);
     assert_int_equal(room_snapshot(f->e, "r", &m), 0);
     assert_memory_equal(m.payload->data, "HDR:{\"type\":\"room_snapshot\"", 27);
-    assert_int_equal(m.json_len + 4, m.payload->len);
+    assert_int_equal(pjson_len(m.payload) + 4, m.payload->len);
     payload_unref(m.payload);
     fx_free(f);
 }
@@ -1233,8 +1393,8 @@ static void assert_resume_bytes(struct fx *f, uint64_t epoch)
             assert_int_equal(res.msgs[i].seq, d->seq);
             assert_int_equal(res.msgs[i].payload->len, d->p->len);
             assert_memory_equal(res.msgs[i].payload->data, d->p->data, d->p->len);
-            assert_int_equal(res.msgs[i].json_len, d->json_len);
-            assert_ptr_equal(res.msgs[i].json, res.msgs[i].payload->data + 4);
+            assert_int_equal(pjson_len(res.msgs[i].payload), d->json_len);
+            assert_ptr_equal(pjson(res.msgs[i].payload), res.msgs[i].payload->data + 4);
         }
         room_resume_release(&res);
     }
@@ -1252,7 +1412,7 @@ static void test_resume_rebuilds_every_kind(void **state)
 
     (void)state;
     room_config_init(&c);
-    c.frame = test_frame;
+    c.codec = &hdr_codec;
     c.interval_enter = 4;
     c.interval_leave = 2;
     c.interval_ms = 200;
@@ -1974,7 +2134,7 @@ static void random_hook(struct fx *f, const struct room_event *ev)
         if (strcmp(m->room, ev->room) != 0)
             continue;
         if (!ev->droppable)
-            model_apply(m, ev->msg.json, ev->msg.json_len);
+            model_apply(m, pjson(ev->msg.payload), pjson_len(ev->msg.payload));
         else if (!m->interval) /* never from someone clients do not see */
             assert_true(cJSON_HasObjectItem(m->members, ev->user));
     }
@@ -1999,7 +2159,7 @@ static int check_resume(struct fx *f, const struct model *saved)
     kind = room_resume(f->e, m.room, m.epoch, m.seq, &res);
     assert_true(kind == ROOM_RESUME_DELTAS || kind == ROOM_RESUME_SNAPSHOT);
     for (size_t i = 0; i < res.n; i++)
-        model_apply(&m, res.msgs[i].json, res.msgs[i].json_len);
+        model_apply(&m, pjson(res.msgs[i].payload), pjson_len(res.msgs[i].payload));
     room_resume_release(&res);
     if (!m.interval)
         model_check(f, &m);

@@ -4,7 +4,9 @@
  * JSON of docs/protocol.md for each engine event, written with the own
  * JSON encoder straight into the buffer that becomes the WebSocket frame.
  * The presence and settings objects themselves are privacy.h's encoders,
- * which the HTTP API shares.
+ * which the HTTP API shares. The room messages (room_delta, room_snapshot,
+ * ephemeral) are written from the room core's values (room.h) into the
+ * scratch buffer the caller lends, so that they allocate only the frame.
  */
 #include "native_encode.h"
 
@@ -152,10 +154,106 @@ static struct payload *enc_room_joined(const struct room_joined_event *ev)
     return frame_text(&b);
 }
 
-/* The native protocol's room events are the room core's JSON as it is. */
-static struct payload *enc_room_json(const char *json, size_t n)
+/* ---- rooms (room.h's values) ---- */
+
+/* The text frame of the message in scratch. */
+static struct payload *scratch_frame(const struct buf *b)
 {
-    return ws_frame_payload(WS_OP_TEXT, json, n);
+    return ws_frame_payload(WS_OP_TEXT, b->data, b->len);
+}
+
+/* {"user":"u","joinedAt":T,"meta":M} */
+static void append_entry(struct buf *b, const struct room_entry *x)
+{
+    buf_append_str(b, "{\"user\":");
+    json_append_cstr(b, x->user);
+    buf_append_str(b, ",\"joinedAt\":");
+    json_append_u64(b, x->joined_at);
+    buf_append_str(b, ",\"meta\":");
+    buf_append(b, x->meta, x->meta_len);
+    buf_append_str(b, "}");
+}
+
+/* ,"key":[entry,...] */
+static void append_entries(struct buf *b, const char *key, const struct room_entry *x, size_t n)
+{
+    buf_printf(b, ",\"%s\":[", key);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            buf_append_str(b, ",");
+        append_entry(b, &x[i]);
+    }
+    buf_append_str(b, "]");
+}
+
+/* {"type":T,"room":R,"epoch":E,"seq":N,"mode":M,"count":C */
+static void append_room_head(struct buf *b, const char *type, const struct room_head *h)
+{
+    buf_append_str(b, "{\"type\":");
+    json_append_cstr(b, type);
+    buf_append_str(b, ",\"room\":");
+    json_append_cstr(b, h->room);
+    buf_append_str(b, ",\"epoch\":");
+    json_append_u64(b, h->epoch);
+    buf_append_str(b, ",\"seq\":");
+    json_append_u64(b, h->seq);
+    buf_append_str(b, ",\"mode\":");
+    json_append_cstr(b, room_mode_name(h->mode));
+    buf_append_str(b, ",\"count\":");
+    json_append_u64(b, h->count);
+}
+
+/* {"type":"room_delta",head,"joins":[..],"leaves":[..],"patches":[..]}, in
+ * interval mode with "joinCount", "leaveCount" and "patchCount". */
+static struct payload *enc_room_delta(const struct room_delta_view *v, struct buf *b)
+{
+    b->len = 0;
+    append_room_head(b, "room_delta", &v->head);
+    append_entries(b, "joins", v->joins, v->njoins);
+    buf_append_str(b, ",\"leaves\":[");
+    for (size_t i = 0; i < v->nleaves; i++) {
+        if (i)
+            buf_append_str(b, ",");
+        json_append_cstr(b, v->leaves[i]);
+    }
+    buf_append_str(b, "]");
+    append_entries(b, "patches", v->patches, v->npatches);
+    if (v->head.mode == ROOM_MODE_INTERVAL) {
+        buf_append_str(b, ",\"joinCount\":");
+        json_append_u64(b, v->join_total);
+        buf_append_str(b, ",\"leaveCount\":");
+        json_append_u64(b, v->leave_total);
+        buf_append_str(b, ",\"patchCount\":");
+        json_append_u64(b, v->patch_total);
+    }
+    buf_append_str(b, "}");
+    return scratch_frame(b);
+}
+
+/* {"type":"room_snapshot",head,"members":[..]} */
+static struct payload *enc_room_snapshot(const struct room_snapshot_view *v, struct buf *b)
+{
+    b->len = 0;
+    append_room_head(b, "room_snapshot", &v->head);
+    append_entries(b, "members", v->members, v->nmembers);
+    buf_append_str(b, "}");
+    return scratch_frame(b);
+}
+
+/* {"type":"ephemeral","room":R,"user":U,"kind":K,"data":D} */
+static struct payload *enc_room_ephemeral(const struct room_ephemeral_view *v, struct buf *b)
+{
+    b->len = 0;
+    buf_append_str(b, "{\"type\":\"ephemeral\",\"room\":");
+    json_append_cstr(b, v->room);
+    buf_append_str(b, ",\"user\":");
+    json_append_cstr(b, v->user);
+    buf_append_str(b, ",\"kind\":");
+    json_append_cstr(b, v->kind);
+    buf_append_str(b, ",\"data\":");
+    buf_append(b, v->data, v->data_len);
+    buf_append_str(b, "}");
+    return scratch_frame(b);
 }
 
 static void send_frame(struct client *c, struct payload *f)
@@ -174,6 +272,8 @@ const struct proto_adapter native_adapter = {
     .encode_presence = enc_presence,
     .encode_privacy = enc_privacy,
     .encode_room_joined = enc_room_joined,
-    .frame_room = enc_room_json,
+    .encode_room_delta = enc_room_delta,
+    .encode_room_snapshot = enc_room_snapshot,
+    .encode_room_ephemeral = enc_room_ephemeral,
     .send = send_frame,
 };
