@@ -336,10 +336,10 @@ static struct room_msg make_msg(struct payload *p, uint64_t seq)
     return (struct room_msg){.payload = p, .seq = seq};
 }
 
-/* A new snapshot message of r's published state; *v (optional) is its
- * value, in the scratch lists. */
+/* A new snapshot message of r's published state, by codec; *v
+ * (optional) is its value, in the scratch lists. */
 static struct room_msg encode_snapshot(struct room_engine *e, const struct room *r,
-                                       struct room_snapshot_view *v)
+                                       const struct room_codec *codec, struct room_snapshot_view *v)
 {
     struct room_snapshot_view tmp;
 
@@ -347,7 +347,7 @@ static struct room_msg encode_snapshot(struct room_engine *e, const struct room 
         v = &tmp;
     state_view(e, r->id, r, snapshot_limit(r), NULL, NULL, v);
     e->stats.snapshots++;
-    return make_msg(e->cfg.codec->encode_snapshot(v, &e->scratch), r->seq);
+    return make_msg(codec->encode_snapshot(v, &e->scratch), r->seq);
 }
 
 enum { DELTA_JOINS, DELTA_LEAVES, DELTA_PATCHES }; /* the lists of a delta */
@@ -548,7 +548,7 @@ static struct ring_rec *ring_rec_snapshot(const struct room_msg *msg,
 }
 
 /* The delta x of r at seq, as its value (in the scratch lists). */
-static void ring_delta_view(struct room_engine *e, const struct room *r, const struct ring_rec *x,
+static void ring_delta_view(struct room_engine *e, const struct ring_rec *x,
                             struct room_delta_view *v)
 {
     const char *p = x->tail;
@@ -570,12 +570,13 @@ static void ring_delta_view(struct room_engine *e, const struct room *r, const s
     v->joins = e->ents[0];
     v->leaves = leaves;
     v->patches = e->ents[1];
-    (void)r;
 }
 
-/* The message x of r, at seq, encoded again: the same bytes that went out. */
+/* The message x of r, at seq, encoded again by codec: with the room's
+ * own, the same bytes that went out. */
 static struct room_msg ring_msg(struct room_engine *e, const struct room *r,
-                                const struct ring_rec *x, uint64_t seq)
+                                const struct ring_rec *x, uint64_t seq,
+                                const struct room_codec *codec)
 {
     struct room_head h = {r->id, r->epoch, seq, (enum room_mode)x->mode, x->count};
     struct room_snapshot_view sv = {.head = h};
@@ -583,8 +584,8 @@ static struct room_msg ring_msg(struct room_engine *e, const struct room *r,
 
     switch (x->kind) {
     case RING_DELTA:
-        ring_delta_view(e, r, x, &dv);
-        return make_msg(e->cfg.codec->encode_delta(&dv, &e->scratch), seq);
+        ring_delta_view(e, x, &dv);
+        return make_msg(codec->encode_delta(&dv, &e->scratch), seq);
     case RING_SNAPSHOT:
         get_u32(x->tail, &sv.nmembers);
         sv.members = ents_reserve(e, 0, sv.nmembers);
@@ -593,7 +594,7 @@ static struct room_msg ring_msg(struct room_engine *e, const struct room *r,
     default: /* RING_EMPTY */
         sv.head = (struct room_head){.room = r->id, .mode = ROOM_MODE_NORMAL};
     }
-    return make_msg(e->cfg.codec->encode_snapshot(&sv, &e->scratch), seq);
+    return make_msg(codec->encode_snapshot(&sv, &e->scratch), seq);
 }
 
 /* Makes room for r's newest message of len bytes (as encoded), evicting
@@ -923,7 +924,7 @@ static void publish(struct room_engine *e, struct room *r, const struct delta_li
     payload_unref(r->snap.payload); /* a delta makes it stale; a reset replaces it */
     r->snap.payload = NULL;
     if (reset) {
-        ev.msg = encode_snapshot(e, r, &sv);
+        ev.msg = encode_snapshot(e, r, e->cfg.codec, &sv);
         ev.kind = ROOM_EV_SNAPSHOT;
         ev.snapshot = &sv;
         r->snap = ev.msg;
@@ -1315,7 +1316,9 @@ int room_flush(struct room_engine *e, const char *room, uint64_t now)
 
 /* ---- public: snapshots, resume, reads ---- */
 
-static int snapshot(struct room_engine *e, const char *room, bool keep, struct room_msg *out)
+/* room's snapshot by codec; the cache holds the room's own codec's only. */
+static int snapshot(struct room_engine *e, const char *room, bool keep,
+                    const struct room_codec *codec, struct room_msg *out)
 {
     struct room *r;
 
@@ -1326,7 +1329,11 @@ static int snapshot(struct room_engine *e, const char *room, bool keep, struct r
         struct room_snapshot_view v;
 
         state_view(e, room, NULL, 0, NULL, NULL, &v);
-        *out = make_msg(e->cfg.codec->encode_snapshot(&v, &e->scratch), 0);
+        *out = make_msg(codec->encode_snapshot(&v, &e->scratch), 0);
+        return 0;
+    }
+    if (codec != e->cfg.codec) {
+        *out = encode_snapshot(e, r, codec, NULL);
         return 0;
     }
     if (r->snap.payload != NULL && r->snap.seq != r->seq) {
@@ -1334,11 +1341,11 @@ static int snapshot(struct room_engine *e, const char *room, bool keep, struct r
         r->snap.payload = NULL;
     }
     if (r->snap.payload == NULL && !keep) {
-        *out = encode_snapshot(e, r, NULL);
+        *out = encode_snapshot(e, r, codec, NULL);
         return 0;
     }
     if (r->snap.payload == NULL)
-        r->snap = encode_snapshot(e, r, NULL);
+        r->snap = encode_snapshot(e, r, codec, NULL);
     *out = r->snap;
     payload_ref(out->payload);
     return 0;
@@ -1346,18 +1353,24 @@ static int snapshot(struct room_engine *e, const char *room, bool keep, struct r
 
 int room_snapshot(struct room_engine *e, const char *room, struct room_msg *out)
 {
-    return snapshot(e, room, true, out);
+    return snapshot(e, room, true, e->cfg.codec, out);
 }
 
 int room_snapshot_uncached(struct room_engine *e, const char *room, struct room_msg *out)
 {
-    return snapshot(e, room, false, out);
+    return snapshot(e, room, false, e->cfg.codec, out);
+}
+
+int room_snapshot_as(struct room_engine *e, const char *room, const struct room_codec *codec,
+                     struct room_msg *out)
+{
+    return snapshot(e, room, true, codec, out);
 }
 
 /* The deltas after since, encoded again, when the ring has all of them;
  * false if not. */
 static bool resume_deltas(struct room_engine *e, const struct room *r, uint64_t since,
-                          struct room_resume *out)
+                          const struct room_codec *codec, struct room_resume *out)
 {
     const struct ring *g = &r->ring;
     uint64_t first;
@@ -1375,12 +1388,18 @@ static bool resume_deltas(struct room_engine *e, const struct room *r, uint64_t 
     out->n = g->n - k;
     out->msgs = xcalloc(out->n, sizeof(*out->msgs));
     for (size_t i = 0; i < out->n; i++)
-        out->msgs[i] = ring_msg(e, r, g->v[(g->head + k + i) % g->cap], first + k + i);
+        out->msgs[i] = ring_msg(e, r, g->v[(g->head + k + i) % g->cap], first + k + i, codec);
     return true;
 }
 
 int room_resume(struct room_engine *e, const char *room, uint64_t epoch, uint64_t since,
                 struct room_resume *out)
+{
+    return room_resume_as(e, room, epoch, since, e->cfg.codec, out);
+}
+
+int room_resume_as(struct room_engine *e, const char *room, uint64_t epoch, uint64_t since,
+                   const struct room_codec *codec, struct room_resume *out)
 {
     const struct room *r;
     bool fresh = epoch == 0 && since == 0; /* a client with the empty model */
@@ -1390,14 +1409,14 @@ int room_resume(struct room_engine *e, const char *room, uint64_t epoch, uint64_
         return ROOM_E_ROOM_ID;
     r = room_find(e, room);
     if ((r == NULL && fresh) ||
-        (r && (fresh || epoch == r->epoch) && resume_deltas(e, r, since, out))) {
+        (r && (fresh || epoch == r->epoch) && resume_deltas(e, r, since, codec, out))) {
         e->stats.resumes_deltas++;
         return ROOM_RESUME_DELTAS;
     }
     out->kind = ROOM_RESUME_SNAPSHOT;
     out->n = 1;
     out->msgs = xcalloc(1, sizeof(*out->msgs));
-    room_snapshot(e, room, &out->msgs[0]);
+    snapshot(e, room, true, codec, &out->msgs[0]);
     e->stats.resumes_snapshot++;
     return ROOM_RESUME_SNAPSHOT;
 }

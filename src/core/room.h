@@ -455,6 +455,13 @@ int room_snapshot_uncached(struct room_engine *e, const char *room, struct room_
 int room_resume(struct room_engine *e, const char *room, uint64_t epoch, uint64_t since,
                 struct room_resume *out);
 void room_resume_release(struct room_resume *r); /* drops the references; leaves r empty */
+/* room_snapshot() and room_resume() with another codec than the
+ * configured one (a second protocol's): the same messages, encoded by
+ * codec (borrowed during the call). Its snapshots are not cached. */
+int room_snapshot_as(struct room_engine *e, const char *room, const struct room_codec *codec,
+                     struct room_msg *out);
+int room_resume_as(struct room_engine *e, const char *room, uint64_t epoch, uint64_t since,
+                   const struct room_codec *codec, struct room_resume *out);
 
 /* Fills out with the room's published state. 0, ROOM_E_ROOM_ID or
  * ROOM_E_NO_ROOM (out then describes the empty room). */

@@ -7,7 +7,8 @@
  * The engine decides what happens (who gets which transition, which reply,
  * which room delta); an adapter decides what it looks like on the wire.
  * Every frame the engine sends is made by an adapter's encode_* from one of
- * the event values below, once per event and protocol, and shared as a
+ * the event values below, or from the room core's (room.h: delta,
+ * snapshot, ephemeral), once per event and protocol, and shared as a
  * refcounted payload by every recipient of that protocol (frame.h shows
  * the per-event cache). src/proto/native/native_encode.c is the first
  * adapter (the JSON of docs/protocol.md); a second one (Pusher, Phoenix)

@@ -1358,6 +1358,52 @@ static void test_frame_hook(void **state)
     fx_free(f);
 }
 
+/* Another protocol's codec gets the same messages from the same kept
+ * values: a resume and a snapshot through hdr_codec are the configured
+ * codec's bytes with its header, and do not touch the snapshot cache. */
+static void test_resume_and_snapshot_as(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    struct room_resume res;
+    struct room_msg a, b, mine;
+
+    (void)state;
+    assert_int_equal(join(f, "r", "u1", "s", "{\"n\":1}"), 0);
+    advance(f, 50);
+    assert_int_equal(join(f, "r", "u2", "s", NULL), 0);
+    assert_int_equal(patch(f, "r", "u1", "{\"n\":2}"), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 2);
+    assert_int_equal(room_resume_as(f->e, "r", f->d[0].epoch, 0, &hdr_codec, &res),
+                     ROOM_RESUME_DELTAS);
+    assert_int_equal(res.n, 2);
+    for (size_t i = 0; i < res.n; i++) {
+        assert_int_equal(res.msgs[i].seq, f->d[i].seq);
+        assert_memory_equal(res.msgs[i].payload->data, "HDR:", 4);
+        assert_int_equal(res.msgs[i].payload->len, f->d[i].p->len + 4);
+        assert_memory_equal(res.msgs[i].payload->data + 4, f->d[i].p->data, f->d[i].p->len);
+    }
+    room_resume_release(&res);
+    assert_int_equal(room_snapshot(f->e, "r", &mine), 0);
+    assert_int_equal(room_snapshot_as(f->e, "r", &hdr_codec, &a), 0);
+    assert_int_equal(room_snapshot_as(f->e, "r", &hdr_codec, &b), 0);
+    assert_ptr_not_equal(a.payload, b.payload); /* not cached */
+    assert_int_equal(a.payload->len, mine.payload->len + 4);
+    assert_memory_equal(a.payload->data + 4, mine.payload->data, mine.payload->len);
+    payload_unref(a.payload);
+    payload_unref(b.payload);
+    assert_int_equal(room_snapshot(f->e, "r", &a), 0);
+    assert_ptr_equal(a.payload, mine.payload); /* the cache is the room's codec's */
+    payload_unref(a.payload);
+    payload_unref(mine.payload);
+    /* Too old for the ring (another epoch): a snapshot through the codec. */
+    assert_int_equal(room_resume_as(f->e, "r", f->d[0].epoch + 1, 1, &hdr_codec, &res),
+                     ROOM_RESUME_SNAPSHOT);
+    assert_memory_equal(res.msgs[0].payload->data, "HDR:{\"type\":\"room_snapshot\"", 27);
+    room_resume_release(&res);
+    fx_free(f);
+}
+
 /* ---- large rooms ---- */
 
 static void join_n(struct fx *f, const char *room, int from, int to)
@@ -2288,6 +2334,7 @@ int main(void)
         cmocka_unit_test(test_ring_snapshot_budget),
         cmocka_unit_test(test_empty_room_deleted),
         cmocka_unit_test(test_frame_hook),
+        cmocka_unit_test(test_resume_and_snapshot_as),
         cmocka_unit_test(test_resume_rebuilds_every_kind),
         cmocka_unit_test(test_interval_mode_enter),
         cmocka_unit_test(test_interval_mode_hysteresis),
