@@ -207,6 +207,9 @@ const struct config_def config_defs[] = {
     ROW_STRING("store", store, "presenced.db",
                "Settings store: a SQLite file path, or a postgresql:// URI for multi-node "
                "deployments."),
+    ROW_INT64("last-seen-flush-ms", last_seen_flush_ms, 100, 4000, 4000,
+              "Users whose last seen moved are written to the store in one batch this often; "
+              "kill -9 loses at most this plus one commit of last seen."),
     ROW_STRING("admin-api-key", admin_api_key, "",
                "Bearer key of the admin API under /v1/admin/ (empty: the admin API is off)."),
     ROW_STRING("metrics-key", metrics_key, "",

@@ -89,6 +89,8 @@ struct config {
     int query_burst;          /* bucket size */
     int observer_query_rate;  /* ids per second per observer, all connections; 0 = off */
     int observer_query_burst; /* its bucket size */
+    /* last seen */
+    int64_t last_seen_flush_ms; /* its store batch period */
     /* shutdown */
     int64_t shutdown_drain_ms; /* SIGTERM: time to flush before exit */
     /* testing */

@@ -76,6 +76,10 @@ static const struct metric_def defs[] = {
     M(room_members, "gauge", "Member records of the rooms this worker owns."),
     M(room_deltas, "counter", "Room deltas emitted."),
     M(ephemeral_sent, "counter", "Ephemeral messages (cursors, typing) emitted."),
+    M(last_seen_writes, "counter",
+      "Last-seen batches submitted to the store (one transaction each)."),
+    M(last_seen_dropped, "counter",
+      "Last-seen updates dropped: too many users waiting to be written."),
 };
 
 static uint64_t read_field(struct metrics *m, size_t offset)

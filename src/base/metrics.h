@@ -51,6 +51,8 @@ struct metrics {
     _Atomic uint64_t room_members;         /* gauge: member records */
     _Atomic uint64_t room_deltas;          /* counter: room deltas emitted */
     _Atomic uint64_t ephemeral_sent;       /* counter: ephemeral messages emitted */
+    _Atomic uint64_t last_seen_writes;     /* counter: last-seen batches written to the store */
+    _Atomic uint64_t last_seen_dropped;    /* counter: last-seen updates dropped at the cap */
 };
 
 #define METRIC_ADD(m, field, n)                                                          \

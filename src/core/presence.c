@@ -1201,6 +1201,25 @@ int presence_last_seen(const struct presence *p, const char *uid, uint64_t *at)
     return 0;
 }
 
+int presence_set_last_seen(struct presence *p, const char *uid, uint64_t at, bool raise)
+{
+    struct user *u;
+
+    if (!presence_id_valid(uid) || (at == 0 && raise))
+        return PRESENCE_E_BAD_ID;
+    u = user_find(p, uid);
+    if (u && user_has_sessions(u))
+        return PRESENCE_E_ONLINE;
+    if (!u && at == 0)
+        return 0; /* never seen already */
+    if (!u)
+        u = user_new(p, uid); /* zero-filled: offline, nothing emitted */
+    u->last_seen = raise ? MAX(u->last_seen, at) : at;
+    p->stats.state_writes++;
+    user_settle(p, u);
+    return 0;
+}
+
 void presence_get_stats(const struct presence *p, struct presence_stats *out)
 {
     *out = p->stats;

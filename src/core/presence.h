@@ -81,7 +81,8 @@
  * life at its `now`). Users without sessions are kept as last-seen records
  * (status, version, last seen), at most `last_seen_max` of them per
  * partition; beyond that the one offline for the longest time is evicted
- * and reads as never seen. Durable last seen is a storage layer's job.
+ * and reads as never seen. Durable last seen is a storage layer's job:
+ * presence_set_last_seen() puts a stored one back.
  * Times are monotonic; presence_encode_user() converts to wall time with an
  * offset the caller computes at encoding time (wall_now - mono_now), so a
  * last seen is never in the future even if the wall clock steps back.
@@ -147,6 +148,7 @@ enum {
     PRESENCE_E_CONN = -(PS_EBASE + 212),           /* conn_ref no longer owns the session */
     PRESENCE_E_UNKNOWN_USER = -(PS_EBASE + 213),   /* user never seen (or record evicted) */
     PRESENCE_E_CONFIG = -(PS_EBASE + 214),         /* presence_config_check() failed */
+    PRESENCE_E_ONLINE = -(PS_EBASE + 215),         /* the user has a session */
 };
 
 enum presence_device {
@@ -340,6 +342,15 @@ size_t presence_list_sessions(const struct presence *p, const char *uid,
 /* *at = uid's last seen: the latest recorded beat or activity of a live
  * session when online, else the record's. 0 or PRESENCE_E_UNKNOWN_USER. */
 int presence_last_seen(const struct presence *p, const char *uid, uint64_t *at);
+/* Sets the last seen of uid, a user without a session, to at (monotonic
+ * ms): raise = true keeps the later of at (> 0) and the one known
+ * (putting back a stored last seen); false sets exactly at, earlier too,
+ * 0 for "never seen" (the engine taking back what an invisible user did).
+ * An unknown user becomes a last-seen record (bounded by last_seen_max
+ * like any other; not for at 0). Emits no event and bumps no version:
+ * last seen alone is not a change. 0, PRESENCE_E_BAD_ID (also for at 0
+ * with raise), or PRESENCE_E_ONLINE (uid has a session: nothing changes). */
+int presence_set_last_seen(struct presence *p, const char *uid, uint64_t at, bool raise);
 void presence_get_stats(const struct presence *p, struct presence_stats *out);
 
 /* ---- encoding and pure helpers ---- */

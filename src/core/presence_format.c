@@ -316,6 +316,8 @@ const char *presence_strerror(int err)
         return "user never seen";
     case PRESENCE_E_CONFIG:
         return "invalid presence configuration";
+    case PRESENCE_E_ONLINE:
+        return "user has a session";
     default:
         return "unknown error";
     }

@@ -27,6 +27,7 @@
 #include "engine_state.h"
 #include "client.h"
 #include "http_read.h"
+#include "lastseen.h"
 #include "log.h"
 #include "msg.h"
 #include "ratelimit.h"
@@ -76,6 +77,7 @@ struct engine *engine_new(struct worker *w, const struct engine_env *env, struct
     e->rooms = engine__rooms_new(e);
     list_init(&e->queries);
     engine__privacy_init(e);
+    engine__lastseen_init(e);
     return e;
 }
 
@@ -98,7 +100,9 @@ void engine_free(struct engine *e)
 {
     if (!e)
         return;
-    engine__privacy_free(e); /* waits for the store requests in flight */
+    engine__lastseen_stop(e); /* the last batch, before the store closes */
+    engine__privacy_free(e);  /* waits for the store requests in flight */
+    engine__lastseen_free(e);
     presence_free(e->pres);
     engine__rooms_free(e);
     http_read__queries_free(e); /* answers that never came back */

@@ -42,6 +42,7 @@
 #include "http_read.h"
 #include "httpd.h"
 #include "json.h"
+#include "lastseen.h"
 #include "log.h"
 #include "pool.h"
 #include "watch.h"
@@ -449,6 +450,65 @@ static void reclassify(struct engine *e, struct puser *pu)
     watch__republish(e, s, &truth);
 }
 
+/* ---- last seen: what the store gets, and invisibility's frozen view ---- */
+
+/* Whether uid's last seen is public now, so that it may move and be
+ * stored: settings known, not invisible, and no write making it so in
+ * flight. */
+static bool lastseen_public(const struct puser *pu)
+{
+    return pu && pu_loaded(pu) && !pu_set(pu)->invisible && !pu_want(pu)->invisible;
+}
+
+/*
+ * Invisibility ends. Online: the public view is live again, and the last
+ * public offline is the frozen moment. Offline: everything looks as if
+ * the user had gone offline when invisibility began, so the core's last
+ * seen goes back to the frozen moment (what the user did while invisible
+ * never shows, in memory as in the store, which never got more than that
+ * moment), and watchers whose view is unchanged get nothing.
+ */
+static void unfreeze(struct engine *e, struct puser *pu, const struct presence_view *truth)
+{
+    uint64_t frozen = pu_pub(pu)->frozen_last_seen;
+
+    if (truth->status != PRESENCE_OFFLINE)
+        pu_pub_set(pu, offsetof(struct privacy_public, offline_last_seen),
+                   frozen); /* its last public offline */
+    else
+        presence_set_last_seen(e->pres, pu->uid, frozen, false);
+}
+
+/* Notes the last seen a settings change makes public (before p is set):
+ * becoming invisible freezes it at that moment (as if going offline);
+ * becoming visible while online, or settings first known for an online
+ * user, makes "seen now" public again. */
+static void lastseen_on_settings(struct engine *e, struct puser *pu, const struct store_privacy *p,
+                                 bool loaded, bool was_invisible, const struct presence_view *truth)
+{
+    bool online = truth->status != PRESENCE_OFFLINE;
+    bool want_invisible = pu_writes(pu) && pu_busy(pu)->want.invisible;
+
+    if (p->invisible && loaded && !was_invisible)
+        engine__lastseen_note(e, pu->uid, pu_pub(pu)->frozen_last_seen);
+    else if (!p->invisible && online && (!loaded || was_invisible) && !want_invisible)
+        engine__lastseen_note(e, pu->uid, truth->now);
+}
+
+void engine__privacy_note_online(struct engine *e)
+{
+    struct hmap_node *n;
+    size_t it;
+    uint64_t at;
+
+    for (n = hmap_first(&e->pusers, &it); n; n = hmap_next(&e->pusers, n, &it)) {
+        struct puser *pu = container_of(n, struct puser, node);
+        if (lastseen_public(pu) && has_sessions(e, pu->uid) &&
+            presence_last_seen(e->pres, pu->uid, &at) == 0)
+            engine__lastseen_note(e, pu->uid, at);
+    }
+}
+
 /* New settings for pu (a load or an acknowledged write). */
 static void settings_apply(struct engine *e, struct puser *pu, const struct store_privacy *p)
 {
@@ -464,9 +524,9 @@ static void settings_apply(struct engine *e, struct puser *pu, const struct stor
     if (p->invisible && (!loaded || !was_invisible))
         pu_pub_set(pu, offsetof(struct privacy_public, frozen_last_seen),
                    truth.status == PRESENCE_OFFLINE ? truth.last_seen : truth.now);
-    if (!p->invisible && loaded && was_invisible && truth.status != PRESENCE_OFFLINE)
-        pu_pub_set(pu, offsetof(struct privacy_public, offline_last_seen),
-                   pu_pub(pu)->frozen_last_seen); /* its last public offline */
+    if (!p->invisible && loaded && was_invisible)
+        unfreeze(e, pu, &truth);
+    lastseen_on_settings(e, pu, p, loaded, was_invisible, &truth);
     pu_set_settings(pu, p); /* without writes in flight, that is also what they want */
     pu_flag(pu, PU_LOADED, true);
     if (was_visible != privacy_room_visible(p))
@@ -653,6 +713,13 @@ void engine__privacy_on_change(struct engine *e, const struct presence_view *old
 
     if (pu && cur->status != PRESENCE_OFFLINE && old->status == PRESENCE_OFFLINE && old->last_seen)
         pu_pub_set(pu, offsetof(struct privacy_public, offline_last_seen), old->last_seen);
+    /* Going offline moves last seen; coming online too, to "seen now" (what
+     * the store keeps for a user who was online at a kill -9). Heartbeats
+     * never get here. */
+    if (lastseen_public(pu) &&
+        (cur->status == PRESENCE_OFFLINE) != (old->status == PRESENCE_OFFLINE))
+        engine__lastseen_note(e, cur->user,
+                              cur->status == PRESENCE_OFFLINE ? cur->last_seen : cur->now);
     if (s)
         watch__republish(e, s, cur);
 }

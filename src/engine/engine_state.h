@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "bus.h"
 #include "engine.h"
@@ -29,6 +30,7 @@
 #include "worker.h"
 
 struct client;
+struct ls_engine;
 
 struct engine {
     struct worker *w;
@@ -46,6 +48,8 @@ struct engine {
     struct hmap expiries;         /* client side: clients' deadline groups (engine_expiry.c) */
     struct list queries;          /* HTTP reads waiting for answers (freed at shutdown) */
     uint64_t sub_gen;             /* room subscription generations (engine_room_client.c) */
+    /* durable last seen (lastseen.c) */
+    struct ls_engine *lastseen;
     /* privacy (engine_privacy.c) */
     struct hmap pusers; /* struct puser by uid: settings cache of owned users */
     struct list plru;   /* struct puser.lru, least recently used first */
@@ -101,11 +105,17 @@ static inline void *engine__find(const struct hmap *m, const char *key, size_t n
 void engine__free_map(struct hmap *m, size_t node_off, void (*release)(void *owner));
 
 /* wall - monotonic, both read now (not the loop's cached time, which would
- * make a converted time jitter by the age of the iteration). */
+ * make a converted time jitter by the age of the iteration), in µs before
+ * rounding, so that it does not jitter by a ms from one call to the next
+ * either: a last seen written to the store and read back is the same ms. */
 static inline int64_t wall_offset(struct engine *e)
 {
+    struct timespec ts;
+    int64_t mono_us = (int64_t)time_mono_us();
+
     (void)e;
-    return (int64_t)time_wall_ms() - (int64_t)time_mono_ms();
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 - mono_us) / 1000;
 }
 
 /* Who owns a user, a room or a connection, and sending to it: owner.h

@@ -344,7 +344,28 @@ static uint64_t sub_workers(const struct sub *s)
     return w;
 }
 
-/* Sends the frames of every class in use whose bytes changed since the
+/*
+ * What a viewer of class cls sees of truth, without the age of its last
+ * seen: the view as of the moment of that last seen, exact. Two views
+ * with the same key differ only by how long ago, which a watcher works
+ * out by itself, so an unchanged key sends nothing: an invisible user's
+ * activity (frozen view) then sends exactly what an offline user's
+ * silence does.
+ */
+static struct payload *view_key(struct engine *e, const struct presence_view *truth, int cls)
+{
+    const struct privacy_public *pub;
+    const struct store_privacy *set = engine__privacy_settings(e, truth->user, &pub);
+    struct presence_view v;
+    struct buf b = {0};
+
+    privacy_view(truth, set, pub, (enum privacy_class)cls, &v);
+    v.now = v.last_seen;
+    presence_encode_user_as(&v, 0, true, &b);
+    return buf_payload(&b);
+}
+
+/* Sends the frames of every class in use whose view changed since the
  * last ones (nothing at all when none did). */
 void watch__republish(struct engine *e, struct sub *s, const struct presence_view *truth)
 {
@@ -353,17 +374,17 @@ void watch__republish(struct engine *e, struct sub *s, const struct presence_vie
     bool any = false;
 
     for (int k = 0; k < PRIVACY_NCLASS; k++) {
-        struct payload *f;
+        struct payload *key;
         if (s->ncls[k] == 0)
             continue;
-        f = engine__view_frame(e, truth, k);
-        if (same_bytes(f, s->lastf[k])) {
-            payload_unref(f);
+        key = view_key(e, truth, k);
+        if (same_bytes(key, s->lastf[k])) {
+            payload_unref(key);
             continue;
         }
         payload_unref(s->lastf[k]);
-        s->lastf[k] = f;
-        frames[k] = f;
+        s->lastf[k] = key;
+        frames[k] = engine__view_frame(e, truth, k);
         any = true;
     }
     for (unsigned i = 0; any && i < e->w->srv->nworkers; i++) {
@@ -377,6 +398,8 @@ void watch__republish(struct engine *e, struct sub *s, const struct presence_vie
             em->frames[k] = frames[k] ? payload_ref(frames[k]) : NULL;
         owner_send(e, i, em);
     }
+    for (int k = 0; k < PRIVACY_NCLASS; k++)
+        payload_unref(frames[k]);
 }
 
 void watch__send_view(struct engine *e, const struct presence_view *truth, const struct subv *v,

@@ -86,7 +86,7 @@ struct sub {
     char uid[PRESENCE_ID_MAX + 1];
     struct list viewers;                   /* struct subv.link */
     unsigned ncls[PRIVACY_NCLASS];         /* viewers per class */
-    struct payload *lastf[PRIVACY_NCLASS]; /* last frame sent per class */
+    struct payload *lastf[PRIVACY_NCLASS]; /* key (watch.c view_key) of the last frame per class */
 };
 
 /* ---- watcher side: the operations on a client's list ---- */

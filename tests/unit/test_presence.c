@@ -1277,6 +1277,42 @@ static void test_last_seen_after_offline(void **state)
     fx_free(f);
 }
 
+/* A stored last seen put back: records for unknown users, the max kept
+ * (or the exact value when asked), never for an online user, no event. */
+static void test_set_last_seen(void **state)
+{
+    struct fx *f = fx_new();
+    uint64_t at = 0;
+
+    (void)state;
+    assert_int_equal(presence_set_last_seen(f->p, "bad id", T0, true), PRESENCE_E_BAD_ID);
+    assert_int_equal(presence_set_last_seen(f->p, "u1", 0, true), PRESENCE_E_BAD_ID);
+    assert_int_equal(presence_set_last_seen(f->p, "u1", T0 - 5 * SEC, true), 0);
+    assert_int_equal(view(f, "u1").status, PRESENCE_OFFLINE);
+    assert_int_equal(view(f, "u1").last_seen, T0 - 5 * SEC);
+    assert_int_equal(view(f, "u1").version, 0);
+    assert_int_equal(stats(f).records, 1);
+    /* raise keeps the later one; exact sets it, back in time too. */
+    assert_int_equal(presence_set_last_seen(f->p, "u1", T0 - 9 * SEC, true), 0);
+    assert_int_equal(view(f, "u1").last_seen, T0 - 5 * SEC);
+    assert_int_equal(presence_set_last_seen(f->p, "u1", T0 - 9 * SEC, false), 0);
+    assert_int_equal(view(f, "u1").last_seen, T0 - 9 * SEC);
+    assert_int_equal(presence_set_last_seen(f->p, "u2", 0, false), 0);
+    assert_int_equal(stats(f).records, 1); /* never seen: no record for it */
+    /* Online: refused, nothing changes. */
+    start(f, "s1", "u1", PRESENCE_DEVICE_WEB);
+    flush(f);
+    assert_int_equal(presence_set_last_seen(f->p, "u1", T0 + 99 * SEC, true), PRESENCE_E_ONLINE);
+    assert_int_equal(presence_session_end(f->p, "s1", f->now), 0);
+    flush(f);
+    assert_int_equal(presence_last_seen(f->p, "u1", &at), 0);
+    assert_int_equal(at, f->now - f->cfg.debounce_ms);
+    /* Only the start and the leave were events. */
+    assert_int_equal(f->events, 2);
+    assert_int_equal(f->ev[0].old.last_seen, T0 - 9 * SEC);
+    fx_free(f);
+}
+
 static void test_last_seen_records_are_bounded(void **state)
 {
     struct presence_config cfg;
@@ -2347,6 +2383,7 @@ int main(void)
         cmocka_unit_test(test_debounce_merges_to_last_and_versions_increase),
         cmocka_unit_test(test_version_start_seeds_versions),
         cmocka_unit_test(test_last_seen_after_offline),
+        cmocka_unit_test(test_set_last_seen),
         cmocka_unit_test(test_last_seen_records_are_bounded),
         cmocka_unit_test(test_age_granularity_boundaries),
         cmocka_unit_test(test_encode_user),
