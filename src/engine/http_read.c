@@ -112,7 +112,7 @@ int http_read__claims(struct engine *e, const struct http_request *req, struct j
 
 #define QUERY_MAX_USERS 100 /* users in one HTTP read */
 
-#define QUERY_TIMEOUT_MS 2000 /* then missing parts read as unknown, degraded */
+#define QUERY_TIMEOUT_MS 2000 /* reads: then missing parts read as unknown, degraded */
 
 struct query {
     struct list link;  /* engine->queries */
@@ -122,8 +122,14 @@ struct query {
     size_t remaining;                 /* parts still to come */
     struct payload **parts;           /* by index; raw JSON, not framed */
     char (*ids)[PRESENCE_ID_MAX + 1]; /* the user or room of each part */
-    struct wheel_timer timer;         /* QUERY_TIMEOUT_MS */
+    struct wheel_timer timer;         /* reads: QUERY_TIMEOUT_MS */
 };
+
+/* A write is answered when its outcome is known, never on a timer. */
+static bool query_is_write(enum query_kind kind)
+{
+    return kind == QUERY_BEAT || kind == QUERY_ADMIN_WRITE;
+}
 
 static void query_abort(void *data)
 {
@@ -173,7 +179,7 @@ static void query_finish(struct query *q)
         buf_release(&b);
         return;
     }
-    if (q->kind == QUERY_ADMIN) { /* "NNN" status code, then the JSON */
+    if (q->kind == QUERY_ADMIN || q->kind == QUERY_ADMIN_WRITE) { /* "NNN" code, then JSON */
         struct payload *p = q->parts[0];
         httpd_respond(q->conn, atoi((char[4]){p->data[0], p->data[1], p->data[2], 0}),
                       "application/json", "Cache-Control: no-store\r\n", p->data + 3, p->len - 3);
@@ -223,7 +229,7 @@ static void query_timeout(struct wheel_timer *t, uint64_t now)
     (void)now;
     if (!q->conn)
         return;
-    if (q->kind == QUERY_BEAT || q->kind == QUERY_ADMIN) { /* no partial answer */
+    if (q->kind == QUERY_ADMIN) { /* a read: no partial answer */
         httpd_error(q->conn, 503, "unavailable", "the user's owner did not answer in time");
     } else {
         for (size_t i = 0; i < q->n; i++)
@@ -320,7 +326,8 @@ struct query *http_read__query_new(struct conn *c, int kind, size_t n)
     q->parts = xcalloc(n, sizeof(*q->parts));
     q->ids = xcalloc(n, sizeof(*q->ids));
     wheel_timer_init(&q->timer, query_timeout);
-    loop_timer_start(nc->worker->loop, &q->timer, QUERY_TIMEOUT_MS);
+    if (!query_is_write(q->kind))
+        loop_timer_start(nc->worker->loop, &q->timer, QUERY_TIMEOUT_MS);
     httpd_defer(c, query_abort, q);
     return q;
 }
