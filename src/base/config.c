@@ -182,8 +182,8 @@ const struct config_def config_defs[] = {
             "Users one user may watch at once over all its connections and event streams (a "
             "user watched twice counts twice); more watches are refused with too_many_watched."),
     ROW_INT("max-streams-per-user", max_streams_per_user, 1, 100000, 16,
-            "Event streams (presence and room SSE) one user, or one anonymous address, may hold "
-            "open at once; more are refused with 429 too_many_streams."),
+            "Event streams (presence and room SSE) one user may hold open at once; more are "
+            "refused with 429 too_many_streams."),
     ROW_ENUM("status-policy", status_policy, "most-available|dnd-wins|most-recent",
              "most-available",
              "How a user's devices merge into one status; dnd-wins makes do-not-disturb on any "

@@ -5,8 +5,8 @@
  * event streams (max-streams-per-user).
  *
  * The key is an observer key (ratelimit_observer_key(): a verified user
- * id, a claimed one at its address, or an anonymous client's address), the
- * same one observer-query-rate charges. One user's connections land on
+ * id, or a claimed one at its address), the same one observer-query-rate
+ * charges. One user's connections land on
  * different workers, so the table is process-wide, like ratelimit.h's.
  * Each key carries QUOTA_KINDS counters: quota_take() adds n to one when
  * the result stays within max, quota_give() hands it back.

@@ -549,7 +549,7 @@ static void sse_closed(struct sse_stream *s, void *data)
     struct quota *q = c->e->env->observer_quota;
 
     (void)s;
-    if (q)
+    if (q && client_uid(c)[0])
         quota_give(q, c->x->okey, QUOTA_STREAMS, 1);
     engine__expiry_disarm(c);
     hmap_remove(&c->e->clients, &c->node);
@@ -567,14 +567,15 @@ static void sse_expires(struct client *c, const struct jwt_claims *cl)
     engine__expiry_arm(c);
 }
 
-/* Counts a stream and nwatch watch links for the observer key: both or
- * neither; false after answering 429 too_many_streams / too_many_watched. */
+/* Counts a stream and nwatch watch links for the observer key (NULL: an
+ * anonymous reader, not counted): both or neither; false after answering
+ * 429 too_many_streams / too_many_watched. */
 static bool stream_admit(struct conn *conn, struct engine *e, const char *key, size_t nwatch)
 {
     const struct config *cfg = &e->w->srv->cfg;
     struct quota *q = e->env->observer_quota;
 
-    if (!q)
+    if (!q || !key)
         return true;
     if (!quota_take(q, key, QUOTA_STREAMS, 1, (uint32_t)cfg->max_streams_per_user)) {
         httpd_error(conn, 429, "too_many_streams",
@@ -597,12 +598,13 @@ struct client *http_read__sse_client(struct conn *conn, struct engine *e, const 
     struct client *c;
 
     ratelimit_observer_key(key, viewer, conn_peer(conn, peer), client__auth_jwt(e));
-    if (!stream_admit(conn, e, key, nwatch))
+    if (!stream_admit(conn, e, viewer[0] ? key : NULL, nwatch))
         return NULL;
     c = pool_alloc(sizeof(*c));
     c->e = e;
     client_set_uid(c, viewer); /* the viewer; an event stream has no session */
-    client_x(c)->okey = xstrdup(key);
+    if (viewer[0])
+        client_x(c)->okey = xstrdup(key);
     hmap_insert(&c->e->clients, &c->node, hash_bytes(&conn->id, sizeof(conn->id)));
     client_x(c)->sse = sse_start(conn, c->e->nc, sse_closed, c);
     return c;

@@ -58,10 +58,11 @@ bool http_read__rate_take(struct engine *e, double *tokens, uint64_t *last, cons
                           const struct conn *conn, size_t n, const char **why);
 /* Frees the queries still waiting (engine_free: answers that never came). */
 void http_read__queries_free(struct engine *e);
-/* An event-stream client of viewer ("" = anonymous) registered by
- * connection id (freed with the stream), counted as one of its user's
- * max-streams-per-user with nwatch links reserved (max-watch-per-user) for
- * the watch__add() calls that follow; NULL after answering 429. */
+/* An event-stream client of viewer registered by connection id (freed
+ * with the stream), counted as one of its user's max-streams-per-user with
+ * nwatch links reserved (max-watch-per-user) for the watch__add() calls
+ * that follow (viewer "", anonymous: not counted); NULL after answering
+ * 429. */
 struct client *http_read__sse_client(struct conn *conn, struct engine *e, const char *viewer,
                                      size_t nwatch);
 

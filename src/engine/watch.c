@@ -253,7 +253,7 @@ bool watch__reserve(struct client *c, size_t n)
 {
     struct quota *q = c->e->env->observer_quota;
 
-    if (!q || n == 0)
+    if (!q || n == 0 || !client_uid(c)[0]) /* anonymous: not counted */
         return true;
     return n <= UINT32_MAX && quota_take(q, watch__observer_key(c), QUOTA_WATCHES, (uint32_t)n,
                                          (uint32_t)c->e->w->srv->cfg.max_watch_per_user);
@@ -263,7 +263,7 @@ void watch__unreserve(struct client *c, size_t n)
 {
     struct quota *q = c->e->env->observer_quota;
 
-    if (q && n > 0)
+    if (q && n > 0 && client_uid(c)[0])
         quota_give(q, watch__observer_key(c), QUOTA_WATCHES, (uint32_t)n);
 }
 
@@ -331,7 +331,7 @@ void watch__remove(struct client *c, size_t idx)
     struct watch *wt = l->watch;
 
     x->links[idx] = x->links[--x->nlinks];
-    if (c->e->env->observer_quota)
+    if (c->e->env->observer_quota && client_uid(c)[0])
         quota_give(c->e->env->observer_quota, watch__observer_key(c), QUOTA_WATCHES, 1);
     list_del(&l->link);
     if (l->pending) {

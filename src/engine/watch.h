@@ -98,7 +98,8 @@ struct watch_link *watch__find_link(struct client *c, const char *uid, size_t *i
  * as observer-query-rate charges), made at the first call and kept with c. */
 const char *watch__observer_key(struct client *c);
 /* Reserves n more links for c's user, over all its connections on every
- * worker (max-watch-per-user). True when they fit: then c makes exactly n
+ * worker (max-watch-per-user; an anonymous client, with no user id, is
+ * not counted: always true). True when they fit: then c makes exactly n
  * watch__add() calls of users it does not watch yet (each link is handed
  * back by watch__remove()). False reserves nothing. */
 bool watch__reserve(struct client *c, size_t n);

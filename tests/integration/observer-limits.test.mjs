@@ -5,6 +5,9 @@
 // user is never affected. Two workers, so a user's sockets land on both.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import { once } from 'node:events';
+import WebSocket from 'ws';
 import { startServer, stopClean, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
 import { streamSse } from './lib/sse.mjs';
@@ -67,7 +70,7 @@ test('max-watch-per-user: watch links of one user over all its sockets and strea
   }
 });
 
-test('max-streams-per-user: event streams one user (or one anonymous address) holds', async () => {
+test('max-streams-per-user: event streams one user holds; anonymous readers are not counted', async () => {
   const srv = await startServer(['--workers', '2', '--max-streams-per-user', '2', ...rate]);
   const open = [];
   try {
@@ -82,17 +85,17 @@ test('max-streams-per-user: event streams one user (or one anonymous address) ho
       assert.equal(body.error.code, 'too_many_streams');
       assert.match(body.error.message, /max-streams-per-user/);
     }
-    // Others are unaffected: another user, and anonymous readers (counted
-    // by address, their own budget).
+    // Others are unaffected: another user, and anonymous readers (no user
+    // to count them by; behind a proxy they would all share one address).
     const d1 = await streamSse(`${srv.url}/v1/presence/events?user=p&as=dave`);
     const d2 = await streamSse(`${srv.url}/v1/rooms/lobby/events?as=dave`);
-    const n1 = await streamSse(`${srv.url}/v1/presence/events?user=p`);
-    const n2 = await streamSse(`${srv.url}/v1/rooms/lobby/events`);
-    open.push(d1, d2, n1, n2);
-    assert.deepEqual([d1.status, d2.status, n1.status, n2.status], [200, 200, 200, 200]);
-    const n3 = await fetch(`${srv.url}/v1/presence/events?user=p`);
-    assert.equal(n3.status, 429, 'anonymous readers of one address share theirs');
-    await n3.text();
+    open.push(d1, d2);
+    assert.deepEqual([d1.status, d2.status], [200, 200]);
+    for (let i = 0; i < 3; i++) {
+      const a = await streamSse(`${srv.url}/v1/presence/events?user=p${i}`);
+      open.push(a);
+      assert.equal(a.status, 200, `anonymous stream ${i + 1}`);
+    }
     // A closed stream frees its place.
     await s1.until((ev) => ev.length >= 1);
     s1.close();
@@ -103,6 +106,67 @@ test('max-streams-per-user: event streams one user (or one anonymous address) ho
       open.push(again);
       return true;
     }, 'the place of a closed stream');
+  } finally {
+    for (const s of open) s.close();
+    await stopClean(srv, assert);
+  }
+});
+
+const SECRET = 'observer-limits-secret-0123456789abcdef';
+function token(sub) {
+  const now = Math.floor(Date.now() / 1000);
+  const b64u = (x) => Buffer.from(JSON.stringify(x)).toString('base64url');
+  const hp = `${b64u({ alg: 'HS256', typ: 'JWT' })}.${b64u({ sub, iat: now, exp: now + 600 })}`;
+  return `${hp}.${crypto.createHmac('sha256', SECRET).update(hp).digest('base64url')}`;
+}
+
+test('auth = jwt: the limits count per token subject, whatever the socket', async () => {
+  const srv = await startServer(['--workers', '2', '--auth', 'jwt', '--max-watch-per-user', '4',
+    '--max-streams-per-user', '1', ...rate], { env: { PRESENCED_JWT_HS256_SECRET: SECRET } });
+  const socks = [];
+  const open = async (sub) => {
+    const c = new Client(new WebSocket(`${srv.wsUrl}/v1/ws?token=${token(sub)}`));
+    await once(c.ws, 'open');
+    c.welcome = await c.next((m) => m.type === 'welcome');
+    socks.push(c);
+    return c;
+  };
+  try {
+    const e1 = await open('erin');
+    const e2 = await open('erin');
+    assert.equal((await watch(e1, ['a', 'b'], 'w1')).type, 'ack');
+    assert.equal((await watch(e2, ['c', 'd'], 'w2')).type, 'ack');
+    assert.equal((await watch(e2, ['e'], 'w3')).code, 'too_many_watched');
+    const s = await streamSse(`${srv.url}/v1/presence/events?user=a&token=${token('erin')}`);
+    assert.equal(s.status, 429);
+    assert.equal(JSON.parse(s.body).error.code, 'too_many_watched');
+    // Frank: his own watches, and his own single stream.
+    const f = await open('frank');
+    assert.equal((await watch(f, ['a', 'b', 'c', 'd'], 'f1')).type, 'ack');
+    const fs = await streamSse(`${srv.url}/v1/rooms/r1/events?token=${token('frank')}`);
+    assert.equal(fs.status, 200);
+    const f2 = await fetch(`${srv.url}/v1/rooms/r2/events?token=${token('frank')}`);
+    assert.equal(f2.status, 429);
+    assert.equal((await f2.json()).error.code, 'too_many_streams');
+    fs.close();
+  } finally {
+    for (const c of socks) if (c.ws.readyState === 1) await c.close();
+    await stopClean(srv, assert);
+  }
+});
+
+test('the defaults: 16 streams per user; the 17th is refused (runs on any build)', async () => {
+  const srv = await startServer(['--workers', '2', ...rate]);
+  const open = [];
+  try {
+    for (let i = 0; i < 16; i++) {
+      const s = await streamSse(`${srv.url}/v1/presence/events?user=u${i}&as=gus`);
+      open.push(s);
+      assert.equal(s.status, 200, `stream ${i + 1}`);
+    }
+    const r = await fetch(`${srv.url}/v1/presence/events?user=u99&as=gus`);
+    assert.equal(r.status, 429);
+    assert.equal((await r.json()).error.code, 'too_many_streams');
   } finally {
     for (const s of open) s.close();
     await stopClean(srv, assert);
