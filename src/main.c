@@ -31,6 +31,7 @@
 #include "log.h"
 #include "native.h"
 #include "net.h"
+#include "quota.h"
 #include "ratelimit.h"
 #include "route.h"
 #include "store.h"
@@ -108,6 +109,17 @@ static struct ratelimit *observer_rate_new(const struct config *cfg)
         fatal("main", "getrandom");
     return ratelimit_new((uint32_t)cfg->observer_query_rate, (uint32_t)cfg->observer_query_burst,
                          cap, seed);
+}
+
+/* The per-user counts of watches and event streams, shared by every
+ * worker (max-watch-per-user, max-streams-per-user), under a random seed. */
+static struct quota *observer_quota_new(void)
+{
+    unsigned char seed[RATELIMIT_SEED_LEN];
+
+    if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+        fatal("main", "getrandom");
+    return quota_new(seed);
 }
 
 /* The route table: the server's own endpoints, the engine's, and in test
@@ -209,6 +221,7 @@ static int start(struct server *srv)
         return -1;
     }
     env.observer_rate = observer_rate_new(&srv->cfg);
+    env.observer_quota = observer_quota_new();
     health_add_check(store_check, env.store);
     compose_routes();
     srv->hooks = &hooks;
@@ -216,6 +229,7 @@ static int start(struct server *srv)
         return 0;
     free(routes);
     ratelimit_free(env.observer_rate);
+    quota_free(env.observer_quota);
     store_close(env.store);
     return -1;
 }
@@ -286,6 +300,7 @@ int main(int argc, char **argv)
     server_join(&srv);
     free(routes);
     ratelimit_free(env.observer_rate); /* every worker has stopped */
+    quota_free(env.observer_quota);
     store_close(env.store);
     jwt_key_release(&env.jwt);
     log_info("main", "stopped");

@@ -178,6 +178,12 @@ const struct config_def config_defs[] = {
     ROW_INT("max-watch", max_watch, 1, 100000, 1000,
             "Users one connection may watch at once; it bounds the fan-out one client can ask "
             "for."),
+    ROW_INT("max-watch-per-user", max_watch_per_user, 1, 10000000, 10000,
+            "Users one user may watch at once over all its connections and event streams (a "
+            "user watched twice counts twice); more watches are refused with too_many_watched."),
+    ROW_INT("max-streams-per-user", max_streams_per_user, 1, 100000, 16,
+            "Event streams (presence and room SSE) one user may hold open at once; more are "
+            "refused with 429 too_many_streams."),
     ROW_ENUM("status-policy", status_policy, "most-available|dnd-wins|most-recent",
              "most-available",
              "How a user's devices merge into one status; dnd-wins makes do-not-disturb on any "

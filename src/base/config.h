@@ -70,6 +70,8 @@ struct config {
     int64_t presence_debounce_ms;  /* per-user event merge window */
     int max_sessions_per_user;     /* sessions one user may hold */
     int max_watch;                 /* users one connection may watch */
+    int max_watch_per_user;        /* watch links one user holds over all its sockets */
+    int max_streams_per_user;      /* event streams one user holds open at once */
     char *status_policy;           /* most-available|dnd-wins|most-recent */
     /* rooms */
     int room_max_members;          /* members per room */

@@ -165,6 +165,7 @@ void client__free(struct client *c)
     if (c->x) {
         pool_free(c->x->links);
         free(c->x->room_claims);
+        free(c->x->okey);
         pool_free(c->x);
     }
     client_free_ids(c);

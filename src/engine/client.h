@@ -44,6 +44,7 @@ struct client_x {
     uint64_t qlast;                /* loop ms of the last refill */
     struct rblock *rblock;         /* engine_room_block.c: a blockers record of its own */
     struct watch_tier *tier;       /* watch.c: the list-tier window, NULL when no such link */
+    char *okey; /* watch.c: the observer key its watches and stream count under */
 };
 
 /* The ids stored in the client itself (uid, NUL, sid, NUL) when both fit:
@@ -121,7 +122,7 @@ static inline void client_x_trim(struct client *c)
     const struct client_x *x = c->x;
 
     if (x && !x->sse && !x->links && !x->room_claims && !x->ephemeral_hold_until && !x->qlast &&
-        !x->rblock) {
+        !x->rblock && !x->okey) {
         pool_free(c->x);
         c->x = NULL;
     }

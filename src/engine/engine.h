@@ -34,6 +34,7 @@
 #include "wsconn.h"
 
 struct engine;
+struct quota;
 struct ratelimit;
 struct worker;
 
@@ -44,6 +45,7 @@ struct engine_env {
     struct jwt_key jwt;              /* auth = jwt: the verification key */
     struct jwt_opts jwt_opts;        /* auth = jwt: leeway, aud, iss */
     struct ratelimit *observer_rate; /* observer-query-rate buckets, all workers; NULL = off */
+    struct quota *observer_quota;    /* max-watch/streams-per-user counts; NULL = off */
 };
 
 /* The engine's HTTP routes: GET /v1/presence, /v1/lastseen, /v1/presence/events, /v1/rooms/...,

@@ -62,10 +62,14 @@ static bool is_method(const struct http_request *req, const char *m)
     return req->method_len == strlen(m) && memcmp(req->method, m, req->method_len) == 0;
 }
 
+/* Sends em to the owner of key. A write (everything but GET privacy) is
+ * answered only when its outcome is known: a 2xx once it was applied, an
+ * error when nothing was, never a timeout after which it may still apply. */
 static void send_admin(struct conn *c, struct worker *w, struct emsg *em, const char *key)
 {
     struct engine *e = engine_of(w);
-    struct query *q = http_read__query_new(c, QUERY_ADMIN, 1);
+    int kind = em->arg == ADMIN_GET_PRIVACY ? QUERY_ADMIN : QUERY_ADMIN_WRITE;
+    struct query *q = http_read__query_new(c, kind, 1);
 
     em->query = (uint64_t)(uintptr_t)q;
     http_read__query_set_id(q, 0, key);

@@ -19,6 +19,7 @@
 #include "frame.h"
 #include "httpd.h"
 #include "json.h"
+#include "quota.h"
 #include "ratelimit.h"
 #include "room.h"
 #include "sse.h"
@@ -112,7 +113,7 @@ int http_read__claims(struct engine *e, const struct http_request *req, struct j
 
 #define QUERY_MAX_USERS 100 /* users in one HTTP read */
 
-#define QUERY_TIMEOUT_MS 2000 /* then missing parts read as unknown, degraded */
+#define QUERY_TIMEOUT_MS 2000 /* reads: then missing parts read as unknown, degraded */
 
 struct query {
     struct list link;  /* engine->queries */
@@ -122,8 +123,14 @@ struct query {
     size_t remaining;                 /* parts still to come */
     struct payload **parts;           /* by index; raw JSON, not framed */
     char (*ids)[PRESENCE_ID_MAX + 1]; /* the user or room of each part */
-    struct wheel_timer timer;         /* QUERY_TIMEOUT_MS */
+    struct wheel_timer timer;         /* reads: QUERY_TIMEOUT_MS */
 };
+
+/* A write is answered when its outcome is known, never on a timer. */
+static bool query_is_write(enum query_kind kind)
+{
+    return kind == QUERY_BEAT || kind == QUERY_ADMIN_WRITE;
+}
 
 static void query_abort(void *data)
 {
@@ -173,7 +180,7 @@ static void query_finish(struct query *q)
         buf_release(&b);
         return;
     }
-    if (q->kind == QUERY_ADMIN) { /* "NNN" status code, then the JSON */
+    if (q->kind == QUERY_ADMIN || q->kind == QUERY_ADMIN_WRITE) { /* "NNN" code, then JSON */
         struct payload *p = q->parts[0];
         httpd_respond(q->conn, atoi((char[4]){p->data[0], p->data[1], p->data[2], 0}),
                       "application/json", "Cache-Control: no-store\r\n", p->data + 3, p->len - 3);
@@ -223,7 +230,7 @@ static void query_timeout(struct wheel_timer *t, uint64_t now)
     (void)now;
     if (!q->conn)
         return;
-    if (q->kind == QUERY_BEAT || q->kind == QUERY_ADMIN) { /* no partial answer */
+    if (q->kind == QUERY_ADMIN) { /* a read: no partial answer */
         httpd_error(q->conn, 503, "unavailable", "the user's owner did not answer in time");
     } else {
         for (size_t i = 0; i < q->n; i++)
@@ -320,7 +327,8 @@ struct query *http_read__query_new(struct conn *c, int kind, size_t n)
     q->parts = xcalloc(n, sizeof(*q->parts));
     q->ids = xcalloc(n, sizeof(*q->ids));
     wheel_timer_init(&q->timer, query_timeout);
-    loop_timer_start(nc->worker->loop, &q->timer, QUERY_TIMEOUT_MS);
+    if (!query_is_write(q->kind))
+        loop_timer_start(nc->worker->loop, &q->timer, QUERY_TIMEOUT_MS);
     httpd_defer(c, query_abort, q);
     return q;
 }
@@ -538,8 +546,11 @@ void engine_http_heartbeat(struct conn *c, const struct http_request *req, struc
 static void sse_closed(struct sse_stream *s, void *data)
 {
     struct client *c = data;
+    struct quota *q = c->e->env->observer_quota;
 
     (void)s;
+    if (q && client_uid(c)[0])
+        quota_give(q, c->x->okey, QUOTA_STREAMS, 1);
     engine__expiry_disarm(c);
     hmap_remove(&c->e->clients, &c->node);
     client__free(c);
@@ -556,14 +567,63 @@ static void sse_expires(struct client *c, const struct jwt_claims *cl)
     engine__expiry_arm(c);
 }
 
-struct client *http_read__sse_client(struct conn *conn, struct engine *e)
+/* Counts a stream and nwatch watch links for the observer key (NULL: an
+ * anonymous reader, not counted): both or neither; false after answering
+ * 429 too_many_streams / too_many_watched. */
+static bool stream_admit(struct conn *conn, struct engine *e, const char *key, size_t nwatch)
 {
-    struct client *c = pool_alloc(sizeof(*c));
+    const struct config *cfg = &e->w->srv->cfg;
+    struct quota *q = e->env->observer_quota;
 
+    if (!q || !key)
+        return true;
+    if (!quota_take(q, key, QUOTA_STREAMS, 1, (uint32_t)cfg->max_streams_per_user)) {
+        httpd_error(conn, 429, "too_many_streams",
+                    "this user holds max-streams-per-user event streams; close one first");
+        return false;
+    }
+    if (!quota_take(q, key, QUOTA_WATCHES, (uint32_t)nwatch, (uint32_t)cfg->max_watch_per_user)) {
+        quota_give(q, key, QUOTA_STREAMS, 1);
+        httpd_error(conn, 429, "too_many_watched",
+                    "this user's watch lists are at max-watch-per-user; unwatch first");
+        return false;
+    }
+    return true;
+}
+
+struct client *http_read__sse_client(struct conn *conn, struct engine *e, const char *viewer,
+                                     size_t nwatch)
+{
+    char key[RATELIMIT_KEY_MAX], peer[CONN_PEER_MAX];
+    struct client *c;
+
+    ratelimit_observer_key(key, viewer, conn_peer(conn, peer), client__auth_jwt(e));
+    if (!stream_admit(conn, e, viewer[0] ? key : NULL, nwatch))
+        return NULL;
+    c = pool_alloc(sizeof(*c));
     c->e = e;
+    client_set_uid(c, viewer); /* the viewer; an event stream has no session */
+    if (viewer[0])
+        client_x(c)->okey = xstrdup(key);
     hmap_insert(&c->e->clients, &c->node, hash_bytes(&conn->id, sizeof(conn->id)));
     client_x(c)->sse = sse_start(conn, c->e->nc, sse_closed, c);
     return c;
+}
+
+/* Moves the distinct ids of ids[0..n) to its front; returns how many. */
+static size_t distinct_ids(char ids[][PRESENCE_ID_MAX + 1], size_t n)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < k && strcmp(ids[j], ids[i]) != 0)
+            j++;
+        if (j == k && k != i)
+            memcpy(ids[k], ids[i], sizeof(ids[i]));
+        k += j == k;
+    }
+    return k;
 }
 
 void engine_sse_presence(struct conn *conn, const struct http_request *req, struct net_ctx *nc)
@@ -571,7 +631,7 @@ void engine_sse_presence(struct conn *conn, const struct http_request *req, stru
     struct worker *w = nc->worker;
     char ids[QUERY_MAX_USERS][PRESENCE_ID_MAX + 1];
     struct client *c;
-    size_t n, idx;
+    size_t n;
     struct jwt_claims cl;
 
     char viewer[PRESENCE_ID_MAX + 1];
@@ -579,12 +639,12 @@ void engine_sse_presence(struct conn *conn, const struct http_request *req, stru
     if (!http_authorized(conn, req, w, &cl) || !http_viewer(conn, req, engine_of(w), &cl, viewer) ||
         (n = read_users(conn, req, ids)) == 0 || !http_rate(conn, engine_of(w), viewer, n))
         return;
-    c = http_read__sse_client(conn, engine_of(w));
-    client_set_uid(c, viewer); /* the viewer; an event stream has no session */
+    n = distinct_ids(ids, n);
+    if (!(c = http_read__sse_client(conn, engine_of(w), viewer, n)))
+        return;
     sse_expires(c, &cl);
     for (size_t i = 0; i < n; i++)
-        if (!watch__find_link(c, ids[i], &idx))
-            watch__add(c, ids[i]);
+        watch__add(c, ids[i]);
 }
 
 /* The rooms claim of the bearer token (auth = jwt), else with
@@ -707,8 +767,9 @@ void engine_http_room(struct conn *c, const struct http_request *req, struct net
         return; /* a room read or stream counts as one query */
     if (events) {
         bool has = sse_last_event_id_text(req, last, sizeof(last));
-        struct client *sc = http_read__sse_client(c, e);
-        client_set_uid(sc, viewer); /* the reader; an event stream has no session */
+        struct client *sc = http_read__sse_client(c, e, viewer, 0); /* viewer: the reader */
+        if (!sc)
+            return;
         sse_expires(sc, &claims);
         engine__room_stream(sc, room, has ? last : NULL);
         return;

@@ -21,19 +21,26 @@ struct client;
 struct engine;
 struct query;
 
-/* HTTP queries answered by owners. */
+/* HTTP queries answered by owners. Reads time out (QUERY_TIMEOUT_MS:
+ * degraded parts, or 503 for an admin read); writes do not: a write is
+ * answered only once its owner knows the outcome, so a client is never
+ * told "failed" about a change that is applied later. */
 enum query_kind {
     QUERY_PRESENCE,
     QUERY_LASTSEEN,
-    QUERY_BEAT,
+    QUERY_BEAT, /* a write: POST /v1/heartbeat */
     QUERY_ROOM,
-    QUERY_ADMIN,       /* one part: "NNN" status code + JSON */
+    QUERY_ADMIN,       /* a read, one part: "NNN" status code + JSON */
     QUERY_ADMIN_ROOMS, /* one part per worker: room list fragments */
+    QUERY_ADMIN_WRITE, /* a write, answered as QUERY_ADMIN */
 };
 
 /* A query of kind with n parts for the HTTP request on c, deferred
- * (httpd_defer) until the parts are in or QUERY_TIMEOUT_MS passed. Owned
- * by the engine; freed when answered and its last part came back. */
+ * (httpd_defer) until the parts are in, or for a read until
+ * QUERY_TIMEOUT_MS passed. The owners of a write must answer it whatever
+ * happens (success, or an error when nothing was applied): what bounds
+ * that wait is the store's (docs/api.md). Owned by the engine; freed when
+ * its last part came back, answered or not (the client may be gone). */
 struct query *http_read__query_new(struct conn *c, int kind, size_t n);
 /* Names part i of query q (for a degraded answer). */
 void http_read__query_set_id(struct query *q, size_t i, const char *id);
@@ -51,8 +58,13 @@ bool http_read__rate_take(struct engine *e, double *tokens, uint64_t *last, cons
                           const struct conn *conn, size_t n, const char **why);
 /* Frees the queries still waiting (engine_free: answers that never came). */
 void http_read__queries_free(struct engine *e);
-/* An event-stream client registered by connection id (freed with the stream). */
-struct client *http_read__sse_client(struct conn *conn, struct engine *e);
+/* An event-stream client of viewer registered by connection id (freed
+ * with the stream), counted as one of its user's max-streams-per-user with
+ * nwatch links reserved (max-watch-per-user) for the watch__add() calls
+ * that follow (viewer "", anonymous: not counted); NULL after answering
+ * 429. */
+struct client *http_read__sse_client(struct conn *conn, struct engine *e, const char *viewer,
+                                     size_t nwatch);
 
 /* Request helpers the WebSocket upgrade shares. True when the query has
  * the key at all (decodable or not). */

@@ -15,6 +15,8 @@
 #include "engine_privacy.h"
 #include "engine_state.h"
 #include "frame.h"
+#include "quota.h"
+#include "ratelimit.h"
 #include "sse.h"
 
 /* ---- watcher side ---- */
@@ -234,6 +236,37 @@ static struct wview *view_get(struct client *c, const char *uid, struct watch **
     return v;
 }
 
+const char *watch__observer_key(struct client *c)
+{
+    struct client_x *x = client_x(c);
+    struct conn *conn = c->ws ? wsconn_to_conn(c->ws) : sse_conn(x->sse);
+    char key[RATELIMIT_KEY_MAX], peer[CONN_PEER_MAX];
+
+    if (!x->okey) {
+        ratelimit_observer_key(key, client_uid(c), conn_peer(conn, peer), client__auth_jwt(c->e));
+        x->okey = xstrdup(key);
+    }
+    return x->okey;
+}
+
+bool watch__reserve(struct client *c, size_t n)
+{
+    struct quota *q = c->e->env->observer_quota;
+
+    if (!q || n == 0 || !client_uid(c)[0]) /* anonymous: not counted */
+        return true;
+    return n <= UINT32_MAX && quota_take(q, watch__observer_key(c), QUOTA_WATCHES, (uint32_t)n,
+                                         (uint32_t)c->e->w->srv->cfg.max_watch_per_user);
+}
+
+void watch__unreserve(struct client *c, size_t n)
+{
+    struct quota *q = c->e->env->observer_quota;
+
+    if (q && n > 0 && client_uid(c)[0])
+        quota_give(q, watch__observer_key(c), QUOTA_WATCHES, (uint32_t)n);
+}
+
 void watch__add(struct client *c, const char *uid)
 {
     struct watch *wt;
@@ -298,6 +331,8 @@ void watch__remove(struct client *c, size_t idx)
     struct watch *wt = l->watch;
 
     x->links[idx] = x->links[--x->nlinks];
+    if (c->e->env->observer_quota && client_uid(c)[0])
+        quota_give(c->e->env->observer_quota, watch__observer_key(c), QUOTA_WATCHES, 1);
     list_del(&l->link);
     if (l->pending) {
         list_del(&l->pend);

@@ -93,15 +93,28 @@ struct sub {
 
 /* c's link to uid, with its index in c->x->links in *idx, or NULL. */
 struct watch_link *watch__find_link(struct client *c, const char *uid, size_t *idx);
-/* Adds uid (valid, not watched by c yet) to c's list: the snapshot comes
- * from the local copy at once, or from the owner (asked on a new viewer). */
+/* The key c's watches and event stream are counted under for its user
+ * (ratelimit_observer_key() of its user id and its connection's address,
+ * as observer-query-rate charges), made at the first call and kept with c. */
+const char *watch__observer_key(struct client *c);
+/* Reserves n more links for c's user, over all its connections on every
+ * worker (max-watch-per-user; an anonymous client, with no user id, is
+ * not counted: always true). True when they fit: then c makes exactly n
+ * watch__add() calls of users it does not watch yet (each link is handed
+ * back by watch__remove()). False reserves nothing. */
+bool watch__reserve(struct client *c, size_t n);
+/* Hands back n reserved links that will not be added after all. */
+void watch__unreserve(struct client *c, size_t n);
+/* Adds uid (valid, not watched by c yet, reserved) to c's list: the
+ * snapshot comes from the local copy at once, or from the owner (asked on
+ * a new viewer). */
 void watch__add(struct client *c, const char *uid);
 /* Sets the tier of c's link to uid (if watched): list = true batches its
  * transitions over watch-batch-ms, false sends each at once (a pending
  * one goes out now). */
 void watch__set_tier(struct client *c, const char *uid, bool list);
 /* Removes c's link idx (the owner told when its viewer has no watcher
- * left on this worker). */
+ * left on this worker) and hands its reservation back. */
 void watch__remove(struct client *c, size_t idx);
 
 /* ---- owner side ---- */

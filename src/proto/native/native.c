@@ -225,6 +225,22 @@ static const cJSON *users_arg(struct client *c, const cJSON *root, const char *r
     return users;
 }
 
+/* The users of the array c does not watch yet, each counted once. */
+static size_t distinct_fresh(struct client *c, const cJSON *users)
+{
+    const cJSON *u, *v;
+    size_t idx, n = 0;
+
+    cJSON_ArrayForEach(u, users)
+    {
+        bool seen = watch__find_link(c, u->valuestring, &idx) != NULL;
+        for (v = users->child; v != u && !seen; v = v->next)
+            seen = strcmp(v->valuestring, u->valuestring) == 0;
+        n += !seen;
+    }
+    return n;
+}
+
 static bool msg_watch(struct client *c, const cJSON *root, const char *ref)
 {
     const cJSON *users = users_arg(c, root, ref);
@@ -251,19 +267,30 @@ static bool msg_watch(struct client *c, const cJSON *root, const char *ref)
         frame_send_error(c, "too_many_watched", "watch list over max-watch; unwatch first", ref);
         return false;
     }
+    /* Its other sockets count too, so a refusal is not garbage. A user
+     * named twice counts once, which costs a scan only near the limit. */
+    if (!watch__reserve(c, fresh) && !watch__reserve(c, fresh = distinct_fresh(c, users))) {
+        frame_send_error(c, "too_many_watched",
+                         "this user's watch lists are at max-watch-per-user; unwatch first", ref);
+        return true;
+    }
     x = client_x(c);
     if (!http_read__rate_take(c->e, &x->qtokens, &x->qlast, client_uid(c), wsconn_to_conn(c->ws),
                               fresh, &why)) {
+        watch__unreserve(c, fresh);
         frame_send_error(c, "rate_limited", why, ref);
         return true; /* the client's own pace, not garbage */
     }
     frame_send_ack(c, ref); /* first, so that snapshots always follow it */
     cJSON_ArrayForEach(u, users)
     {
-        if (!watch__find_link(c, u->valuestring, &idx))
+        if (!watch__find_link(c, u->valuestring, &idx)) {
             watch__add(c, u->valuestring);
+            fresh--;
+        }
         watch__set_tier(c, u->valuestring, list);
     }
+    watch__unreserve(c, fresh); /* what a user named twice reserved twice */
     return true;
 }
 
