@@ -195,6 +195,25 @@ const struct config_def config_defs[] = {
               "A list-tier watcher gets the users that changed in this window in one frame."),
     ROW_INT("max-rooms-per-connection", max_rooms_per_connection, 1, 1000000, 1000,
             "Rooms one connection may be in at once; more joins are refused with too_many_rooms."),
+    /* message budgets (engine/budget.h) and bus backpressure */
+    ROW_INT("msg-rate-ephemeral", msg_rate_ephemeral, 0, 1000000, 100,
+            "Ephemeral messages (cursors, typing) one connection may send per second; beyond "
+            "its budget it gets rate_limited and is closed (0: no budget)."),
+    ROW_INT("msg-rate-patch", msg_rate_patch, 0, 1000000, 50,
+            "Room patches one connection may send per second (0: no budget)."),
+    ROW_INT("msg-rate-status", msg_rate_status, 0, 1000000, 20,
+            "Status, custom, activity, leave and privacy messages per second per connection (0: "
+            "no budget)."),
+    ROW_INT("msg-rate-watch", msg_rate_watch, 0, 1000000, 50,
+            "Watch and unwatch messages per second per connection (0: no budget)."),
+    ROW_INT("msg-rate-join", msg_rate_join, 0, 1000000, 100,
+            "Room joins and leaves per second per connection (0: no budget)."),
+    ROW_INT("msg-burst-seconds", msg_burst_seconds, 1, 3600, 10,
+            "Each budget holds this many seconds of its rate, so a client may burst (a "
+            "reconnect re-joining its rooms) and then keep the rate."),
+    ROW_INT("bus-backlog-max", bus_backlog_max, 100, 100000000, 20000,
+            "Messages one worker may have queued to another before the connections sending to "
+            "it stop being read, until half have drained."),
     ROW_INT64("room-batch-ms", room_batch_ms, 1, 10000, 50,
               "Room changes inside this window go out as one delta; raise it to merge more "
               "churn."),

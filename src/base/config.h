@@ -76,6 +76,13 @@ struct config {
     /* rooms */
     int room_max_members;          /* members per room */
     int max_rooms_per_connection;  /* rooms one connection may join */
+    int msg_rate_ephemeral;        /* per connection per second, 0 = no budget */
+    int msg_rate_patch;            /* ditto */
+    int msg_rate_status;           /* ditto: status, custom, activity, leave, privacy */
+    int msg_rate_watch;            /* ditto: watch, unwatch */
+    int msg_rate_join;             /* ditto: join, room_leave */
+    int msg_burst_seconds;         /* a budget holds this many seconds of its rate */
+    int bus_backlog_max;           /* queued to one worker before senders pause */
     int64_t room_batch_ms;         /* delta batching window */
     int64_t watch_batch_ms;        /* list-tier watchers: one frame per window */
     int room_interval_members;     /* interval mode from this many members */

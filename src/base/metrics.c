@@ -63,6 +63,11 @@ static const struct metric_def defs[] = {
     M(loop_iterations, "counter", "Event loop iterations."),
     M(loop_lag_max_us, "gauge", "Longest busy event-loop iteration since the last scrape."),
     M(bus_msgs_in, "counter", "Cross-worker messages received."),
+    M(msgs_rate_limited, "counter",
+      "Client messages past their per-connection budget (msg-rate-*): each closed its connection."),
+    M(reads_paused, "counter",
+      "Times a connection stopped being read because its messages waited on another worker "
+      "(bus-backlog-max)."),
     M(sessions, "gauge", "Live sessions of the users this worker owns."),
     M(users_online, "gauge", "Users with at least one session, of those this worker owns."),
     M2(heartbeats, heartbeats_early, "counter",

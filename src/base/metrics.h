@@ -37,8 +37,10 @@ struct metrics {
     _Atomic uint64_t output_limit_closes; /* counter: slow consumers closed */
     _Atomic uint64_t ws_closes[METRICS_CLOSE_CODES + 1]; /* by code; last = other */
     _Atomic uint64_t loop_iterations;                    /* counter */
-    _Atomic uint64_t loop_lag_max_us; /* gauge: worst iteration since last scrape */
-    _Atomic uint64_t bus_msgs_in;     /* counter: cross-worker messages drained */
+    _Atomic uint64_t loop_lag_max_us;   /* gauge: worst iteration since last scrape */
+    _Atomic uint64_t bus_msgs_in;       /* counter: cross-worker messages drained */
+    _Atomic uint64_t msgs_rate_limited; /* counter: messages past their budget (engine/flow.h) */
+    _Atomic uint64_t reads_paused;      /* counter: connections paused by bus backpressure */
     /* presence engine, copied from the partition's cores each iteration */
     _Atomic uint64_t sessions;             /* gauge: live sessions owned here */
     _Atomic uint64_t users_online;         /* gauge: users with a session */

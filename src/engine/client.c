@@ -21,6 +21,7 @@
 
 #include "engine_expiry.h"
 #include "engine_room.h"
+#include "flow.h"
 #include "frame.h"
 #include "http.h"
 #include "http_read.h"
@@ -162,6 +163,7 @@ void client__close(struct client *c)
 void client__free(struct client *c)
 {
     client_drop_links(c);
+    flow__forget(c);
     if (c->x) {
         pool_free(c->x->links);
         free(c->x->room_claims);

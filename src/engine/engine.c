@@ -23,6 +23,7 @@
 
 #include "engine_expiry.h"
 #include "engine_privacy.h"
+#include "flow.h"
 #include "engine_room.h"
 #include "engine_state.h"
 #include "client.h"
@@ -35,16 +36,11 @@
 #include "session.h"
 #include "watch.h"
 
-static void on_msg(struct worker *w, struct bus_msg *m)
-{
-    engine__dispatch(engine_of(w), (struct emsg *)m);
-}
-
 /* ---- set-up ---- */
 
 void engine_register(void)
 {
-    worker_on_msg(WORKER_MSG_ENGINE, on_msg);
+    worker_on_msg(WORKER_MSG_ENGINE, engine__dispatch);
 }
 
 static void presence_cfg(const struct config *cfg, struct presence_config *pc)
@@ -75,6 +71,7 @@ struct engine *engine_new(struct worker *w, const struct engine_env *env, struct
     e->pres = presence_new(&pc, loop_wheel(w->loop), session__on_change, session__on_end, e);
     e->expired = client__expire;
     e->rooms = engine__rooms_new(e);
+    flow__init(e);
     list_init(&e->queries);
     engine__privacy_init(e);
     engine__lastseen_init(e);
@@ -104,6 +101,7 @@ void engine_free(struct engine *e)
     engine__privacy_free(e);  /* waits for the store requests in flight */
     engine__lastseen_free(e);
     presence_free(e->pres);
+    flow__free(e);
     engine__rooms_free(e);
     http_read__queries_free(e); /* answers that never came back */
     watch__subs_free(e);

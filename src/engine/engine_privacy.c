@@ -551,7 +551,7 @@ static void replay(struct engine *e, struct puser *pu)
         struct emsg *em = container_of(list_first(&todo), struct emsg, park);
         list_del(&em->park);
         em->parked = false;
-        engine__dispatch(e, em);
+        engine__dispatch(e->w, &em->msg);
     }
 }
 

@@ -58,6 +58,10 @@ struct engine {
     struct loop_io inbox_io;
     bool closing;            /* engine_free: completions only free their context */
     const char *kick_reason; /* during an admin kick: the reason for on_end */
+    /* flow control (flow.c) */
+    bool congested;                /* a send found its owner's backlog over the bound */
+    struct list paused;            /* struct flow_pause: clients not read for now */
+    struct wheel_timer flow_timer; /* looks at the backlogs while some are paused */
     /* How engine_expiry.c closes a client whose deadline passed:
      * client__expire() (engine_new sets it; the unit test of the deadline
      * groups puts a recorder there, as it has no sockets). */

@@ -99,11 +99,13 @@ static engine_op_fn *const ops[OP_COUNT] = {
 };
 /* clang-format on */
 
-void engine__dispatch(struct engine *e, struct emsg *em)
+void engine__dispatch(struct worker *w, struct bus_msg *m)
 {
+    struct emsg *em = (struct emsg *)m;
+
     /* Every op has a handler: a message is only made by this engine. */
     assert(em->op < OP_COUNT && ops[em->op]);
-    ops[em->op](e, em);
+    ops[em->op](engine_of(w), em);
     if (!em->parked)
         emsg_free(&em->msg);
 }

@@ -166,9 +166,12 @@ static inline unsigned worker_of_conn(uint64_t conn_id)
     return (unsigned)(conn_id >> 48);
 }
 
-/* Runs em's handler from the op table, then frees em unless it got parked.
- * Also the entry of parked messages that run again (engine_privacy.c) and
- * of messages an owner sends itself. */
-void engine__dispatch(struct engine *e, struct emsg *em);
+/* Runs the handler of m's op (m is a struct emsg) from the op table, on
+ * worker w's engine, then frees m unless it got parked. The worker's
+ * handler for WORKER_MSG_ENGINE (registered by engine_register()), so a
+ * bus message reaches its op in one call; also the entry of parked
+ * messages that run again (engine_privacy.c) and of messages an owner
+ * hands itself. */
+void engine__dispatch(struct worker *w, struct bus_msg *m);
 
 #endif

@@ -8,7 +8,7 @@
  * to one (bus_route()), a connection belongs to the worker that accepted
  * it (the top bits of its id), and a message is an emsg on the worker bus.
  * Every engine file names owners and sends to them only through these
- * functions, never through bus_route() or worker_send() directly.
+ * functions, never through bus_route() or bus_send() directly.
  *
  * A Redis-backed owner replaces this header's bodies, not its callers:
  * owner_of_user()/owner_of_room() return a node-or-worker handle (a local
@@ -51,25 +51,17 @@ static inline unsigned owner_of_conn(uint64_t conn_id)
 /* Sends em (taken over) to owner to. */
 static inline void owner_send(struct engine *e, unsigned to, struct emsg *em)
 {
-    worker_send(e->w, to, &em->msg);
+    bus_send(e->w->srv->bus, e->w->id, to, &em->msg);
+    if (bus_backlog(e->w->srv->bus, e->w->id, to) > (uint64_t)e->w->srv->cfg.bus_backlog_max)
+        e->congested = true; /* flow.h: the sender stops being read */
 }
 
-/* owner_send() for a message that may wait a few ms (worker_send_lazy()). */
+/* owner_send() for a message that may wait a few ms (bus_send_lazy()). */
 static inline void owner_send_lazy(struct engine *e, unsigned to, struct emsg *em)
 {
-    worker_send_lazy(e->w, to, &em->msg);
-}
-
-/* The names these had before owner.h, for code written against them;
- * new code uses the owner_* names. */
-static inline void send_to(struct engine *e, unsigned to, struct emsg *em)
-{
-    owner_send(e, to, em);
-}
-
-static inline unsigned owner_of(struct engine *e, const char *id)
-{
-    return owner_of_user(e, id);
+    bus_send_lazy(e->w->srv->bus, e->w->id, to, &em->msg);
+    if (bus_backlog(e->w->srv->bus, e->w->id, to) > (uint64_t)e->w->srv->cfg.bus_backlog_max)
+        e->congested = true;
 }
 
 #endif

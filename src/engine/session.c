@@ -179,7 +179,7 @@ void session__on_start(struct engine *e, struct emsg *req)
     if (r == 0) { /* then its settings, once known */
         struct emsg *hello = emsg_new(OP_PRIV_HELLO, req->conn_id);
         emsg_set_id(&hello->uid, req->uid);
-        engine__dispatch(e, hello);
+        engine__dispatch(e->w, &hello->msg);
     }
 }
 

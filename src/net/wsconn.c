@@ -43,7 +43,7 @@
 
 /*
  * The state of a frame or message still arriving, out of line: it exists
- * only from a data frame that is not handled whole (rx_whole) until its
+ * only from a data frame that is not handled whole (whole_message) until its
  * message has been delivered, so an idle connection has none. The
  * reassembly buffer is its tail, allocated with it and grown with it.
  */
@@ -529,29 +529,12 @@ static size_t rx_payload(struct wsconn *ws, const char *p, size_t n)
     return k;
 }
 
-/* A complete, unfragmented, small frame: unmasked on the stack, with no
- * partial-input state (ws->rx stays NULL). */
-static void rx_whole(struct wsconn *ws, const struct ws_frame *f, const char *p)
-{
-    char tmp[WS_STACK_MESSAGE];
-    size_t n = (size_t)f->len;
-
-    if (ws->close_sent)
-        return;
-    ws_mask_copy(tmp, p, n, f->mask, 0);
-    if (f->opcode == WS_OP_TEXT && !utf8_valid(tmp, n)) {
-        fail(ws, WS_E_UTF8);
-        return;
-    }
-    deliver(ws, f->opcode, tmp, n);
-}
-
-/* A data frame header (h bytes) followed by n available bytes at p.
- * Returns the bytes consumed, 0 after failing the connection. */
+/* A data frame's header (h bytes; its payload follows, handled by
+ * rx_payload()). Returns the bytes consumed, 0 after failing the
+ * connection. */
 #define WS_MAX_FRAGMENTS 4096 /* data frames in one message -> 1009 beyond */
 
-static size_t rx_data(struct wsconn *ws, const struct ws_frame *f, size_t h, const char *p,
-                      size_t n)
+static size_t rx_data(struct wsconn *ws, const struct ws_frame *f, size_t h)
 {
     struct wsconn_rx *rx = ws->rx;
     unsigned open = rx ? rx->msg_opcode : 0, frames;
@@ -570,10 +553,6 @@ static size_t rx_data(struct wsconn *ws, const struct ws_frame *f, size_t h, con
     if (too_big(ws, f->len) || frames > WS_MAX_FRAGMENTS) {
         fail(ws, WS_E_TOO_BIG);
         return 0;
-    }
-    if (f->opcode != WS_OP_CONT && f->fin && f->len <= WS_STACK_MESSAGE && f->len <= n) {
-        rx_whole(ws, f, p);
-        return h + (size_t)f->len;
     }
     if (!rx)
         rx = rx_new(ws);
@@ -626,13 +605,13 @@ static void rx_control(struct wsconn *ws, const struct ws_frame *f, const char *
     /* pongs only prove liveness, which any input already did */
 }
 
-/* A frame starting at p. Returns the bytes consumed: 0 when the header (or
- * a whole control frame) is not all there yet, or after failing. */
-static size_t rx_frame(struct wsconn *ws, const char *p, size_t n)
+/* A frame starting at p, whose header decoded to h (ws_decode_header():
+ * its size, PS_PARTIAL or an error) and f, other than a whole message
+ * (whole_message()). Returns the bytes consumed: 0 when the header (or a
+ * whole control frame) is not all there yet, or after failing. */
+static size_t rx_frame(struct wsconn *ws, const struct ws_frame *f, ssize_t h, const char *p,
+                       size_t n)
 {
-    struct ws_frame f;
-    ssize_t h = ws_decode_header(p, n, &f);
-
     if (h < 0 && h != PS_PARTIAL) {
         fail(ws, h);
         return 0;
@@ -643,30 +622,62 @@ static size_t rx_frame(struct wsconn *ws, const char *p, size_t n)
     }
     if (h == PS_PARTIAL)
         return 0;
-    if (f.opcode < WS_OP_CLOSE) {
+    if (f->opcode < WS_OP_CLOSE) {
         METRIC_ADD(metrics_of(ws), frames_in, 1);
-        return rx_data(ws, &f, (size_t)h, p + h, n - (size_t)h);
+        return rx_data(ws, f, (size_t)h);
     }
-    if (n - (size_t)h < f.len)
+    if (n - (size_t)h < f->len)
         return 0; /* control frames are handled whole */
     METRIC_ADD(metrics_of(ws), frames_in, 1);
-    rx_control(ws, &f, p + h);
-    return (size_t)h + (size_t)f.len;
+    rx_control(ws, f, p + h);
+    return (size_t)h + (size_t)f->len;
 }
 
+/* Whether the frame (header h bytes, decoded to f) is a whole message that
+ * is all there in the n bytes available: a masked, unfragmented text or
+ * binary frame of at most WS_STACK_MESSAGE bytes, with no message open
+ * and within the size limit. Such a frame, nearly every client message,
+ * is delivered from the stack with no partial-input state (ws->rx stays
+ * NULL). */
+static bool whole_message(const struct wsconn *ws, const struct ws_frame *f, ssize_t h, size_t n)
+{
+    return h > 0 && f->masked && f->fin && (f->opcode == WS_OP_TEXT || f->opcode == WS_OP_BINARY) &&
+           f->len <= WS_STACK_MESSAGE && f->len <= n - (size_t)h &&
+           !(ws->rx && ws->rx->msg_opcode) && !too_big(ws, f->len);
+}
+
+/* The connection's input: frames, and whole messages straight to the
+ * application's on_message (the read path of docs/architecture.md: one
+ * call from read_some to here, one from here to the application). */
 static size_t wsconn_on_data(struct conn *c, const char *p, size_t n)
 {
     struct wsconn *ws = c->proto;
-    size_t off = 0;
+    char msg[WS_STACK_MESSAGE];
+    size_t off = 0, k;
 
     ws->last_rx_ms = (uint32_t)loop_now(c->pool->loop);
     ws->ping_out = false;
-    while (off < n && !conn_is_closing(c)) {
-        bool in_payload = ws->rx && ws->rx->in_payload;
-        size_t k = in_payload ? rx_payload(ws, p + off, n - off) : rx_frame(ws, p + off, n - off);
+    for (; off < n && !conn_is_closing(c) && !conn_input_paused(c); off += k) {
+        struct ws_frame f = {0};
+        ssize_t h;
+
+        if (ws->rx && ws->rx->in_payload) {
+            k = rx_payload(ws, p + off, n - off);
+        } else if (!whole_message(ws, &f, h = ws_decode_header(p + off, n - off, &f), n - off)) {
+            k = rx_frame(ws, &f, h, p + off, n - off);
+        } else {
+            k = (size_t)h + (size_t)f.len;
+            METRIC_ADD(metrics_of(ws), frames_in, 1);
+            ws_mask_copy(msg, p + off + h, (size_t)f.len, f.mask, 0);
+            if (ws->close_sent)
+                continue; /* closing: data is no longer wanted */
+            if (f.opcode == WS_OP_TEXT && !utf8_valid(msg, (size_t)f.len))
+                fail(ws, WS_E_UTF8);
+            else
+                app_of(ws)->on_message(ws, f.opcode == WS_OP_BINARY, msg, (size_t)f.len);
+        }
         if (k == 0)
             break;
-        off += k;
     }
     return conn_is_closing(c) ? n : off;
 }

@@ -70,6 +70,7 @@
 struct bus_inbox {
     _Atomic(struct bus_msg *) head; /* newest first; NULL when empty */
     _Atomic uint64_t wakeups;       /* eventfd writes, for bus_stat_wakeups() */
+    _Atomic uint64_t *taken;        /* [from]: messages of each sender taken (bus_backlog()) */
     int efd;                        /* readable when head became non-NULL */
     char _pad[BUS_PAD];
 };
@@ -79,6 +80,7 @@ struct bus_outbox {
     struct bus_msg *newest; /* chain head, linked newest to oldest */
     struct bus_msg *oldest; /* chain tail; its _next is set at push time */
     bool urgent;            /* holds a bus_send() message: bus_flush() pushes it */
+    uint64_t sent;          /* messages ever appended here (bus_backlog()) */
 };
 
 struct bus {
@@ -117,6 +119,9 @@ struct bus *bus_new(unsigned n)
     for (unsigned i = 0; i < n; i++) {
         atomic_init(&b->inbox[i].head, NULL);
         atomic_init(&b->inbox[i].wakeups, 0);
+        b->inbox[i].taken = xcalloc(n, sizeof(*b->inbox[i].taken));
+        for (unsigned j = 0; j < n; j++)
+            atomic_init(&b->inbox[i].taken[j], 0);
         b->inbox[i].efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (b->inbox[i].efd < 0)
             fatal("bus", "eventfd");
@@ -135,6 +140,7 @@ void bus_free(struct bus *b)
     for (unsigned i = 0; i < b->n; i++) {
         free_chain(atomic_exchange(&b->inbox[i].head, NULL));
         close(b->inbox[i].efd);
+        free((void *)b->inbox[i].taken);
     }
     free(b->out);
     free(b->inbox);
@@ -158,6 +164,7 @@ static struct bus_outbox *append(struct bus *b, unsigned from, unsigned to, stru
     assert(from < b->n && to < b->n);
     ob = outbox(b, from, to);
     m->from = from;
+    ob->sent++;
     m->_next = ob->newest;
     if (ob->newest == NULL)
         ob->oldest = m;
@@ -256,19 +263,46 @@ static struct bus_msg *reverse(struct bus_msg *m)
     return prev;
 }
 
-size_t bus_drain(struct bus *b, unsigned worker, bus_handle_cb *handle, void *ctx)
+/* Counts the messages of chain m per sender into in->taken; returns m.
+ * Only the receiver writes its taken[], so a load and a store will do. */
+static struct bus_msg *count_taken(struct bus_inbox *in, struct bus_msg *m)
+{
+    for (struct bus_msg *p = m; p != NULL; p = p->_next) {
+        uint64_t t = atomic_load_explicit(&in->taken[p->from], memory_order_relaxed);
+
+        atomic_store_explicit(&in->taken[p->from], t + 1, memory_order_relaxed);
+    }
+    return m;
+}
+
+struct bus_msg *bus_take(struct bus *b, unsigned worker)
 {
     struct bus_inbox *in;
-    struct bus_msg *m;
     uint64_t v;
-    size_t n = 0;
 
     assert(worker < b->n);
     in = &b->inbox[worker];
     /* Read first, exchange second: the order that cannot lose a wakeup. */
     if (read(in->efd, &v, sizeof(v)) < 0)
         assert(errno == EAGAIN); /* nothing pending: a spurious call */
-    m = reverse(atomic_exchange_explicit(&in->head, NULL, memory_order_acquire));
+    return count_taken(in,
+                       reverse(atomic_exchange_explicit(&in->head, NULL, memory_order_acquire)));
+}
+
+uint64_t bus_backlog(struct bus *b, unsigned from, unsigned to)
+{
+    uint64_t taken;
+
+    assert(from < b->n && to < b->n);
+    taken = atomic_load_explicit(&b->inbox[to].taken[from], memory_order_relaxed);
+    return outbox(b, from, to)->sent - taken;
+}
+
+size_t bus_drain(struct bus *b, unsigned worker, bus_handle_cb *handle, void *ctx)
+{
+    struct bus_msg *m = bus_take(b, worker);
+    size_t n = 0;
+
     while (m != NULL) {
         struct bus_msg *next = m->_next; /* the handler may free m */
 

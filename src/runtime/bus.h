@@ -9,16 +9,17 @@
  * Messages are caller-allocated structs whose first member is a struct
  * bus_msg; the bus never allocates, copies or frees a message except
  * through its free callback. Ownership moves with the message: the sender
- * gives it up in bus_send(), the receiver's handler gets it in bus_drain().
+ * gives it up in bus_send(), the receiver gets it from bus_take() (or its
+ * handler from bus_drain()).
  *
- * Threads: worker w alone may call bus_send(b, w, ...), bus_flush(b, w) and
- * bus_drain(b, w, ...). bus_route(), bus_inbox_fd() and bus_stat_wakeups()
- * may be called from any thread; bus_new() and bus_free() from one thread
+ * Threads: worker w alone may call bus_send(b, w, ...), bus_flush(b, w),
+ * bus_take(b, w) and bus_drain(b, w, ...). bus_route(), bus_inbox_fd() and
+ * bus_stat_wakeups() may be called from any thread; bus_new() and bus_free() from one thread
  * while no worker uses the bus.
  *
  * Cost: bus_send() is a pointer store (no atomics, no syscall); bus_flush()
  * does one CAS per destination with pending messages and writes the
- * destination's eventfd only when its inbox was empty; bus_drain() does one
+ * destination's eventfd only when its inbox was empty; bus_take() does one
  * read(2) and one atomic exchange for however many messages are waiting.
  * Order: messages from one sender to one receiver arrive in send order;
  * nothing is promised across senders.
@@ -89,6 +90,22 @@ int bus_inbox_fd(const struct bus *b, unsigned worker);
  * for a flush and the next drain. Returns the number handled. Worker's
  * thread only. */
 size_t bus_drain(struct bus *b, unsigned worker, bus_handle_cb *handle, void *ctx);
+/* bus_drain() without the callback: clears the eventfd and returns every
+ * message waiting in worker's inbox (NULL: none), in send order per
+ * sender, linked by bus_next(). The caller owns them all; read a
+ * message's bus_next() before handing it on (the receiver may free it).
+ * Worker's thread only. */
+struct bus_msg *bus_take(struct bus *b, unsigned worker);
+/* Messages worker from has sent to worker to (bus_send() or lazily) that
+ * to has not taken yet: what waits in from's outbox and to's inbox. The
+ * measure of backpressure (engine/flow.h). Worker from's thread only;
+ * exact up to the receiver's take in progress. */
+uint64_t bus_backlog(struct bus *b, unsigned from, unsigned to);
+/* The message after m in what bus_take() returned, NULL after the last. */
+static inline struct bus_msg *bus_next(const struct bus_msg *m)
+{
+    return m->_next;
+}
 
 /* Eventfd writes (empty -> non-empty inbox transitions) over all inboxes
  * since bus_new(); for metrics and tests. Any thread. */

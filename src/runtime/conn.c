@@ -3,10 +3,11 @@
  * conn.c - connection I/O: shared read buffer, coalesced writev output,
  * output limits and deferred close.
  *
- * Read path: conn_on_io -> read() into pool->rbuf (or append to the
- * leftover input when a partial message is pending) -> ops->on_data,
- * repeated while the protocol switches (HTTP upgrade) -> leftover bytes
- * copied into the busy part (below).
+ * Read path: conn_on_io -> read_some: read() into pool->rbuf, then
+ * ops->on_data at once (read_input), or, when a partial message is
+ * pending, appended to the leftover input first (on_input); repeated
+ * while the protocol switches (HTTP upgrade); leftover bytes are copied
+ * into the busy part (below).
  * Write path: conn_write/conn_write_payload queue chunks and put c on
  * pool->pending; conn_pool_flush (before sleep) does one writev per
  * pending connection, arms EPOLLOUT only after a short write, and frees
@@ -649,6 +650,11 @@ void conn_pause_input(struct conn *c, bool pause)
     loop_io_set(c->pool->loop, &c->io, ev);
 }
 
+bool conn_input_paused(const struct conn *c)
+{
+    return !(c->io.events & EPOLLIN);
+}
+
 void conn_replay_input(struct conn *c)
 {
     struct conn_busy *b = c->busy;
@@ -687,16 +693,40 @@ static void on_eof(struct conn *c)
         loop_io_set(c->pool->loop, &c->io, c->io.events & ~(uint32_t)(EPOLLIN | EPOLLRDHUP));
 }
 
+/* n bytes just read. The usual case, no leftover input and no protocol
+ * switch, goes straight to the protocol: the read path is read_some ->
+ * ops->on_data, nothing in between (docs/architecture.md counts it). */
+static void read_input(struct conn *c, const char *p, size_t n)
+{
+    const struct conn_ops *ops = c->ops;
+    size_t used;
+
+    if ((c->busy && c->busy->in.len) || (c->flags & CONN_READ_PAUSED)) {
+        on_input(c, p, n);
+        return;
+    }
+    used = ops->on_data(c, p, n);
+    if (used == n || (c->flags & (CONN_CLOSING | CONN_READ_PAUSED))) {
+        input_done(c);
+    } else if (c->ops != ops) {
+        on_input(c, p + used, n - used); /* the rest is the next protocol's */
+    } else {
+        buf_append(&busy_get(c)->in, p + used, n - used);
+        input_done(c);
+    }
+}
+
 static void read_some(struct conn *c)
 {
     struct conn_pool *pool = c->pool;
 
-    for (int i = 0; i < CONN_READS_PER_EVENT && !(c->flags & CONN_CLOSING); i++) {
+    for (int i = 0; i < CONN_READS_PER_EVENT && !(c->flags & CONN_CLOSING) && !conn_input_paused(c);
+         i++) {
         ssize_t n = read(c->io.fd, pool->rbuf, pool->rbuf_size);
 
         if (n > 0) {
             METRIC_ADD(pool->metrics, bytes_in, (uint64_t)n);
-            on_input(c, pool->rbuf, (size_t)n);
+            read_input(c, pool->rbuf, (size_t)n);
             if ((size_t)n < pool->rbuf_size)
                 return;
         } else if (n == 0) {

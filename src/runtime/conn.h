@@ -217,6 +217,9 @@ void conn_timer_stop(struct conn *c);
  * discarding anything: bytes wait in the kernel, so a peer cannot make a
  * paused connection buffer more. Used while an HTTP answer is deferred. */
 void conn_pause_input(struct conn *c, bool pause);
+/* Whether c's input is paused (conn_pause_input()): a protocol stops
+ * consuming input then, and what it leaves is kept for the replay. */
+bool conn_input_paused(const struct conn *c);
 /* Presents the buffered leftover input to the protocol again (after it
  * paused, e.g. an HTTP request answered later). Not from inside on_data. */
 void conn_replay_input(struct conn *c);

@@ -165,16 +165,6 @@ void worker_on_msg(unsigned type, worker_msg_cb *cb)
     msg_handlers[type] = cb;
 }
 
-void worker_send(struct worker *w, unsigned to, struct bus_msg *m)
-{
-    bus_send(w->srv->bus, w->id, to, m);
-}
-
-void worker_send_lazy(struct worker *w, unsigned to, struct bus_msg *m)
-{
-    bus_send_lazy(w->srv->bus, w->id, to, m);
-}
-
 #define BUS_LAZY_MS 25 /* longest wait of a lazy bus message (bus_hook) */
 
 /* The lazy-flush timer: lazy messages have waited BUS_LAZY_MS. */
@@ -186,26 +176,26 @@ static void on_lazy_due(struct wheel_timer *t, uint64_t now)
     bus_flush_all(w->srv->bus, w->id);
 }
 
-static void on_bus_msg(void *ctx, struct bus_msg *m)
-{
-    struct worker *w = ctx;
-
-    METRIC_ADD(&w->metrics, bus_msgs_in, 1);
-    if (m->type < WORKER_MSG_MAX && msg_handlers[m->type]) {
-        msg_handlers[m->type](w, m);
-        return;
-    }
-    log_error("worker", "no handler for message type %u worker=%u", m->type, w->id);
-    if (m->free)
-        m->free(m);
-}
-
+/* The bus woke w: every waiting message goes to its type's handler from
+ * here (the heartbeat's path in docs/architecture.md: one function of
+ * the runtime on the owner's side). */
 static void on_bus(struct loop_io *io, uint32_t events)
 {
     struct worker *w = container_of(io, struct worker, bus_io);
+    struct bus_msg *m = bus_take(w->srv->bus, w->id), *next;
 
     (void)events;
-    bus_drain(w->srv->bus, w->id, on_bus_msg, w);
+    for (; m; m = next) {
+        next = bus_next(m); /* the handler owns m */
+        METRIC_ADD(&w->metrics, bus_msgs_in, 1);
+        if (m->type < WORKER_MSG_MAX && msg_handlers[m->type]) {
+            msg_handlers[m->type](w, m);
+            continue;
+        }
+        log_error("worker", "no handler for message type %u worker=%u", m->type, w->id);
+        if (m->free)
+            m->free(m);
+    }
 }
 
 /* ---- draining ---- */

@@ -103,13 +103,8 @@ typedef void worker_msg_cb(struct worker *w, struct bus_msg *m);
 /* Registers the handler for a message type; call before server_start
  * (the table is read-only while workers run). */
 void worker_on_msg(unsigned type, worker_msg_cb *cb);
-/* Sends m (ownership moves) from w to worker `to`; delivered after w's
- * current loop iteration, batched with everything else w sends to `to`. */
-void worker_send(struct worker *w, unsigned to, struct bus_msg *m);
-/* The same for a message that may wait up to BUS_LAZY_MS (25 ms, worker.c)
- * unless an ordinary one to `to` takes it along sooner (bus_send_lazy());
- * order among w's messages to `to` is kept. For heartbeats. */
-void worker_send_lazy(struct worker *w, unsigned to, struct bus_msg *m);
+/* Sending: bus_send(w->srv->bus, w->id, to, m) and bus_send_lazy() (bus.h);
+ * a lazy message waits at most BUS_LAZY_MS (25 ms, worker.c). */
 
 /* Binds every worker's listener, runs hooks->start for each and starts
  * the threads. srv->hooks must be set. Returns 0, or -1 after logging why

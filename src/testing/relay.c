@@ -88,7 +88,7 @@ static void relay_on_message(struct wsconn *ws, bool binary, const char *p, size
         r->msg.type = WORKER_MSG_RELAY;
         r->msg.free = relay_msg_free;
         r->frame = payload_ref(frame);
-        worker_send(w, i, &r->msg);
+        bus_send(w->srv->bus, w->id, i, &r->msg);
     }
     payload_unref(frame);
 }

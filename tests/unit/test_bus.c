@@ -400,6 +400,39 @@ static void *consumer_main(void *arg)
     return NULL;
 }
 
+/* bus_backlog(): sent but not taken, per sender and receiver, lazy and
+ * unflushed messages included; bus_take() hands the chain in send order. */
+static void test_backlog_and_take(void **state)
+{
+    struct bus *b = bus_new(2);
+    struct bus_msg *m;
+    uint32_t n = 0;
+
+    (void)state;
+    tmsg_freed = 0;
+    for (uint32_t i = 0; i < 5; i++)
+        bus_send(b, 0, 1, tmsg_new(7, i, tmsg_free));
+    bus_send_lazy(b, 0, 1, tmsg_new(7, 5, tmsg_free));
+    bus_send(b, 1, 1, tmsg_new(8, 0, tmsg_free));
+    assert_int_equal(bus_backlog(b, 0, 1), 6); /* unflushed still counts */
+    assert_int_equal(bus_backlog(b, 1, 1), 1);
+    assert_int_equal(bus_backlog(b, 0, 0), 0);
+    bus_flush_all(b, 0);
+    assert_int_equal(bus_backlog(b, 0, 1), 6);
+    for (m = bus_take(b, 1); m; n++) {
+        struct bus_msg *next = bus_next(m);
+
+        assert_int_equal(((struct tmsg *)m)->seq, n);
+        m->free(m);
+        m = next;
+    }
+    assert_int_equal(n, 6);
+    assert_int_equal(bus_backlog(b, 0, 1), 0);
+    assert_int_equal(bus_backlog(b, 1, 1), 1); /* worker 1's own send is not flushed yet */
+    bus_free(b);
+    assert_int_equal(tmsg_freed, 7);
+}
+
 static void test_stress_threads(void **state)
 {
     static struct stress st; /* large-ish; keep it off the stack */
@@ -447,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_wakeup_once_per_transition),
         cmocka_unit_test(test_lazy_messages),
         cmocka_unit_test(test_free_releases_undelivered),
+        cmocka_unit_test(test_backlog_and_take),
         cmocka_unit_test(test_stress_threads),
     };
 

@@ -3,7 +3,7 @@
  * test_engine_session.c - the engine's bus ops through an explicit
  * environment: one worker (its loop, a one-worker bus), the settings store
  * on a temporary SQLite file, and no sockets. Each test hands the engine a
- * message (engine__dispatch(), as the bus would), then collects what the
+ * message (engine__dispatch(), as the bus would: dispatch()), then collects what the
  * engine sent back to the worker by draining the bus itself, so it sees
  * the op table's routing, the session lifecycle on the owner, the watch
  * fan-out of a transition, a session whose socket closed before the
@@ -63,6 +63,12 @@ static void record(void *ctx, struct bus_msg *m)
 
     assert_true(v->nout < OUT_MAX);
     v->out[v->nout++] = (struct emsg *)m;
+}
+
+/* Hands em to the engine as the bus would. */
+static void dispatch(struct env *v, struct emsg *em)
+{
+    engine__dispatch(v->e->w, &em->msg);
 }
 
 static void out_clear(struct env *v)
@@ -186,7 +192,7 @@ static const char *start(struct env *v, uint64_t conn, const char *uid)
     static char sid[PRESENCE_ID_MAX + 1];
     struct emsg *res;
 
-    engine__dispatch(v->e, msg(OP_START, conn, uid, NULL));
+    dispatch(v, msg(OP_START, conn, uid, NULL));
     settle(v);
     res = find_op(v, OP_STARTED);
     assert_non_null(res);
@@ -213,21 +219,21 @@ static void test_session_lifecycle(void **state)
     assert_string_equal(si.user, "alice");
     out_clear(v);
 
-    engine__dispatch(v->e, msg(OP_HEARTBEAT, CONN_A, "alice", sid));
+    dispatch(v, msg(OP_HEARTBEAT, CONN_A, "alice", sid));
     settle(v);
     assert_int_equal(v->nout, 0);
 
     em = msg(OP_STATUS, CONN_A, "alice", sid);
     em->arg = PRESENCE_BUSY;
     emsg_set_ref(em, "7");
-    engine__dispatch(v->e, em);
+    dispatch(v, em);
     settle(v);
     assert_int_equal(v->nout, 1);
     assert_int_equal(v->out[0]->op, OP_REPLY);
     assert_true(frame_has(v->out[0]->frame, "{\"type\":\"ack\",\"ref\":7}"));
     out_clear(v);
 
-    engine__dispatch(v->e, msg(OP_LEAVE, CONN_A, "alice", sid));
+    dispatch(v, msg(OP_LEAVE, CONN_A, "alice", sid));
     settle(v);
     em = find_op(v, OP_ENDED);
     assert_non_null(em);
@@ -245,7 +251,7 @@ static void test_unknown_session_error(void **state)
 
     em->arg = 1;
     emsg_set_ref(em, "\"r1\"");
-    engine__dispatch(v->e, em);
+    dispatch(v, em);
     settle(v);
     assert_int_equal(v->nout, 1);
     assert_int_equal(v->out[0]->op, OP_REPLY);
@@ -262,7 +268,7 @@ static void test_watch_fanout(void **state)
     struct emsg *em;
     int online = 0;
 
-    engine__dispatch(v->e, msg(OP_WATCH, 0, "bob", NULL));
+    dispatch(v, msg(OP_WATCH, 0, "bob", NULL));
     settle(v);
     em = find_op(v, OP_VIEW);
     assert_non_null(em);
@@ -282,7 +288,7 @@ static void test_watch_fanout(void **state)
     assert_non_null(watch__find_sub(v->e, "bob"));
     out_clear(v);
 
-    engine__dispatch(v->e, msg(OP_UNWATCH, 0, "bob", NULL));
+    dispatch(v, msg(OP_UNWATCH, 0, "bob", NULL));
     settle(v);
     assert_null(watch__find_sub(v->e, "bob")); /* its last viewer went */
 }
@@ -302,16 +308,16 @@ static void test_gone_client(void **state)
         if (v->out[i] == res)
             v->out[i] = v->out[--v->nout];
     out_clear(v);
-    engine__dispatch(v->e, res);
+    dispatch(v, res);
     settle(v);
     closed = find_op(v, OP_CLOSED);
     assert_non_null(closed);
     assert_string_equal(closed->sid, sid);
     assert_int_equal(v->nout, 1);
     v->nout = 0;
-    engine__dispatch(v->e, closed);
-    engine__dispatch(v->e, msg(OP_KICK, CONN_A, "carol", sid));  /* no client: ignored */
-    engine__dispatch(v->e, msg(OP_REPLY, CONN_A, "carol", sid)); /* ditto */
+    dispatch(v, closed);
+    dispatch(v, msg(OP_KICK, CONN_A, "carol", sid));  /* no client: ignored */
+    dispatch(v, msg(OP_REPLY, CONN_A, "carol", sid)); /* ditto */
     settle(v);
     assert_int_equal(v->nout, 0);
     assert_int_equal(presence_get_session(v->e->pres, sid, &si), 0);
@@ -330,7 +336,7 @@ static void test_room_routing(void **state)
     em = msg(OP_RJOIN, CONN_A, "alice", sid);
     emsg_set_id(&em->room, "r1");
     emsg_set_ref(em, "3");
-    engine__dispatch(v->e, em);
+    dispatch(v, em);
     settle(v);
     fwd = find_op(v, OP_RJOIN_R);
     assert_non_null(fwd);
@@ -339,7 +345,7 @@ static void test_room_routing(void **state)
         if (v->out[i] == fwd)
             v->out[i] = v->out[--v->nout];
     out_clear(v);
-    engine__dispatch(v->e, fwd);
+    dispatch(v, fwd);
     settle(v);
     em = v->nout ? v->out[v->nout - 1] : NULL;
     assert_non_null(em);
@@ -384,7 +390,7 @@ static void test_ttl_expiry_on_the_clock(void **state)
     struct presence_session_info si;
     const char *sid;
 
-    engine__dispatch(v->e, msg(OP_WATCH, 0, "dave", NULL));
+    dispatch(v, msg(OP_WATCH, 0, "dave", NULL));
     settle(v);
     sid = start(v, CONN_A, "dave");
     advance(v, T_DEBOUNCE + 10);
@@ -392,7 +398,7 @@ static void test_ttl_expiry_on_the_clock(void **state)
     out_clear(v);
     for (int i = 0; i < 4; i++) { /* 4 s of heartbeats every second: alive */
         advance(v, 1000);
-        engine__dispatch(v->e, msg(OP_HEARTBEAT, CONN_A, "dave", sid));
+        dispatch(v, msg(OP_HEARTBEAT, CONN_A, "dave", sid));
         settle(v);
     }
     assert_false(presence_has(v, "\"status\":\"offline\""));
@@ -414,13 +420,13 @@ static void test_grace_on_the_clock(void **state)
     const char *sid;
     char keep[PRESENCE_ID_MAX + 1];
 
-    engine__dispatch(v->e, msg(OP_WATCH, 0, "erin", NULL));
+    dispatch(v, msg(OP_WATCH, 0, "erin", NULL));
     settle(v);
     sid = start(v, CONN_A, "erin");
     snprintf(keep, sizeof(keep), "%s", sid);
     advance(v, T_DEBOUNCE + 10);
     out_clear(v);
-    engine__dispatch(v->e, msg(OP_CLOSED, CONN_A, "erin", keep));
+    dispatch(v, msg(OP_CLOSED, CONN_A, "erin", keep));
     advance(v, T_GRACE - 50);
     assert_int_equal(presence_get_session(v->e->pres, keep, &si), 0);
     assert_false(si.attached);

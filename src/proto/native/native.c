@@ -20,6 +20,7 @@
 #include "client.h"
 #include "engine.h"
 #include "engine_room.h"
+#include "flow.h"
 #include "frame.h"
 #include "http_read.h"
 #include "json.h"
@@ -100,15 +101,6 @@ static const char *opt_string(const cJSON *root, const char *key, bool *ok)
 }
 
 /* ---- sessions ---- */
-
-static bool msg_heartbeat(struct client *c, const cJSON *root, const char *ref)
-{
-    (void)root;
-    if (!need_session(c, ref))
-        return false;
-    session__heartbeat(c, ref);
-    return true;
-}
 
 static bool msg_activity(struct client *c, const cJSON *root, const char *ref)
 {
@@ -476,48 +468,58 @@ static bool msg_ephemeral(struct client *c, const cJSON *root, const char *ref)
 
 /* ---- the type table ---- */
 
+/* A message type: its handler fn validates the fields and calls the
+ * engine; a type with no fields but its name (heartbeat) names the
+ * engine's operation itself (op), which runs once the client has a
+ * session. */
 struct native_type {
     const char *type;
     bool (*fn)(struct client *c, const cJSON *root, const char *ref);
-    bool before_auth; /* allowed before the first token (auth = jwt) */
+    void (*op)(struct client *c, const char *ref);
+    bool before_auth;        /* allowed before the first token (auth = jwt) */
+    enum budget_kind budget; /* its per-connection budget (flow.h) */
 };
 
 /* clang-format off */
 static const struct native_type types[] = {
-    {"auth",       msg_auth,       true},
-    {"ping",       msg_ping,       true},
-    {"heartbeat",  msg_heartbeat,  false},
-    {"activity",   msg_activity,   false},
-    {"status",     msg_status,     false},
-    {"custom",     msg_custom,     false},
-    {"leave",      msg_leave,      false},
-    {"privacy",    msg_privacy,    false},
-    {"watch",      msg_watch,      false},
-    {"unwatch",    msg_unwatch,    false},
-    {"join",       msg_join,       false},
-    {"room_leave", msg_room_leave, false},
-    {"patch",      msg_patch,      false},
-    {"ephemeral",  msg_ephemeral,  false},
+    {"auth",       msg_auth,       NULL, true,  BUDGET_NONE},
+    {"ping",       msg_ping,       NULL, true,  BUDGET_NONE},
+    {"heartbeat",  NULL, session__heartbeat, false, BUDGET_NONE},
+    {"activity",   msg_activity,   NULL, false, BUDGET_STATUS},
+    {"status",     msg_status,     NULL, false, BUDGET_STATUS},
+    {"custom",     msg_custom,     NULL, false, BUDGET_STATUS},
+    {"leave",      msg_leave,      NULL, false, BUDGET_STATUS},
+    {"privacy",    msg_privacy,    NULL, false, BUDGET_STATUS},
+    {"watch",      msg_watch,      NULL, false, BUDGET_WATCH},
+    {"unwatch",    msg_unwatch,    NULL, false, BUDGET_WATCH},
+    {"join",       msg_join,       NULL, false, BUDGET_JOIN},
+    {"room_leave", msg_room_leave, NULL, false, BUDGET_JOIN},
+    {"patch",      msg_patch,      NULL, false, BUDGET_PATCH},
+    {"ephemeral",  msg_ephemeral,  NULL, false, BUDGET_EPHEMERAL},
 };
 /* clang-format on */
 
-static bool dispatch(struct client *c, const cJSON *root, const char *type)
+static const struct native_type *find_type(const char *type)
 {
-    const struct native_type *t = NULL;
-    char ref[PROTO_REF_MAX];
-
-    proto_ref_text(root, ref);
-    for (size_t i = 0; i < ARRAY_SIZE(types) && !t; i++)
+    for (size_t i = 0; i < ARRAY_SIZE(types); i++)
         if (strcmp(type, types[i].type) == 0)
-            t = &types[i];
+            return &types[i];
+    return NULL;
+}
+
+/* Whether c may send a message of type t (NULL: unknown); answers the
+ * error when it may not. */
+static bool admitted(struct client *c, const struct native_type *t, const char *ref)
+{
     if (!(t && t->before_auth) && client__auth_jwt(c->e) && !c->authed) {
         frame_send_error(c, "unauthenticated", "send {\"type\":\"auth\",\"token\":...} first", ref);
         return false;
     }
-    if (t)
-        return t->fn(c, root, ref);
-    frame_send_error(c, "unknown_type", "unknown message type", ref);
-    return false;
+    if (!t) {
+        frame_send_error(c, "unknown_type", "unknown message type", ref);
+        return false;
+    }
+    return (t->fn || need_session(c, ref)) && flow__spend(c, t->budget, ref);
 }
 
 /* ---- the WebSocket application ---- */
@@ -530,20 +532,35 @@ static void on_open(struct wsconn *ws)
     client__open(c, ws, native_proto);
 }
 
+/* One message: parsed, found in the type table and run, all here (the
+ * heartbeat's path in docs/architecture.md: on_message is its one
+ * function in this adapter). */
 static void on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
 {
     struct client *c = wsconn_user_data(ws);
+    const struct native_type *t;
+    char ref[PROTO_REF_MAX];
     const char *type;
     cJSON *root;
-    bool ok;
+    bool ok = false;
 
     if (binary) {
         wsconn_close(ws, 1003, "binary messages are not supported");
         return;
     }
     root = proto_parse(ws, p, n, &type);
-    ok = root && dispatch(c, root, type);
+    c->e->congested = false;
+    if (root) {
+        proto_ref_text(root, ref);
+        t = find_type(type);
+        ok = admitted(c, t, ref);
+        if (ok && t->op)
+            t->op(c, ref);
+        else if (ok)
+            ok = t->fn(c, root, ref);
+    }
     cJSON_Delete(root);
+    flow__after(c);
     if (ok) {
         c->bad_in_a_row = 0;
     } else {
