@@ -69,9 +69,6 @@ FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(O)/fuzz/%)
 
 # The folder of unit test $(1) (test_<m> or test_<m>_<x>).
 test_mod   = $(patsubst test_%,%,$(1))
-# The engine's session tests drive it with its protocol adapter registered
-# (adapter.h): they link the native adapter's layer.
-TEST_LAYER_test_engine_session := proto/native
 test_layer = $(or $(TEST_LAYER_$(1)),$(patsubst src/%/,%,$(dir $(firstword $(wildcard $(foreach l,$(LAYERS),src/$(l)/$(call test_mod,$(1)).c))))),$(firstword $(foreach l,$(LAYERS),$(if $(filter $(l),$(subst _, ,$(call test_mod,$(1)))),$(l)))))
 
 .PHONY: all asan clang-check run test unit fuzz fuzz-bins fuzz-build setup fmt fmt-check clean bench bench-quick soak
