@@ -429,9 +429,13 @@ for (const workers of [1, 2]) {
 }
 
 // Known open (issue 16, item 10 and item 8's second half): a reader that X
-// blocks gets an empty delta with seq + 1 for each of X's joins, patches
-// and leaves, and its snapshots and room_joined carry the epoch and seq of
-// a room that reads as empty. Per-view sequence numbers are not built yet.
+// blocks gets an empty delta with seq + 1 for each of X's joins, patches,
+// leaves and privacy changes (on a WebSocket, a room stream with ?as= and
+// in GET /v1/rooms/{id}?as= as its seq); a room stream on a room only X
+// then creates gets such a delta with the new epoch and seq 1; and a later
+// join of a room that only X was in gets a snapshot and room_joined with
+// seq 4 where the room without X has seq 1. Per-view sequence numbers are
+// not built yet.
 test.skip('blocked X == absent X in room epoch and seq (issue 16 items 8 and 10: per-view sequence numbers are not built yet)', TIMEOUT, async () => {
   for (const workers of [1, 2]) {
     const diffs = await differences('blocked', workers, { roomFull: false });
@@ -440,10 +444,11 @@ test.skip('blocked X == absent X in room epoch and seq (issue 16 items 8 and 10:
 });
 
 // Open (issue 16, item 7, "room_full at capacity reveals hidden members"):
-// for a reader that X blocks, room_full counts X. R holds A, B and X (all
-// three blocked by X, so A and B see a room of two); C's join is refused
-// with room_full although the room reads to C as two members of three,
-// and A, B and the room stream then miss C's join and leave.
+// for a reader that X blocks, room_full counts X. R holds A, B and X (A
+// and B are blocked by X, so to them and to C the room holds two members,
+// with room-max-members 3): C's join is refused with room_full where the
+// room without X takes it, so A, B and the room stream also miss C's join
+// and leave.
 test.skip('blocked X == absent X when X fills the room (issue 16 item 7: room_full counts a blocker for the readers she blocks)', TIMEOUT, async () => {
   for (const workers of [1, 2]) {
     const diffs = await differences('blocked', workers, { roomSeq: false });
