@@ -1,12 +1,30 @@
-// Invisible == offline, differentially: the same scripted world runs twice on
-// a fresh server each time. In world 1 user X never connects; in world 2 X is
-// made invisible through the admin API first and then does everything a user
-// can do (two sessions, status and custom status, rooms, metadata, cursors,
-// typing, heartbeats over WS and HTTP, privacy tweaks, a killed socket, a
-// resume, leaves). Every other observer's full transcript (WebSocket
-// messages, presence and room SSE streams, HTTP reads) is recorded step by
-// step, normalized (session and connection ids, wall times, `ago` values,
-// room epochs mapped to their order of appearance) and must be identical.
+// Hidden == absent, differentially (issue 16, the paragraph after item 12):
+// the same scripted world runs twice on a fresh server each time. In world 1
+// user X never connects; in world 2 X hides from the observers and then does
+// everything a user can do (two sessions, status and custom status, rooms,
+// metadata, cursors, typing, heartbeats over WS and HTTP, privacy tweaks that
+// keep her hidden, a killed socket, a resume, leaves). The ways of hiding
+// are the modes, each compared with the world without X:
+//   invisible  the admin API sets `invisible: true`;
+//   nobody     `online` and `lastSeen` are `nobody`;
+//   contacts   `online` and `lastSeen` are `contacts`, and X's contacts are
+//              a user who is not an observer;
+//   blocked    X blocks every observer (so the anonymous readers read as a
+//              user, with `?as=`, in both worlds of this mode).
+// Every observer's full transcript is recorded step by step: WebSocket
+// messages (presence events, watch answers, room snapshots, deltas,
+// room_joined with epoch and seq, ephemeral messages, errors: a patch and an
+// ephemeral to a room that holds only X must answer "no such room", and
+// joins into a room X fills to room-max-members must not count X), presence
+// and room SSE streams, HTTP presence, last-seen and room reads, and
+// /metrics as an observer can read it (refused, 401, in both worlds: with
+// the metrics or admin key it is an operator's view, which may differ).
+// Transcripts are normalized (session and connection ids, wall times, `ago`
+// values, room epochs mapped to their order of appearance; a member's
+// `joinedAt` becomes the step it falls in) and must be identical, step for
+// step: a frame that arrives in another step than its twin, or one more
+// frame, is a difference. A step ends only when no observer got anything
+// for QUIET ms, so "the same step" is timing within noise.
 // X itself must see its own true state in world 2.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,9 +34,11 @@ import { adminOk } from './lib/admin.mjs';
 import { streamSse } from './lib/sse.mjs';
 
 const KEY = 'invisible-admin-key-0123456789abcdef';
+const MAX_MEMBERS = 3; // room R holds A and B; C makes it full, D is refused
 const FLAGS = ['--admin-api-key', KEY, '--presence-debounce-ms', '20',
   '--room-batch-ms', '20', '--reconnect-grace-ms', '250', '--heartbeat-interval-ms', '1000',
-  '--heartbeat-min-ms', '100', '--session-ttl-ms', '30000', '--idle-ms', '600000'];
+  '--heartbeat-min-ms', '100', '--session-ttl-ms', '30000', '--idle-ms', '600000',
+  '--room-max-members', String(MAX_MEMBERS)];
 const QUIET = 200 * MULT; // no new observer output for this long = quiescent
 
 const admin = (srv, method, p, body) => adminOk(srv, KEY, method, p, body);
@@ -32,12 +52,54 @@ async function sse(url) {
 const tag = `${process.pid}`;
 const A = `inv-a-${tag}`;
 const B = `inv-b-${tag}`;
+const C = `inv-c-${tag}`;
+const D = `inv-d-${tag}`;
+const O = `inv-o-${tag}`; // the "anonymous" observer's identity in the blocked mode
+const K = `inv-k-${tag}`; // X's only contact (never connects)
 const X = `inv-x-${tag}`;
 const R = `inv-room-${tag}`;
 const R2 = `inv-solo-${tag}`;
 
-// Normalization: what legitimately differs between two runs.
-function normalizer() {
+const EVERYONE = { online: 'everyone', lastSeen: 'everyone', invisible: false };
+// Each mode: how X hides in world 2 (before anyone connects), the privacy
+// X's sessions are told of, the two privacy changes X makes while hidden
+// (each keeps her hidden from the observers), and whether the observers
+// without a user id can be observers at all (a block needs a user).
+const MODES = {
+  invisible: {
+    hide: async (srv) => assert.equal((await admin(srv, 'PUT', `/v1/admin/users/${X}/privacy`, { invisible: true })).privacy.invisible, true),
+    privacy: { ...EVERYONE, invisible: true },
+    tweaks: [{ lastSeen: 'nobody', online: 'contacts' }, { lastSeen: 'everyone', online: 'everyone' }],
+    anon: true,
+  },
+  nobody: {
+    hide: async (srv) => admin(srv, 'PUT', `/v1/admin/users/${X}/privacy`, { online: 'nobody', lastSeen: 'nobody' }),
+    privacy: { online: 'nobody', lastSeen: 'nobody', invisible: false },
+    tweaks: [{ online: 'contacts', lastSeen: 'contacts' }, { online: 'nobody', lastSeen: 'nobody' }],
+    anon: true,
+  },
+  contacts: {
+    hide: async (srv) => {
+      await admin(srv, 'PUT', `/v1/admin/users/${X}/contacts`, { contacts: [K] });
+      await admin(srv, 'PUT', `/v1/admin/users/${X}/privacy`, { online: 'contacts', lastSeen: 'contacts' });
+    },
+    privacy: { online: 'contacts', lastSeen: 'contacts', invisible: false },
+    tweaks: [{ online: 'nobody', lastSeen: 'nobody' }, { online: 'contacts', lastSeen: 'contacts' }],
+    anon: true,
+  },
+  blocked: {
+    hide: async (srv) => {
+      for (const u of [A, B, C, D, O]) assert.equal((await admin(srv, 'PUT', `/v1/admin/users/${X}/blocks/${u}`)).changed, 1);
+    },
+    privacy: EVERYONE,
+    tweaks: [{ lastSeen: 'nobody', online: 'contacts' }, { lastSeen: 'everyone', online: 'everyone' }],
+    anon: false,
+  },
+};
+
+// Normalization: what legitimately differs between two runs. stepOf(t)
+// names the step a wall time falls in.
+function normalizer(stepOf, { roomSeq = true } = {}) {
   const epochs = new Map();
   const ep = (e) => {
     if (e === 0 || e === '0') return 0;
@@ -51,58 +113,79 @@ function normalizer() {
     const o = {};
     for (const [k, x] of Object.entries(v)) {
       if (k === 'sessionId' || k === 'connectionId') o[k] = '<id>';
-      else if (k === 'at' || k === 'joinedAt' || k === 'expiresAt' || k === 'time') o[k] = typeof x === 'number' ? '<t>' : walk(x);
+      else if (k === 'joinedAt') o[k] = typeof x === 'number' ? `<t@${stepOf(x)}>` : walk(x);
+      else if (k === 'at' || k === 'expiresAt' || k === 'time') o[k] = typeof x === 'number' ? '<t>' : walk(x);
       else if (k === 'value' && 'ago' in v) o[k] = '<n>';
-      else if (k === 'epoch') o[k] = ep(x);
+      else if (k === 'epoch') o[k] = roomSeq ? ep(x) : '<e>';
+      else if (k === 'seq' && !roomSeq) o[k] = '<s>';
       else o[k] = walk(x);
     }
     return o;
   };
+  // Without roomSeq (the blocked mode's known gap, items 8 and 10), a
+  // delta with three empty lists is what the gap sends for a change the
+  // reader may not see: it is dropped (a world without X never sends one).
+  const emptyDelta = (m) => !roomSeq && m && m.type === 'room_delta' &&
+    !m.joins?.length && !m.leaves?.length && !m.patches?.length;
   const json = (text) => {
     try { return JSON.stringify(walk(JSON.parse(text))); } catch { return text; }
   };
-  const block = (b) => b.split('\n').map((l) => {
+  const msgs = (list) => list.filter((m) => !emptyDelta(m)).map((m) => JSON.stringify(walk(m)));
+  const blocks = (list) => list.filter((b) => {
+    const d = /^data: (.*)$/m.exec(b);
+    try { return !(d && emptyDelta(JSON.parse(d[1]))); } catch { return true; }
+  }).map((b) => b.split('\n').map((l) => {
     if (l.startsWith('data: ')) return `data: ${json(l.slice(6))}`;
     const m = /^id: (\d+)-(\d+)$/.exec(l);
-    if (m) return `id: ${ep(m[1])}-${m[2]}`;
+    if (m) return roomSeq ? `id: ${ep(m[1])}-${m[2]}` : 'id: <e>-<s>';
     return l;
-  }).join('\n');
-  return { obj: walk, json, block };
+  }).join('\n'));
+  return { json, msgs, blocks };
 }
 
-async function runWorld(withX, workers) {
+async function runWorld(mode, withX, workers, opts = {}) {
+  const M = MODES[mode];
   const srv = await startServer(['--workers', String(workers), ...FLAGS]);
-  const norm = normalizer();
+  const bounds = []; // wall time at which each step began
+  const stepOf = (t) => {
+    let k = -1;
+    while (k + 1 < bounds.length && bounds[k + 1] <= t) k++;
+    return k;
+  };
+  const norm = normalizer(stepOf, opts);
   const steps = []; // per step: { channel: [normalized items] }
   const x = {}; // X's own connections (world 2)
   const xs = [];
+  // Who the observers without a user are: nobody in particular, or O when
+  // a block must reach them.
+  const asO = M.anon ? '' : `as=${O}`;
+  const q = (p) => (asO ? `${p}${p.includes('?') ? '&' : '?'}${asO}` : p);
   try {
-    if (withX) {
-      const r = await admin(srv, 'PUT', `/v1/admin/users/${X}/privacy`, { invisible: true });
-      assert.equal(r.privacy.invisible, true);
-    }
+    if (withX) await M.hide(srv);
     const a = await Client.open(srv, { user: A, device: 'desktop' });
     const b = await Client.open(srv, { user: B, device: 'web' });
-    const o = await Client.open(srv);
+    const c = await Client.open(srv, { user: C, device: 'web' });
+    const d = await Client.open(srv, { user: D, device: 'web' });
+    const o = await Client.open(srv, M.anon ? {} : { user: O, device: 'web' });
     // A and B online as everyone sees them (after the debounce) before the streams open.
     await waitUntil(async () => (await (await fetch(`${srv.url}/v1/presence?user=${A}&user=${B}`)).json())
       .users.every((p) => p.status === 'online'), 'A and B online');
-    const chans = {
-      A: () => a.seen.map((m) => JSON.stringify(norm.obj(m))),
-      B: () => b.seen.map((m) => JSON.stringify(norm.obj(m))),
-      O: () => o.seen.map((m) => JSON.stringify(norm.obj(m))),
-    };
+    const ws = { A: a, B: b, C: c, D: d, O: o };
+    const chans = {};
+    for (const [k, cl] of Object.entries(ws)) chans[k] = () => norm.msgs(cl.seen);
     const streams = {
-      sseAnon: await sse(`${srv.url}/v1/presence/events?user=${X}&user=${A}`),
+      sseAnon: await sse(`${srv.url}${q(`/v1/presence/events?user=${X}&user=${A}`)}`),
       sseAsA: await sse(`${srv.url}/v1/presence/events?user=${X}&as=${A}`),
       sseAsB: await sse(`${srv.url}/v1/presence/events?user=${X}&user=${A}&as=${B}`),
-      roomR: await sse(`${srv.url}/v1/rooms/${R}/events`),
-      roomR2: await sse(`${srv.url}/v1/rooms/${R2}/events`),
+      roomR: await sse(`${srv.url}${q(`/v1/rooms/${R}/events`)}`),
+      roomR2: await sse(`${srv.url}${q(`/v1/rooms/${R2}/events`)}`),
+      roomR2AsA: await sse(`${srv.url}/v1/rooms/${R2}/events?as=${A}`),
     };
-    for (const [k, s] of Object.entries(streams)) chans[k] = () => s.blocks.map(norm.block);
+    for (const [k, s] of Object.entries(streams)) chans[k] = () => norm.blocks(s.blocks);
     const http = [];
     chans.http = () => http;
-    const total = () => a.seen.length + b.seen.length + o.seen.length + Object.values(streams).reduce((t, s) => t + s.blocks.length, 0);
+    const total = () => Object.values(ws).reduce((t, cl) => t + cl.seen.length, 0) +
+      Object.values(streams).reduce((t, s) => t + s.blocks.length, 0);
     const lens = Object.fromEntries(Object.keys(chans).map((k) => [k, 0]));
 
     async function quiesce() {
@@ -117,13 +200,20 @@ async function runWorld(withX, workers) {
       }
     }
     async function poll() {
-      for (const p of [`/v1/presence?user=${X}&user=${A}&user=${B}`, `/v1/presence?user=${X}&user=${B}&as=${A}`,
-        `/v1/lastseen?user=${X}&user=${A}`, `/v1/lastseen?user=${X}&as=${B}`, `/v1/rooms/${R}`, `/v1/rooms/${R2}`]) {
+      for (const p of [q(`/v1/presence?user=${X}&user=${A}&user=${B}`), `/v1/presence?user=${X}&user=${B}&as=${A}`,
+        q(`/v1/lastseen?user=${X}&user=${A}`), `/v1/lastseen?user=${X}&as=${B}`, q(`/v1/rooms/${R}`), q(`/v1/rooms/${R2}`),
+        `/v1/rooms/${R}?as=${B}`]) {
         const r = await fetch(`${srv.url}${p}`);
         http.push(`${p} ${r.status} ${r.headers.get('content-type')} ${norm.json(await r.text())}`);
       }
+      // /metrics as an observer can read it: without a key it is refused
+      // in both worlds. (With the metrics or admin key it is an operator's
+      // view, which counts X's sessions and members and may differ.)
+      const m = await fetch(`${srv.url}/metrics`);
+      http.push(`/metrics ${m.status} ${m.headers.get('content-type')} ${norm.json(await m.text())}`);
     }
     async function step(name, obs, xact) {
+      bounds.push(Date.now());
       if (withX && xact) { await xact(); await quiesce(); }
       if (obs) { await obs(); await quiesce(); }
       await poll();
@@ -135,14 +225,16 @@ async function runWorld(withX, workers) {
       }
       steps.push(rec);
     }
-    const ok = async (c, msg, ref) => {
-      c.send({ ...msg, ref });
-      const m = await c.next((v) => (v.type === 'ack' || v.type === 'error') && v.ref === ref);
+    const answer = async (cl, msg, ref, types = ['ack', 'error']) => {
+      cl.send({ ...msg, ref });
+      return cl.next((v) => types.includes(v.type) && v.ref === ref);
+    };
+    const ok = async (cl, msg, ref) => {
+      const m = await answer(cl, msg, ref);
       assert.equal(m.type, 'ack', `${JSON.stringify(msg)}: ${JSON.stringify(m)}`);
     };
-    const join = async (c, room, meta, ref, extra = {}) => {
-      c.send({ type: 'join', room, meta, ref, ...extra });
-      const m = await c.next((v) => (v.type === 'room_joined' || v.type === 'error') && v.ref === ref);
+    const join = async (cl, room, meta, ref, extra = {}) => {
+      const m = await answer(cl, { type: 'join', room, meta, ...extra }, ref, ['room_joined', 'error']);
       assert.equal(m.type, 'room_joined', JSON.stringify(m));
       return m;
     };
@@ -151,6 +243,7 @@ async function runWorld(withX, workers) {
     await step('setup', async () => {
       await ok(a, { type: 'watch', users: [X, B] }, 'wa');
       await ok(b, { type: 'watch', users: [X, A] }, 'wb');
+      await ok(c, { type: 'watch', users: [X] }, 'wc');
       await ok(o, { type: 'watch', users: [X, A, B] }, 'wo');
       await join(a, R, { name: 'A' }, 'ja');
       await join(b, R, { name: 'B' }, 'jb');
@@ -187,8 +280,21 @@ async function runWorld(withX, workers) {
       x.joinR = await join(x.s1, R, { name: 'X' }, 'xj');
       await join(x.s1, R2, { name: 'X' }, 'xj2');
     });
-    await step('X patches, cursors, typing; A cursor', async () => {
+    // R holds A, B and X: C's join fills it to room-max-members (X must
+    // not count), D's is refused, then both leave; whatever they got is in
+    // their transcripts.
+    if (opts.roomFull !== false) await step('C fills the room, D is refused', async () => {
+      for (const [cl, k] of [[c, 'c'], [d, 'd']]) {
+        const m = await answer(cl, { type: 'join', room: R, meta: { name: k } }, `j${k}`, ['room_joined', 'error']);
+        if (m.type === 'room_joined') cl.joined = true;
+      }
+      for (const [cl, k] of [[d, 'd'], [c, 'c']]) if (cl.joined) await ok(cl, { type: 'room_leave', room: R }, `l${k}`);
+    });
+    await step('X patches, cursors, typing; A cursor; A patches the room only X is in', async () => {
       a.send({ type: 'ephemeral', room: R, kind: 'cursor', data: { x: 1, y: 1 } });
+      // R2 holds only X: both must answer "no such room".
+      await answer(a, { type: 'patch', room: R2, meta: { z: 1 } }, 'ap2');
+      await answer(a, { type: 'ephemeral', room: R2, kind: 'cursor', data: 1 }, 'ae2');
     }, async () => {
       x.s1.send({ type: 'patch', room: R, meta: { color: 'red' }, ref: 'xp' });
       await x.s1.next((m) => m.ref === 'xp');
@@ -207,8 +313,8 @@ async function runWorld(withX, workers) {
       const h2 = await fetch(`${srv.url}/v1/heartbeat`, { method: 'POST', body: JSON.stringify({ user: X, sessionId: hb.sessionId, leave: true }) });
       assert.equal(h2.status, 200);
       await xTrue((p) => !p.devices.other, 'X http session gone');
-      await ok(x.s1, { type: 'privacy', lastSeen: 'nobody', online: 'contacts' }, 'xpr1');
-      await ok(x.s2, { type: 'privacy', lastSeen: 'everyone', online: 'everyone' }, 'xpr2');
+      await ok(x.s1, { type: 'privacy', ...M.tweaks[0] }, 'xpr1');
+      await ok(x.s2, { type: 'privacy', ...M.tweaks[1] }, 'xpr2');
     });
     await step('B joins the room X is alone in; A re-watches X', async () => {
       await join(b, R2, { name: 'B' }, 'jb2');
@@ -239,6 +345,9 @@ async function runWorld(withX, workers) {
     });
     await step('observers move', async () => {
       await ok(a, { type: 'room_leave', room: R }, 'al');
+      // B's ack and the batched delta of A's leave race: let the delta
+      // through first so that the order is the same in both worlds.
+      await b.next((m) => m.type === 'room_delta' && m.room === R && m.leaves.includes(A));
       await ok(b, { type: 'room_leave', room: R2 }, 'bl');
       await ok(a, { type: 'custom', text: 'back soon' }, 'ac');
       await ok(a, { type: 'activity', active: true }, 'aa2');
@@ -249,62 +358,107 @@ async function runWorld(withX, workers) {
       await xTrue((p) => p.status === 'offline', 'X offline');
     });
     for (const s of Object.values(streams)) s.close();
-    await a.close();
-    await b.close();
-    await o.close();
+    for (const cl of Object.values(ws)) await cl.close();
     return { steps, x };
   } finally {
-    for (const c of xs) if (c.ws.readyState === 1) c.ws.terminate();
+    for (const cl of xs) if (cl.ws.readyState === 1) cl.ws.terminate();
     await stopClean(srv, assert);
   }
 }
 
+// Runs both worlds (side by side: each has its own server) and returns
+// every difference between the observers' transcripts, plus X's own view.
 // workers=1: the transcripts must be identical, order included (except
-// that presence about different users may interleave). workers=2:
-// messages about different users may interleave differently from run to run
-// (each worker publishes its own users), so each step's messages are
-// compared as a multiset per channel.
-for (const [workers, exact] of [[1, true], [2, false]]) {
-  test(`invisible == offline, workers=${workers}: every observer transcript is identical${exact ? '' : ' (as multisets per step)'}, X sees its own truth`, async () => {
-    const w1 = await runWorld(false, workers);
-    const w2 = await runWorld(true, workers);
-    assert.equal(w1.steps.length, w2.steps.length);
-    // Sanity: the transcripts are not trivially empty.
-    const count = (w, k) => w.steps.reduce((t, st) => t + st[k].length, 0);
-    assert.ok(count(w1, 'A') > 5 && count(w1, 'roomR') > 3 && count(w1, 'http') > 20);
-    // (SSE ids count events in arrival order, so they go with the order.)
-    // workers=1 keeps the order of everything about one user and of every
-    // other message; only presence about *different* users may interleave
-    // differently (each user's snapshot waits for its own settings read).
-    const userOf = (x) => (/"type":"presence","presence":\{"user":"([^"]*)"/.exec(typeof x === 'string' ? x : JSON.stringify(x)) || [])[1] || '';
-    const byUser = (list) => {
-      const keys = [...new Set(list.map(userOf))].sort();
-      return keys.flatMap((k) => list.filter((x) => userOf(x) === k).map((x) => (typeof x === 'string' ? x.replace(/^id: .*\n/m, '') : x)));
-    };
-    const shape = (list) => (!Array.isArray(list) ? list
-      : exact ? byUser(list) : list.map((x) => (typeof x === 'string' ? x.replace(/^id: .*\n/m, '') : JSON.stringify(x))).sort());
-    // Every difference, not only the first one.
-    const diffs = [];
-    for (let i = 0; i < w1.steps.length; i++) {
-      for (const k of Object.keys(w1.steps[i])) {
-        try {
-          assert.deepEqual(shape(w2.steps[i][k]), shape(w1.steps[i][k]));
-        } catch (e) {
-          diffs.push(`step "${w1.steps[i].name}", channel ${k}: invisible X (+) differs from offline X (-):\n${e.message}`);
-        }
+// that presence about different users may interleave: each user's snapshot
+// waits for its own settings read). workers=2: messages about different
+// users may interleave differently from run to run (each worker publishes
+// its own users), so each step's messages are compared as a multiset per
+// channel. (SSE ids count events in arrival order, so they go with the
+// order.)
+async function differences(mode, workers, opts = {}) {
+  const exact = workers === 1;
+  const [w1, w2] = await Promise.all([runWorld(mode, false, workers, opts), runWorld(mode, true, workers, opts)]);
+  assert.equal(w1.steps.length, w2.steps.length);
+  // Sanity: the transcripts are not trivially empty.
+  const count = (w, k) => w.steps.reduce((t, st) => t + st[k].length, 0);
+  assert.ok(count(w1, 'A') > 5 && count(w1, 'roomR') > 3 && count(w1, 'http') > 20);
+  if (opts.roomFull !== false) assert.ok(count(w1, 'D') > 0, 'D got its room_full');
+  const userOf = (s) => (/"type":"presence","presence":\{"user":"([^"]*)"/.exec(s) || [])[1] || '';
+  const noId = (s) => s.replace(/^id: .*\n/m, '');
+  const byUser = (list) => {
+    const keys = [...new Set(list.map(userOf))].sort();
+    return keys.flatMap((k) => list.filter((s) => userOf(s) === k).map(noId));
+  };
+  const shape = (list) => (exact ? byUser(list) : list.map(noId).sort());
+  // Every difference, not only the first one.
+  const diffs = [];
+  for (let i = 0; i < w1.steps.length; i++) {
+    for (const k of Object.keys(w1.steps[i])) {
+      if (k === 'name') continue;
+      try {
+        assert.deepEqual(shape(w2.steps[i][k]), shape(w1.steps[i][k]));
+      } catch (e) {
+        diffs.push(`${mode}: step "${w1.steps[i].name}", channel ${k}: hidden X (+) differs from absent X (-):\n${e.message}`);
       }
     }
-    try {
-      selfView(w2.x);
-    } catch (e) {
-      diffs.push(`X's own view in world 2: ${e.message}`);
-    }
-    assert.deepEqual(diffs, [], diffs.join('\n\n'));
-  });
+  }
+  try {
+    selfView(w2.x, mode);
+  } catch (e) {
+    diffs.push(`${mode}: X's own view in world 2: ${e.message}`);
+  }
+  return diffs;
 }
 
+const TIMEOUT = { timeout: 120000 * MULT };
+for (const workers of [1, 2]) {
+  for (const mode of Object.keys(MODES)) {
+    // The blocked mode has known gaps, each checked by a skipped test
+    // below the loop: its room epoch and seq still count X's changes
+    // (issue 16, items 8 and 10), so here they are not compared (and the
+    // empty deltas the gap sends are dropped); and room_full counts X for
+    // the readers she blocks (item 7), so the step that fills the room is
+    // left out. Every other byte is compared.
+    const opts = mode === 'blocked' ? { roomSeq: false, roomFull: false } : {};
+    const but = mode === 'blocked' ? ' but room epoch/seq and room_full' : '';
+    test(`${mode} X == absent X, workers=${workers}: every observer transcript is identical${workers === 1 ? '' : ' (as multisets per step)'}${but}, X sees its own truth`, TIMEOUT, async () => {
+      const diffs = await differences(mode, workers, opts);
+      assert.deepEqual(diffs, [], diffs.join('\n\n'));
+    });
+  }
+}
+
+// Known open (issue 16, item 10 and item 8's second half): a reader that X
+// blocks gets an empty delta with seq + 1 for each of X's joins, patches,
+// leaves and privacy changes (on a WebSocket, a room stream with ?as= and
+// in GET /v1/rooms/{id}?as= as its seq); a room stream on a room only X
+// then creates gets such a delta with the new epoch and seq 1; and a later
+// join of a room that only X was in gets a snapshot and room_joined with
+// seq 4 where the room without X has seq 1. Per-view sequence numbers are
+// not built yet.
+test.skip('blocked X == absent X in room epoch and seq (issue 16 items 8 and 10: per-view sequence numbers are not built yet)', TIMEOUT, async () => {
+  for (const workers of [1, 2]) {
+    const diffs = await differences('blocked', workers, { roomFull: false });
+    assert.deepEqual(diffs, [], diffs.join('\n\n'));
+  }
+});
+
+// Open (issue 16, item 7, "room_full at capacity reveals hidden members"):
+// for a reader that X blocks, room_full counts X. R holds A, B and X (A
+// and B are blocked by X, so to them and to C the room holds two members,
+// with room-max-members 3): C's join is refused with room_full where the
+// room without X takes it, so A, B and the room stream also miss C's join
+// and leave.
+test.skip('blocked X == absent X when X fills the room (issue 16 item 7: room_full counts a blocker for the readers she blocks)', TIMEOUT, async () => {
+  for (const workers of [1, 2]) {
+    const diffs = await differences('blocked', workers, { roomSeq: false });
+    assert.deepEqual(diffs, [], diffs.join('\n\n'));
+  }
+});
+
 // X's own view in world 2: the true state, versions increasing.
-function selfView(x) {
+function selfView(x, mode) {
+  const M = MODES[mode];
   const self = x.s1.seen.filter((m) => m.type === 'presence' && m.presence.user === X).map((m) => m.presence);
   assert.ok(self.length >= 3, JSON.stringify(self));
   for (let i = 1; i < self.length; i++) assert.ok(self[i].version > self[i - 1].version, 'versions increase');
@@ -313,15 +467,18 @@ function selfView(x) {
   assert.ok(self.some((p) => JSON.stringify(p.devices) === JSON.stringify({ desktop: 'busy', mobile: 'away' })),
     `self sees both devices: ${JSON.stringify(self)}`);
   const pcs = x.s1.seen.filter((m) => m.type === 'privacy_changed').map((m) => m.privacy);
-  assert.deepEqual(pcs[0], { online: 'everyone', lastSeen: 'everyone', invisible: true }, 'a new session is told it is invisible');
-  assert.deepEqual(pcs.at(-1), { online: 'everyone', lastSeen: 'everyone', invisible: true });
-  // Rooms are encoded once for all members: X's own room view is the
-  // public one (A and B), and it got its room_joined.
+  assert.deepEqual(pcs[0], M.privacy, 'a new session is told how it hides');
+  assert.deepEqual(pcs.at(-1), M.privacy, 'the tweaks end where they began');
+  // Rooms are encoded once for all members: a hidden X's own room view is
+  // the public one (A and B), and it got its room_joined.
   const snap = x.s1.seen.find((m) => m.type === 'room_snapshot' && m.room === R);
   assert.ok(snap && x.joinR, 'X got the room state and room_joined');
-  assert.deepEqual(snap.members.map((m) => m.user), [A, B]);
-  assert.equal(snap.count, 2);
-  assert.equal(x.joinR.count, 2);
+  assert.deepEqual(snap.members.map((m) => m.user).filter((u) => u !== X), [A, B]);
+  if (mode !== 'blocked') {
+    assert.deepEqual(snap.members.map((m) => m.user), [A, B]);
+    assert.equal(snap.count, 2);
+    assert.equal(x.joinR.count, 2);
+  }
   // X's watch of A shows A's public state (A went away, then back).
   assert.ok(x.s1.seen.some((m) => m.type === 'presence' && m.presence.user === A && m.presence.status === 'away'));
 }
