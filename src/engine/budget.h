@@ -15,9 +15,9 @@
  * rate of 0 means no budget for that kind. Heartbeats have no budget:
  * they are throttled, and cost nothing past the throttle (session.c).
  *
- * Pure: no clock reads (now comes in), no allocation; the state lives in
- * the client's rare part (struct client_x), made on the first budgeted
- * message.
+ * Pure: no clock reads (now comes in), no allocation; flow.c keeps a
+ * connection's buckets from its first budgeted message until they have
+ * all refilled (then they are the same as none and go).
  */
 #ifndef BUDGET_H
 #define BUDGET_H

@@ -15,7 +15,6 @@
 #include <stdint.h>
 
 #include "adapter.h"
-#include "budget.h"
 #include "config.h"
 #include "engine_state.h"
 #include "hmap.h"
@@ -45,9 +44,7 @@ struct client_x {
     uint64_t qlast;                /* loop ms of the last refill */
     struct rblock *rblock;         /* engine_room_block.c: a blockers record of its own */
     struct watch_tier *tier;       /* watch.c: the list-tier window, NULL when no such link */
-    char *okey;                /* watch.c: the observer key its watches and stream count under */
-    struct flow_pause *paused; /* flow.c: not read until the bus drains; NULL = read */
-    struct budget budget;      /* flow.c: its message budgets */
+    char *okey; /* watch.c: the observer key its watches and stream count under */
 };
 
 /* The ids stored in the client itself (uid, NUL, sid, NUL) when both fit:

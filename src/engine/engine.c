@@ -161,6 +161,7 @@ void engine_tick(struct engine *e)
     uint64_t now = loop_now(e->w->loop);
 
     update_metrics(e);
+    flow__tick(e, now);
     if (e->env->observer_rate && now - e->swept_ms >= SWEEP_EVERY_MS) {
         e->swept_ms = now;
         ratelimit_sweep(e->env->observer_rate, SWEEP_STRIPES, now);

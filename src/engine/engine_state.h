@@ -60,7 +60,9 @@ struct engine {
     const char *kick_reason; /* during an admin kick: the reason for on_end */
     /* flow control (flow.c) */
     bool congested;                /* a send found its owner's backlog over the bound */
-    struct list paused;            /* struct flow_pause: clients not read for now */
+    struct hmap flows;             /* struct flow_rec by client: budgets in use, pauses */
+    uint64_t flows_swept_ms;       /* loop ms of the last flow__tick() sweep */
+    struct list paused;            /* struct flow_rec: clients not read for now */
     struct wheel_timer flow_timer; /* looks at the backlogs while some are paused */
     /* How engine_expiry.c closes a client whose deadline passed:
      * client__expire() (engine_new sets it; the unit test of the deadline

@@ -2,6 +2,8 @@
 /* flow.c - budgets and bus backpressure for client input (flow.h). */
 #include "flow.h"
 
+#include <stdio.h>
+
 #include "bus.h"
 #include "conn.h"
 #include "frame.h"
@@ -11,13 +13,57 @@
 #include "worker.h"
 #include "wsconn.h"
 
-#define FLOW_RECHECK_MS 2 /* how often paused clients look at the backlogs */
+#define FLOW_RECHECK_MS 2    /* how often paused clients look at the backlogs */
+#define FLOW_SWEEP_MS   1000 /* how often records that carry nothing are dropped */
 
-/* A paused client, in e->paused (rare: its own small object). */
-struct flow_pause {
-    struct list link;
+/* A client's flow state, in e->flows while it carries information: its
+ * budgets since their last use (a bucket refilled to full is the same as
+ * none), or its pause. Idle connections have none. */
+struct flow_rec {
+    struct hmap_node node; /* e->flows, by the client's address */
     struct client *c;
+    struct budget budget;
+    struct list link; /* e->paused while paused */
+    bool paused;
 };
+
+static uint64_t client_hash(const struct client *c)
+{
+    return hash_bytes(&c, sizeof(c));
+}
+
+static struct flow_rec *find_rec(struct engine *e, const struct client *c)
+{
+    uint64_t h = client_hash(c);
+
+    for (struct hmap_node *n = hmap_find(&e->flows, h); n; n = hmap_find_next(n, h)) {
+        struct flow_rec *r = container_of(n, struct flow_rec, node);
+        if (r->c == c)
+            return r;
+    }
+    return NULL;
+}
+
+static struct flow_rec *get_rec(struct engine *e, struct client *c)
+{
+    struct flow_rec *r = find_rec(e, c);
+
+    if (!r) {
+        r = pool_alloc(sizeof(*r)); /* zeroed: budgets not started */
+        r->c = c;
+        list_init(&r->link);
+        hmap_insert(&e->flows, &r->node, client_hash(c));
+    }
+    return r;
+}
+
+static void drop_rec(struct engine *e, struct flow_rec *r)
+{
+    if (r->paused)
+        list_del(&r->link);
+    hmap_remove(&e->flows, &r->node);
+    pool_free(r);
+}
 
 bool flow__spend(struct client *c, enum budget_kind k, const char *ref)
 {
@@ -25,7 +71,7 @@ bool flow__spend(struct client *c, enum budget_kind k, const char *ref)
     const struct config *cfg = &e->w->srv->cfg;
     char msg[96];
 
-    if (k == BUDGET_NONE || budget_take(&client_x(c)->budget, k, cfg, loop_now(e->w->loop)))
+    if (k == BUDGET_NONE || budget_take(&get_rec(e, c)->budget, k, cfg, loop_now(e->w->loop)))
         return true;
     METRIC_ADD(&e->w->metrics, msgs_rate_limited, 1);
     snprintf(msg, sizeof(msg), "more %s messages than msg-rate-%s per second", budget_kind_name(k),
@@ -52,15 +98,16 @@ static uint64_t worst_backlog(struct engine *e)
 void flow__pause(struct client *c)
 {
     struct engine *e = c->e;
-    struct flow_pause *p;
+    struct flow_rec *r;
 
     e->congested = false;
-    if (!c->ws || (c->x && c->x->paused))
+    if (!c->ws)
         return;
-    p = pool_alloc(sizeof(*p));
-    p->c = c;
-    client_x(c)->paused = p;
-    list_insert_tail(&e->paused, &p->link);
+    r = get_rec(e, c);
+    if (r->paused)
+        return;
+    r->paused = true;
+    list_insert_tail(&e->paused, &r->link);
     conn_pause_input(wsconn_to_conn(c->ws), true);
     METRIC_ADD(&e->w->metrics, reads_paused, 1);
     if (!wheel_is_linked(&e->flow_timer))
@@ -69,27 +116,38 @@ void flow__pause(struct client *c)
 
 void flow__forget(struct client *c)
 {
-    struct flow_pause *p = c->x ? c->x->paused : NULL;
+    struct flow_rec *r = c->e->flows.count ? find_rec(c->e, c) : NULL;
 
-    if (!p)
-        return;
-    c->x->paused = NULL;
-    list_del(&p->link);
-    pool_free(p);
+    if (r)
+        drop_rec(c->e, r);
 }
 
-/* Reads every paused client again, its buffered input first. Each leaves
- * the list before its input runs, which may close it (and free it). */
+/* Reads every client paused until now again, its buffered input first.
+ * Each leaves the list before its input runs, which may close it (and
+ * free it); one that pauses again then waits for the next look. */
 static void resume_all(struct engine *e)
 {
-    while (!list_empty(&e->paused)) {
-        struct flow_pause *p = container_of(e->paused.next, struct flow_pause, link);
-        struct conn *conn = wsconn_to_conn(p->c->ws);
+    struct list now;
 
-        flow__forget(p->c);
+    list_init(&now);
+    if (!list_empty(&e->paused)) {
+        now.next = e->paused.next;
+        now.prev = e->paused.prev;
+        now.next->prev = &now;
+        now.prev->next = &now;
+        list_init(&e->paused);
+    }
+    while (!list_empty(&now)) {
+        struct flow_rec *r = container_of(now.next, struct flow_rec, link);
+        struct conn *conn = wsconn_to_conn(r->c->ws);
+
+        list_del(&r->link);
+        r->paused = false;
         conn_pause_input(conn, false);
         conn_replay_input(conn);
     }
+    if (!list_empty(&e->paused) && !wheel_is_linked(&e->flow_timer))
+        loop_timer_start(e->w->loop, &e->flow_timer, FLOW_RECHECK_MS);
 }
 
 static void on_flow_timer(struct wheel_timer *t, uint64_t now)
@@ -103,6 +161,24 @@ static void on_flow_timer(struct wheel_timer *t, uint64_t now)
         loop_timer_start(e->w->loop, &e->flow_timer, FLOW_RECHECK_MS);
 }
 
+void flow__tick(struct engine *e, uint64_t now)
+{
+    uint64_t idle = (uint64_t)e->w->srv->cfg.msg_burst_seconds * 1000;
+    struct hmap_node *n, *next;
+    size_t i;
+
+    if (now - e->flows_swept_ms < FLOW_SWEEP_MS || e->flows.count == 0)
+        return;
+    e->flows_swept_ms = now;
+    for (n = hmap_first(&e->flows, &i); n; n = next) {
+        struct flow_rec *r = container_of(n, struct flow_rec, node);
+
+        next = hmap_next(&e->flows, n, &i);
+        if (!r->paused && now - r->budget.last_ms >= idle)
+            drop_rec(e, r); /* its buckets are full again: the same as none */
+    }
+}
+
 void flow__init(struct engine *e)
 {
     list_init(&e->paused);
@@ -111,7 +187,13 @@ void flow__init(struct engine *e)
 
 void flow__free(struct engine *e)
 {
+    struct hmap_node *n, *next;
+    size_t i;
+
     wheel_del(&e->flow_timer);
-    while (!list_empty(&e->paused))
-        flow__forget(container_of(e->paused.next, struct flow_pause, link)->c);
+    for (n = hmap_first(&e->flows, &i); n; n = next) {
+        next = hmap_next(&e->flows, n, &i);
+        drop_rec(e, container_of(n, struct flow_rec, node));
+    }
+    hmap_release(&e->flows);
 }

@@ -43,8 +43,12 @@ static inline void flow__after(struct client *c)
         flow__pause(c);
 }
 
-/* c is going away: it leaves the paused list. */
+/* c is going away: its flow state goes (it leaves the paused list). */
 void flow__forget(struct client *c);
+
+/* Once a second (engine_tick): drops the state of clients whose budgets
+ * have refilled, so an idle connection holds none. */
+void flow__tick(struct engine *e, uint64_t now);
 
 /* The engine's set-up and tear-down of the resume timer. */
 void flow__init(struct engine *e);
