@@ -128,8 +128,11 @@ test('a heartbeat storm writes no last seen', async () => {
     const w0 = await writes(srv);
     const hb0 = Date.now();
     let beats = 0;
-    while (Date.now() - hb0 < 6 * FLUSH_MS) {
-      for (let i = 0; i < 20; i++, beats++) c.send({ type: i % 2 ? 'heartbeat' : 'activity', active: true });
+    // Heartbeats as fast as a broken client sends them, and activity reports
+    // every 100 ms (within the status budget, msg-rate-status: 20/s).
+    for (let round = 0; Date.now() - hb0 < 6 * FLUSH_MS; round++) {
+      for (let i = 0; i < 20; i++, beats++) c.send({ type: 'heartbeat' });
+      if (round % 4 === 0) c.send({ type: 'activity', active: true });
       await sleep(25);
     }
     await sleep(2 * FLUSH_MS);
