@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * room_internal.h - what room.c (members, deltas, snapshots, resume) and
- * room_ephemeral.c (the ephemeral lane) share: the engine's private types
- * and the few room__ functions one file calls in the other. Not part of
- * the room API: only those two files include it.
+ * room_internal.h - what the files of the room module share: room.c
+ * (rooms, members, membership calls), room_publish.c (the flush, message
+ * values, the snapshot cache), room_ring.c (the resume ring), room_info.c
+ * (reads and admin lists) and room_ephemeral.c (the ephemeral lane). It
+ * holds the engine's private types and the room__ functions one file
+ * calls in another. Not part of the room API: only those files include
+ * it.
  */
 #ifndef ROOM_INTERNAL_H
 #define ROOM_INTERNAL_H
@@ -178,6 +181,53 @@ void room__emit(struct room *r, room_emit_cb *cb, struct room_event *ev);
 /* Deletes r when it has no member records and no callback for it runs;
  * true when r is gone. */
 bool room__maybe_delete(struct room *r);
+
+/* e's room named id, or NULL. */
+struct room *room__find(const struct room_engine *e, const char *id);
+/* m's nsessions session ids, join order. */
+char *const *room__sessions(const struct member *m);
+/* Frees m, which must not be in its room's dirty list (unless the room
+ * is being freed). */
+void room__member_free(struct room *r, struct member *m);
+
+/* ---- room_publish.c ---- */
+
+/* The flush timer of a room (room->flush_timer): flushes its batch. */
+void room__on_flush_timer(struct wheel_timer *t, uint64_t now);
+/* Grows the scratch list i (0 or 1) to hold n entries; returns it. */
+struct room_entry *room__ents_reserve(struct room_engine *e, int i, size_t n);
+/* Grows the scratch leave list to hold n ids; returns it. */
+const char **room__leaves_reserve(struct room_engine *e, size_t n);
+/* A message of payload p (a reference, handed over) at seq. */
+struct room_msg room__make_msg(struct payload *p, uint64_t seq);
+/* True when m is listed to a reader: published and not hidden by hide
+ * (NULL: hides none). */
+bool room__listed(const struct member *m, room_hide_fn *hide, void *ctx);
+/* How many of r's published members (r NULL: none) that reader sees. */
+size_t room__shown_count(const struct room *r, room_hide_fn *hide, void *ctx);
+/* room's snapshot by codec into *out (a reference): 0 or ROOM_E_ROOM_ID.
+ * An unknown room reads as the empty room of epoch 0. The cache holds the
+ * room's own codec's snapshot only, and is filled only when keep. */
+int room__snapshot(struct room_engine *e, const char *room, bool keep,
+                   const struct room_codec *codec, struct room_msg *out);
+
+/* ---- room_ring.c ---- */
+
+/* Frees every record of g and g's array; g is then empty. */
+void room__ring_release(struct ring *g);
+/* A record of msg, the delta whose value is v (a pool.h object). */
+struct ring_rec *room__ring_rec_delta(const struct room_msg *msg, const struct room_delta_view *v);
+/* A record of msg, the snapshot whose value is v (a pool.h object). */
+struct ring_rec *room__ring_rec_snapshot(const struct room_msg *msg,
+                                         const struct room_snapshot_view *v);
+/* Makes room in r's ring for a newest message of len bytes as encoded,
+ * evicting the oldest ones beyond ring_len entries or max_bytes bytes.
+ * False when len > max_bytes: the ring is then empty and the message is
+ * not to be kept. */
+bool room__ring_make_room(struct room_engine *e, struct room *r, size_t len, size_t max_bytes);
+/* Keeps x (consumed), the record of r's newest message, as the ring's
+ * newest entry (after room__ring_make_room() said yes). */
+void room__ring_append(struct room_engine *e, struct room *r, struct ring_rec *x);
 
 /* ---- room_ephemeral.c ---- */
 

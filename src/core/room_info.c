@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * room_info.c - the reads of room.h that do not publish anything: a
+ * room's counters (room_get_info), one member's current state
+ * (room_get_member), the HTTP API's info object (room_encode_info*, the
+ * published state as a reader who hides some members sees it), the admin
+ * lists (room_admin_list, room_admin_members: current state, hidden
+ * members included) and the engine's stats. The info object is the one
+ * JSON of the room module not written by a codec.
+ */
+#include "room_internal.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "buf.h"
+#include "json.h"
+#include "list.h"
+
+int room_get_info(const struct room_engine *e, const char *room, struct room_info *out)
+{
+    const struct room *r;
+
+    *out = (struct room_info){.mode = ROOM_MODE_NORMAL};
+    if (!room__id_ok(room, ROOM_ID_MAX))
+        return ROOM_E_ROOM_ID;
+    r = room__find(e, room);
+    if (r == NULL)
+        return ROOM_E_NO_ROOM;
+    out->epoch = r->epoch;
+    out->seq = r->seq;
+    out->mode = r->mode;
+    out->count = r->published;
+    out->members = r->present;
+    out->pending = r->ndirty > 0;
+    out->flushed_at = r->flushed_at;
+    return 0;
+}
+
+int room_get_member(const struct room_engine *e, const char *room, const char *user,
+                    struct room_member_view *out)
+{
+    struct room *r;
+    struct member *m;
+    int rc = room__find_member(e, room, user, &r, &m);
+
+    if (rc)
+        return rc;
+    *out = (struct room_member_view){
+        .user = m->user,
+        .meta = m->meta->data,
+        .meta_len = m->meta->len,
+        .joined_at = m->joined_at,
+        .session_ids = (const char *const *)room__sessions(m),
+        .nsessions = m->nsessions,
+        .visible = m->visible,
+        .published = m->pub,
+    };
+    return 0;
+}
+
+int room_encode_info(const struct room_engine *e, const char *room, size_t limit, struct buf *out)
+{
+    return room_encode_info_for(e, room, limit, NULL, NULL, out);
+}
+
+/* {"user":"u","joinedAt":T,"meta":M} as published: the HTTP API's member. */
+static void append_member(struct buf *b, const struct member *m)
+{
+    buf_append_str(b, "{\"user\":");
+    json_append_cstr(b, m->user);
+    buf_append_str(b, ",\"joinedAt\":");
+    json_append_u64(b, m->joined_at); /* unchanged while published */
+    buf_append_str(b, ",\"meta\":");
+    buf_append(b, m->pub_meta->data, m->pub_meta->len);
+    buf_append_str(b, "}");
+}
+
+int room_encode_info_for(const struct room_engine *e, const char *room, size_t limit,
+                         room_hide_fn *hide, void *ctx, struct buf *out)
+{
+    const struct room *r;
+    size_t shown, n = 0;
+
+    if (!room__id_ok(room, ROOM_ID_MAX))
+        return ROOM_E_ROOM_ID;
+    r = room__find(e, room);
+    shown = room__shown_count(r, hide, ctx);
+    /* A room whose members are all hidden reads exactly like no room. */
+    buf_append_str(out, "{\"room\":");
+    json_append_cstr(out, room);
+    buf_printf(out, ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu,\"members\":[",
+               shown ? (unsigned long long)r->epoch : 0ull,
+               shown ? (unsigned long long)r->seq : 0ull,
+               room_mode_name(shown ? r->mode : ROOM_MODE_NORMAL), shown);
+    for (const struct list *pos = shown ? r->order.next : NULL;
+         pos && pos != &r->order && n < limit; pos = pos->next) {
+        const struct member *m = container_of(pos, struct member, order);
+        if (!room__listed(m, hide, ctx))
+            continue;
+        if (n++)
+            buf_append_str(out, ",");
+        append_member(out, m);
+    }
+    buf_append_str(out, "]}");
+    return 0;
+}
+
+void room_admin_list(const struct room_engine *e, struct buf *out, bool *first)
+{
+    struct hmap_node *n;
+    size_t it;
+
+    for (n = hmap_first(&e->rooms, &it); n; n = hmap_next(&e->rooms, n, &it)) {
+        const struct room *r = container_of(n, struct room, node);
+        if (r->present == 0)
+            continue;
+        buf_append_str(out, *first ? "{\"room\":" : ",{\"room\":");
+        json_append_cstr(out, r->id);
+        buf_printf(out, ",\"members\":%zu,\"visible\":%zu}", r->present, r->published);
+        *first = false;
+    }
+}
+
+int room_admin_members(const struct room_engine *e, const char *room, struct buf *out)
+{
+    const struct room *r;
+    const struct list *pos;
+    const char *sep = "";
+
+    if (!room__id_ok(room, ROOM_ID_MAX))
+        return ROOM_E_ROOM_ID;
+    r = room__find(e, room);
+    buf_append_str(out, "{\"room\":");
+    json_append_cstr(out, room);
+    buf_append_str(out, ",\"members\":[");
+    for (pos = r ? r->order.next : NULL; r && pos != &r->order; pos = pos->next) {
+        const struct member *m = container_of(pos, struct member, order);
+        if (m->nsessions == 0)
+            continue;
+        buf_printf(out, "%s{\"user\":", sep);
+        json_append_cstr(out, m->user);
+        buf_printf(out, ",\"sessions\":%u,\"visible\":%s}", (unsigned)m->nsessions,
+                   m->visible ? "true" : "false");
+        sep = ",";
+    }
+    buf_append_str(out, "]}");
+    return 0;
+}
+
+void room_get_stats(const struct room_engine *e, struct room_stats *out)
+{
+    *out = e->stats;
+}
