@@ -553,6 +553,17 @@ static void on_text(struct peer *p, const char *s, size_t n)
     for (int i = 0; server_types[i]; i++)
         known |= strcmp(type, server_types[i]) == 0;
     CHECK(known, "a frame of undocumented type %s", type);
+    if (!p->welcomed && strcmp(type, "error") == 0) {
+        /* a session the user may not have: the error, then close 1008 */
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(o, "code");
+        CHECK(cJSON_IsString(code) && strcmp(code->valuestring, "too_many_sessions") == 0,
+              "an error before the welcome");
+        CHECK(p->user >= 0 && !p->refused, "too_many_sessions twice or for an observer");
+        p->refused = true;
+        cJSON_Delete(o);
+        return;
+    }
+    CHECK(!p->refused, "%s after too_many_sessions", type);
     CHECK(p->welcomed || strcmp(type, "welcome") == 0, "%s before the welcome", type);
     CHECK(!p->ended, "%s after session_ended", type);
     r = check_ref(p, o, type);
@@ -607,6 +618,7 @@ static void on_close_frame(struct peer *p, const uint8_t *pl, size_t n)
         fprintf(stderr, "<- [%d] close %u\n", p->slot, code);
     CHECK(code != WS_CLOSE_NO_STATUS && code != WS_CLOSE_ABNORMAL, "server close without a code");
     CHECK(code != 4000 || p->ended, "close 4000 without session_ended");
+    CHECK(!p->refused || code == 1008, "too_many_sessions closed with %u, not 1008", code);
     p->server_closed = true;
 }
 
@@ -863,12 +875,29 @@ static void check_drained(struct env *v)
     CHECK(v->w.pool.count == 0, "%zu connections left", v->w.pool.count);
 }
 
+/* libFuzzer's entropic schedule spends most of the time in its own
+ * bookkeeping (UpdateFeatureFrequency) with this target's tens of
+ * thousands of features, ten times what a run costs: it is off unless
+ * the command line asks for it. */
+static void entropic_off(int *argc, char ***argv)
+{
+    static char flag[] = "-entropic=0";
+    char **v;
+
+    for (int i = 1; i < *argc; i++)
+        if (strncmp((*argv)[i], "-entropic=", 10) == 0)
+            return;
+    v = xcalloc((size_t)*argc + 2, sizeof(*v)); /* lives as long as the process */
+    memcpy(v, *argv, (size_t)*argc * sizeof(*v));
+    v[(*argc)++] = flag;
+    *argv = v;
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     const struct route_list parts[] = {native_routes, engine_routes};
 
-    (void)argc;
-    (void)argv;
+    entropic_off(argc, argv);
     signal(SIGPIPE, SIG_IGN);
     trace = getenv("FUZZ_ENGINE_TRACE") != NULL;
     config_init(&cfg_template);

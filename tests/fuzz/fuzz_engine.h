@@ -39,6 +39,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
@@ -146,7 +147,8 @@ struct peer {
     bool bad;     /* the upgrade request is invalid: expect HTTP 400 */
     char sid[64]; /* from the welcome */
     bool upgraded, welcomed, ended, server_closed, gone;
-    char *in; /* bytes from the server not parsed yet */
+    bool refused; /* got too_many_sessions instead of a welcome */
+    char *in;     /* bytes from the server not parsed yet */
     size_t in_len, in_cap;
     struct ref_rec refs[FZ_REFS_MAX];
     int nrefs;
@@ -498,10 +500,19 @@ static void fz_since(struct buf *b, struct prog *pr, struct rmodel *rm, bool tra
             rm->seq = 0;
         }
         return;
-    case 3:
-        buf_printf(b, "{\"epoch\":%s,\"seq\":%s}", fz_numbers[fz_u8(pr) % ARRAY_SIZE(fz_numbers)],
-                   fz_numbers[fz_u8(pr) % ARRAY_SIZE(fz_numbers)]);
+    case 3: {
+        const char *e = fz_numbers[fz_u8(pr) % ARRAY_SIZE(fz_numbers)];
+        const char *q = fz_numbers[fz_u8(pr) % ARRAY_SIZE(fz_numbers)];
+        buf_printf(b, "{\"epoch\":%s,\"seq\":%s}", e, q);
+        if (track && strtod(e, NULL) == 0 && strtod(q, NULL) == 0) {
+            rm->base = true; /* 0.0 and -0 are 0: "my model is empty" */
+            rm->members = 0;
+            rm->epoch = 0;
+            rm->seq = 0;
+            return;
+        }
         break;
+    }
     case 4:
         buf_append_str(b, "null");
         break;
