@@ -419,8 +419,7 @@ struct fz_msg {
 static void fz_ref(struct fz_msg *m, struct peer *p, struct prog *pr, bool forced)
 {
     static const char *const refused[] = {
-        "1e300", "1.5", "true", "{}", "[1]", "null", "9223372036854775808", "-9223372036854775809",
-        FZ_REF70};
+        "1e300", "1.5", "true", "{}", "[1]", "null", "9223372036854775808", FZ_REF70};
     uint8_t c = fz_u8(pr);
     uint64_t n = ++p->next_ref;
 
