@@ -408,6 +408,31 @@ static void fz_enum(struct buf *b, struct prog *pr, const char *const *choices, 
             gen;                                                   \
     } while (0)
 
+/* A value of the wrong type for a field that holds ids (room, users):
+ * never a valid id nor an array holding one, so that the model knows
+ * every room and user a message can name. */
+static void fz_wrong(struct buf *b, struct prog *pr)
+{
+    static const char *const wrong[] = {"7",   "null",  "true",    "{}",        "{\"a\":1}",
+                                        "1.5", "[1,2]", "\"a b\"", "[\"a b\"]", "[[]]"};
+
+    buf_append_str(b, wrong[fz_u8(pr) % ARRAY_SIZE(wrong)]);
+}
+
+/* FZ_FIELD for an id-bearing field: its wrong values come from fz_wrong(). */
+#define FZ_ID_FIELD(b, pr, first, name, gen)                       \
+    do {                                                           \
+        uint8_t f_ = fz_u8(pr);                                    \
+        if (f_ % 8 == 0)                                           \
+            break;                                                 \
+        buf_printf((b), "%s\"%s\":", *(first) ? "" : ",", (name)); \
+        *(first) = false;                                          \
+        if (f_ % 8 == 1)                                           \
+            fz_wrong((b), (pr));                                   \
+        else                                                       \
+            gen;                                                   \
+    } while (0)
+
 /* A message being built: its text and the ref it will be answered with. */
 struct fz_msg {
     struct buf b;
@@ -559,11 +584,11 @@ static void fz_fields(struct fz_msg *m, struct peer *p, struct prog *pr, bool tr
         break;
     case FZ_K_WATCH:
     case FZ_K_UNWATCH:
-        FZ_FIELD(b, pr, first, "users", fz_users_array(b, pr, p, m->kind == FZ_K_WATCH));
+        FZ_ID_FIELD(b, pr, first, "users", fz_users_array(b, pr, p, m->kind == FZ_K_WATCH));
         FZ_FIELD(b, pr, first, "tier", fz_enum(b, pr, tiers, 2));
         break;
     case FZ_K_JOIN:
-        FZ_FIELD(b, pr, first, "room", fz_id(b, pr, "", fz_rooms, FZ_ROOMS, &idx));
+        FZ_ID_FIELD(b, pr, first, "room", fz_id(b, pr, "", fz_rooms, FZ_ROOMS, &idx));
         m->room = idx;
         FZ_FIELD(b, pr, first, "meta", fz_value(b, pr, 1));
         if (idx >= 0 && (!track || p->rooms[idx].state == RM_NONE))
@@ -572,15 +597,15 @@ static void fz_fields(struct fz_msg *m, struct peer *p, struct prog *pr, bool tr
             FZ_FIELD(b, pr, first, "since", fz_value(b, pr, 1));
         break;
     case FZ_K_ROOM_LEAVE:
-        FZ_FIELD(b, pr, first, "room", fz_id(b, pr, "", fz_rooms, FZ_ROOMS, &idx));
+        FZ_ID_FIELD(b, pr, first, "room", fz_id(b, pr, "", fz_rooms, FZ_ROOMS, &idx));
         m->room = idx;
         break;
     case FZ_K_PATCH:
-        FZ_FIELD(b, pr, first, "room", fz_id(b, pr, "", fz_rooms, FZ_ROOMS, &idx));
+        FZ_ID_FIELD(b, pr, first, "room", fz_id(b, pr, "", fz_rooms, FZ_ROOMS, &idx));
         FZ_FIELD(b, pr, first, "meta", fz_value(b, pr, 1));
         break;
     case FZ_K_EPHEMERAL:
-        FZ_FIELD(b, pr, first, "room", fz_id(b, pr, "", fz_rooms, FZ_ROOMS, &idx));
+        FZ_ID_FIELD(b, pr, first, "room", fz_id(b, pr, "", fz_rooms, FZ_ROOMS, &idx));
         FZ_FIELD(b, pr, first, "kind", fz_string(b, pr));
         FZ_FIELD(b, pr, first, "data", fz_value(b, pr, 1));
         break;
