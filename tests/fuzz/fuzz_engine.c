@@ -440,6 +440,9 @@ static unsigned leave_mask(const cJSON *arr)
     return mask;
 }
 
+/* FUZZ_ENGINE_STRICT: also fail on the known bugs (see check_drained()). */
+static bool strict;
+
 static void room_state(struct peer *p, struct rmodel *m, const cJSON *o, const char *type)
 {
     uint64_t epoch = get_u64(o, "epoch"), seq = get_u64(o, "seq"), count = get_u64(o, "count");
@@ -462,7 +465,8 @@ static void room_state(struct peer *p, struct rmodel *m, const cJSON *o, const c
         if (epoch == m->epoch && seq <= m->seq)
             return; /* already applied (a resume from an older seq) */
         CHECK((epoch == m->epoch && seq == m->seq + 1) ||
-                  (epoch != m->epoch && seq == 1 && m->members == 0),
+                  (epoch != m->epoch && seq == 1 && m->members == 0) ||
+                  (!strict && m->epoch == 0 && m->members == 0), /* known bug 2 */
               "room_delta epoch %llu seq %llu after epoch %llu seq %llu", (unsigned long long)epoch,
               (unsigned long long)seq, (unsigned long long)m->epoch, (unsigned long long)m->seq);
         CHECK(!(j & m->members), "a join of a member already present");
@@ -868,10 +872,20 @@ static void check_answered(struct env *v)
  * for the life of the process. Reproducer:
  *   FUZZ_ENGINE_STRICT=1 build/fuzz/fuzz/fuzz_engine \
  *       tests/fuzz/findings/fuzz_engine-rsub-leak
- * Until it is fixed, leftover rsubs fail a run only with FUZZ_ENGINE_STRICT
- * set, so that the replay in make test does not trip on it.
+ *
+ * Known bug 2, reported as well (engine_room.c): a connection whose user
+ * is hidden (invisible) joins a room whose other members are hidden too
+ * or leaving: it gets the documented empty room of epoch 0 (room_snapshot
+ * and room_joined at epoch 0, seq 0), then the live deltas of the room's
+ * real epoch from where it is (seq 3, say). docs/protocol.md's client
+ * table adopts another epoch only at seq 1, so a client must see a gap and
+ * resync, against "after a snapshot at N come exactly N+1". Reproducer:
+ *   FUZZ_ENGINE_STRICT=1 build/fuzz/fuzz/fuzz_engine \
+ *       tests/fuzz/findings/fuzz_engine-epoch0-gap
+ *
+ * Until they are fixed, both fail a run only with FUZZ_ENGINE_STRICT set,
+ * so that the replay in make test does not trip on them.
  */
-static bool strict;
 
 static void check_drained(struct env *v)
 {
