@@ -45,6 +45,7 @@
  * Deterministic: the store is fresh per input, and the only thread
  * besides this one (the store's) is waited for until it has answered.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -213,6 +214,32 @@ static void store_drop(void)
     rmdir(store_dir);
 }
 
+/* The store files of runs that aborted (a crash skips atexit): every
+ * /dev/shm/fuzz_engine.<pid>.* whose process is gone. */
+static void store_sweep(void)
+{
+    DIR *d = opendir("/dev/shm");
+    struct dirent *de;
+    char p[300];
+
+    if (!d)
+        return;
+    while ((de = readdir(d))) {
+        int pid = 0;
+        if (sscanf(de->d_name, "fuzz_engine.%d.", &pid) != 1 || pid <= 0 ||
+            (kill(pid, 0) < 0 && errno == EPERM) || kill(pid, 0) == 0)
+            continue;
+        for (const char *const *s = (const char *const[]){"", "-wal", "-shm", "-journal", NULL}; *s;
+             s++) {
+            snprintf(p, sizeof(p), "/dev/shm/%s/s.db%s", de->d_name, *s);
+            unlink(p);
+        }
+        snprintf(p, sizeof(p), "/dev/shm/%s", de->d_name);
+        rmdir(p);
+    }
+    closedir(d);
+}
+
 static struct store *store_get(void)
 {
     char err[STORE_ERR_LEN];
@@ -221,7 +248,7 @@ static struct store *store_get(void)
         return store;
     store_drop();
     store_runs = 0;
-    snprintf(store_dir, sizeof(store_dir), "/dev/shm/fuzz_engine.XXXXXX");
+    snprintf(store_dir, sizeof(store_dir), "/dev/shm/fuzz_engine.%d.XXXXXX", (int)getpid());
     if (!mkdtemp(store_dir)) {
         snprintf(store_dir, sizeof(store_dir), "/tmp/fuzz_engine.XXXXXX");
         if (!mkdtemp(store_dir))
@@ -963,6 +990,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     config_init(&cfg_template);
     native_register();
     routes = route_join(parts, ARRAY_SIZE(parts), &nroutes);
+    store_sweep();
     atexit(store_drop);
     return 0;
 }
