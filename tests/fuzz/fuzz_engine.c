@@ -138,7 +138,7 @@ static void on_bus_msg(void *ctx, struct bus_msg *m)
     v->progress = true;
     if (m->type != WORKER_MSG_ENGINE)
         fail("bus message of type %u", m->type);
-    engine__dispatch(v->e, (struct emsg *)m);
+    engine__dispatch(&v->w, m);
 }
 
 static void bus_hook(struct loop *l, void *data)
