@@ -258,6 +258,7 @@ static void send_state(struct engine *e, const struct emsg *req, struct payload 
     struct emsg *em = emsg_new(OP_RSTATE, req->conn_id);
 
     emsg_set_id(&em->room, req->room);
+    em->index = req->index; /* the join this answers (engine__room_on_state) */
     em->frame = p;
     em->arg = last;
     em->epoch = epoch;
@@ -287,7 +288,12 @@ static void answer_join(struct engine *e, const struct emsg *req)
     bool resumed = false;
 
     room_get_info(e->rooms, req->room, &info);
-    if (req->has_since) {
+    if (req->has_since && req->epoch == 0 && req->since == 0 && info.count == 0) {
+        /* A client with the empty model, and a room whose members are all
+         * hidden: up to date, exactly as with a room that does not exist
+         * (its deltas would carry the real epoch). */
+        resumed = true;
+    } else if (req->has_since) {
         room_resume(e->rooms, req->room, req->epoch, req->since, &rr);
         resumed = rr.kind == ROOM_RESUME_DELTAS;
     } else {
@@ -300,7 +306,7 @@ static void answer_join(struct engine *e, const struct emsg *req)
     }
     /* A room whose members are all hidden reads as the empty room of
      * epoch 0 in the snapshot: room_joined must not tell otherwise. */
-    if (!resumed && info.count == 0)
+    if ((!resumed || (req->epoch == 0 && req->since == 0)) && info.count == 0)
         info = (struct room_info){.mode = ROOM_MODE_NORMAL};
     for (size_t i = 0; i < rr.n; i++)
         send_state(e, req, payload_ref(rr.msgs[i].payload), false, info.epoch, rr.msgs[i].seq);
@@ -580,6 +586,7 @@ static struct emsg *forward(struct engine *e, const struct emsg *req, enum engin
     em->since = req->since;
     em->has_since = req->has_since;
     em->version = req->version; /* the subscription generation */
+    em->index = req->index;     /* the link's join number */
     em->text = req->text ? xstrdup(req->text) : NULL;
     owner_send(e, owner_of_room(e, req->room), em);
     return em;
@@ -594,6 +601,7 @@ void engine__room_on_join(struct engine *e, struct emsg *req)
 
         frame_reply_error(e, req->conn_id, "no_session", "the session has ended", req->ref);
         emsg_set_id(&em->room, req->room);
+        em->index = req->index;
         em->arg = 1;
         owner_send(e, owner_of_conn(req->conn_id), em);
         return; /* the session is gone: nothing to join */

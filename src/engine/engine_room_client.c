@@ -34,6 +34,7 @@ struct room_link {    /* 48 bytes: one per joined socket */
     struct hidden *hidden; /* NULL while none (nearly always) */
     bool awaiting;         /* no state yet: deltas are not for it */
     bool need_refresh;     /* a block changed before its state was complete */
+    uint32_t join_id;      /* its join's number: answers to an earlier link's go */
 };
 
 /* The blockers that are members of a link's room, kept out of its model
@@ -194,6 +195,7 @@ static struct room_link *rlink_add(struct client *c, const char *room)
     l->lroom = lr;
     l->client = c;
     l->awaiting = true;
+    l->join_id = ++e->join_ids;
     list_insert_tail(&lr->links, &l->link);
     rlinks_push(c, l);
     return l;
@@ -260,8 +262,8 @@ void engine__room_on_state(struct engine *e, struct emsg *em)
     struct room_link *l;
     size_t idx;
 
-    if (!c || !(l = find_rlink(c, em->room, &idx)))
-        return;
+    if (!c || !(l = find_rlink(c, em->room, &idx)) || em->index != l->join_id)
+        return; /* no such link, or the answer to one that left before it came */
     if (em->frame && link_filtered(l))
         deliver_filtered(l, em->frame, em->epoch, em->since, false);
     else if (em->frame)
@@ -520,6 +522,7 @@ static void request_refresh(struct room_link *l, const char *user)
 
     emsg_set_id(&em->room, l->lroom->room);
     emsg_set_id(&em->uid, user);
+    em->index = l->join_id;
     owner_send(c->e, owner_of_room(c->e, l->lroom->room), em);
 }
 
@@ -742,6 +745,7 @@ bool engine__room_allowed(const struct client *c, const char *room, const char *
 int engine__room_join(struct client *c, const char *room, const char *meta, bool has_since,
                       uint64_t epoch, uint64_t seq, const char *ref)
 {
+    struct room_link *l;
     struct emsg *em;
     size_t idx;
 
@@ -756,8 +760,10 @@ int engine__room_join(struct client *c, const char *room, const char *meta, bool
         em->since = seq;
         em->has_since = true;
     }
-    em->version = rlink_add(c, room)->lroom->gen;
-    rb_join(c, em); /* sent once c's blockers are known */
+    l = rlink_add(c, room);
+    em->version = l->lroom->gen;
+    em->index = l->join_id; /* echoed by every OP_RSTATE of the answer */
+    rb_join(c, em);         /* sent once c's blockers are known */
     return 0;
 }
 
@@ -805,6 +811,7 @@ void engine__room_stream(struct client *c, const char *room, const char *last_ev
 {
     struct emsg *em = emsg_new(OP_RSUB, client_conn_id(c));
     unsigned long long epoch, seq;
+    struct room_link *l;
     int used = 0;
 
     emsg_set_id(&em->room, room);
@@ -814,7 +821,9 @@ void engine__room_stream(struct client *c, const char *room, const char *last_ev
         em->since = seq;
         em->has_since = true;
     }
-    em->version = rlink_add(c, room)->lroom->gen;
+    l = rlink_add(c, room);
+    em->version = l->lroom->gen;
+    em->index = l->join_id; /* echoed by every OP_RSTATE of the answer */
     if (client_uid(c)[0])
         rb_join(c, em); /* a reader with an identity: sent once its blockers are known */
     else

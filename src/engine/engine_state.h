@@ -48,6 +48,7 @@ struct engine {
     struct hmap expiries;         /* client side: clients' deadline groups (engine_expiry.c) */
     struct list queries;          /* HTTP reads waiting for answers (freed at shutdown) */
     uint64_t sub_gen;             /* room subscription generations (engine_room_client.c) */
+    uint32_t join_ids;            /* room links' join numbers (engine_room_client.c) */
     /* durable last seen (lastseen.c) */
     struct ls_engine *lastseen;
     /* privacy (engine_privacy.c) */

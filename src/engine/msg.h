@@ -104,7 +104,8 @@ struct emsg {
     bool parked;         /* owned by a puser: do not free */
     bool reread;         /* a settings write that re-read stale settings */
     int err;             /* OP_STARTED/OP_REPLY: 0 or a PRESENCE_E_* */
-    uint32_t index;      /* OP_QUERY/OP_ANSWER: position in the answer */
+    uint32_t index;      /* OP_QUERY/OP_ANSWER: position in the answer; room joins,
+                          * refreshes and OP_RSTATE: the room link's join number */
     uint64_t conn_id;    /* the client connection concerned */
     uint64_t expires_in; /* OP_STATUS/OP_CUSTOM: ms, 0 = none */
     uint64_t version;    /* OP_VIEW/OP_PRESENCE */

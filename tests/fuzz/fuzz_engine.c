@@ -510,13 +510,9 @@ static void room_state(struct peer *p, struct rmodel *m, const cJSON *o, const c
 static void room_joined(struct peer *p, struct rmodel *m, const cJSON *o, struct ref_rec *r)
 {
     CHECK(r && r->kind == FZ_K_JOIN, "room_joined without the ref of a join");
-    if (!strict && r->room == m - p->rooms && m->state == RM_JOINING && m->join_ref > r - p->refs)
-        return; /* known bug 4: the answer of a join left before it came */
     CHECK(m->state == RM_JOINING && m->join_ref == r - p->refs, "room_joined not for its join");
     CHECK(m->base, "room_joined before the room's state");
-    CHECK((get_u64(o, "epoch") == m->epoch && get_u64(o, "seq") == m->seq) ||
-              (!strict && m->epoch == 0 && m->seq == 0 && m->members == 0 &&
-               get_u64(o, "seq") == 0 && get_u64(o, "count") == 0), /* known bug 3 */
+    CHECK(get_u64(o, "epoch") == m->epoch && get_u64(o, "seq") == m->seq,
           "room_joined at epoch %llu seq %llu, the state sent was %llu/%llu",
           (unsigned long long)get_u64(o, "epoch"), (unsigned long long)get_u64(o, "seq"),
           (unsigned long long)m->epoch, (unsigned long long)m->seq);
@@ -917,25 +913,14 @@ static void check_answered(struct env *v)
  *       tests/fuzz/findings/fuzz_engine-epoch0-gap
  *
  *
- * Known bug 3, reported (engine_room.c, answer_join()): a join with
- * "since":{"epoch":0,"seq":0} of a room whose members are all hidden is
- * answered resumed, with no deltas, and a room_joined that carries the
- * room's real epoch (seq 0, count 0), where a snapshot join gets the
- * documented empty room of epoch 0: the epoch-0 rewrite is skipped when
- * resumed, so anyone can tell a room that holds only invisible users from
- * an empty one (invisible is to be byte-identical to offline). Reproducer:
- *   FUZZ_ENGINE_STRICT=1 build/fuzz/fuzz/fuzz_engine \
- *       tests/fuzz/findings/fuzz_engine-hidden-epoch
- *
- *
- * Known bug 4, reported (engine_room_client.c, engine__room_on_state()):
- * join (ref A), room_leave (acked at once), join again (ref B) before A
- * was answered: A's state and its room_joined (ref A) reach the new
- * subscription, which finds its link by room id only, then B's answer
- * comes as well (the same deltas twice). A client gets a room_joined for
- * a join it left. Reproducer:
- *   FUZZ_ENGINE_STRICT=1 build/fuzz/fuzz/fuzz_engine \
- *       tests/fuzz/findings/fuzz_engine-stale-join
+ * Found and fixed (their inputs are regression seeds in the corpus, and
+ * their checks are always on): bug 3, a join with since {0,0} of a room
+ * whose members are all hidden answered with the room's real epoch
+ * (corpus/fuzz_engine/regress-hidden-epoch; answer_join() now answers
+ * like the room that does not exist); bug 4, join, room_leave and join
+ * again before the first answer came: the first join's state and
+ * room_joined reached the new subscription (regress-stale-join; every
+ * OP_RSTATE now carries its link's join number).
  *
  * Until they are fixed, these fail a run only with FUZZ_ENGINE_STRICT set,
  * so that the replay in make test does not trip on them.
