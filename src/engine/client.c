@@ -121,6 +121,8 @@ void client__expire(struct client *c)
     wsconn_close(c->ws, 4403, "token expired");
 }
 
+_Static_assert(sizeof(struct client) <= 144, "an idle socket is one 144-byte pool object");
+
 /* ---- lifetime ---- */
 
 void client__open(struct client *c, struct wsconn *ws, unsigned proto)

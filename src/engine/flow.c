@@ -71,7 +71,13 @@ bool flow__spend(struct client *c, enum budget_kind k, const char *ref)
     const struct config *cfg = &e->w->srv->cfg;
     char msg[96];
 
-    if (k == BUDGET_NONE || budget_take(&get_rec(e, c)->budget, k, cfg, loop_now(e->w->loop)))
+    if (k == BUDGET_NONE)
+        return true;
+    if (c->budget_free < CLIENT_BUDGET_FREE) {
+        c->budget_free++; /* a connection's first few cost no state (W1) */
+        return true;
+    }
+    if (budget_take(&get_rec(e, c)->budget, k, cfg, loop_now(e->w->loop)))
         return true;
     METRIC_ADD(&e->w->metrics, msgs_rate_limited, 1);
     snprintf(msg, sizeof(msg), "more %s messages than msg-rate-%s per second", budget_kind_name(k),

@@ -6,7 +6,10 @@
  *   - budgets: each costly message kind has a per-connection token bucket
  *     (budget.h); a message past its budget is answered rate_limited and
  *     the connection is closed (1008). An adapter calls flow__spend()
- *     before it runs the message.
+ *     before it runs the message. A connection's first CLIENT_BUDGET_FREE
+ *     (7) budgeted messages take no state (most sockets send no more: a
+ *     join, a status); from the next one on its buckets are kept, full at
+ *     first, until they have refilled (flow__tick()).
  *   - backpressure on the bus: when a message a client sent leaves more
  *     than bus-backlog-max messages queued from this worker to the owner
  *     it went to (bus_backlog(); owner.h raises e->congested), the client

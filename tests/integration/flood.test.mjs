@@ -17,7 +17,11 @@ import { startServer, stopClean, MULT } from './lib/server.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const KINDS = ['ephemeral', 'patch', 'status', 'watch', 'join'];
-const BUDGETS_OFF = KINDS.flatMap((k) => [`--msg-rate-${k}`, '0']);
+// Every per-connection limit off: the message budgets and the watch query
+// rate (a watch flood would meet query-rate first), so only the bus
+// backpressure stands between a flood and the server.
+const BUDGETS_OFF = [...KINDS.flatMap((k) => [`--msg-rate-${k}`, '0']),
+  '--query-rate', '1000000', '--query-burst', '1000000', '--observer-query-rate', '0'];
 // ASan keeps freed memory in a quarantine (256 MiB by default), which a
 // flood of short-lived messages fills: RSS would measure the sanitizer.
 const ASAN_ENV = { ASAN_OPTIONS: `${process.env.ASAN_OPTIONS || ''}:quarantine_size_mb=4` };
