@@ -55,8 +55,8 @@ _Static_assert(CLIENT_IDS_INLINE <= 64, "struct client's sid_off has 6 bits");
 _Static_assert(CONFIG_WORKERS_MAX <= 128, "struct client's owner has 7 bits");
 _Static_assert(PRESENCE_DEVICE_COUNT <= 8, "struct client's device has 3 bits");
 _Static_assert(ADAPTER_MAX <= 4, "struct client's proto has 2 bits");
-#define CLIENT_BUDGET_FREE 7 /* budgeted messages a connection sends before flow.c keeps state */
-#define CLIENT_BAD_MAX 31 /* what bad_in_a_row can count to (5 bits) */
+#define CLIENT_BUDGET_FREE 7  /* budgeted messages a connection sends before flow.c keeps state */
+#define CLIENT_BAD_MAX     31 /* what bad_in_a_row can count to (5 bits) */
 
 /*
  * One socket of this worker (a WebSocket client, or an event stream). Kept
