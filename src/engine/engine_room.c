@@ -222,6 +222,7 @@ static void rsub_release(void *owner)
     struct rsub *s = owner;
 
     wheel_del(&s->tick);
+    wheel_del(&s->join_timer); /* its joins were answered or dropped */
     for (size_t i = 0; i < s->nheld; i++)
         payload_unref(s->held[i].payload);
     pool_free(s->held);
@@ -493,6 +494,25 @@ void engine__room_info(struct engine *e, const char *room, char *const *blockers
  * unsubscribe the one of the set that emptied. An unsubscribe older than
  * the newest join seen from that worker is stale and ignored.
  */
+/* Worker from has no subscriber of s's room left up to generation gen:
+ * the joins of that generation still waiting for the batch are for links
+ * that are gone, and answering them would subscribe the worker again,
+ * for good (nobody there would ever unsubscribe). They go unanswered. */
+static void drop_waiting(struct rsub *s, unsigned from, uint64_t gen)
+{
+    struct list *pos, *tmp;
+
+    list_foreach_safe(pos, tmp, &s->joins)
+    {
+        struct emsg *req = container_of(pos, struct emsg, park);
+
+        if (worker_of_conn(req->conn_id) == from && req->version <= gen) {
+            list_del(&req->park);
+            emsg_free(&req->msg);
+        }
+    }
+}
+
 void engine__room_on_unsub(struct engine *e, struct emsg *em)
 {
     struct rsub *s = find_rsub(e, em->room);
@@ -500,6 +520,7 @@ void engine__room_on_unsub(struct engine *e, struct emsg *em)
 
     if (!s || s->gen[from] > em->version)
         return;
+    drop_waiting(s, from, em->version);
     if ((s->workers &= ~(1ull << from)) == 0 && list_empty(&s->joins)) {
         hmap_remove(&e->rsubs, &s->node);
         rsub_release(s);

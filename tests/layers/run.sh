@@ -28,7 +28,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # 2: an upward include.
 scratch "$tmp/inc"
-sed -i '0,/^#include "presence.h"/s//#include "presence.h"\n#include "engine.h"/' "$tmp/inc/src/core/presence.c"
+sed -i '0,/^#include ".*"$/s//&\n#include "engine.h"/' "$tmp/inc/src/core/presence.c"
 grep -q '#include "engine.h"' "$tmp/inc/src/core/presence.c" || fail "could not plant the include"
 if out=$(cd "$tmp/inc" && scripts/check-layers src 2>&1); then
   fail "check-layers accepted core/presence.c including engine.h"
