@@ -99,6 +99,8 @@ test('budgets within their rate are never refused', async () => {
     const got = [];
     ws.on('message', (d) => got.push(JSON.parse(d)));
     await new Promise((res) => ws.once('open', res));
+    // Statuses need the session: wait for the welcome.
+    while (!got.some((m) => m.type === 'welcome')) await new Promise((res) => setTimeout(res, 10));
     for (let i = 0; i < 8; i++) { // 8 statuses over 1.6 s: 5 per second, a bucket of 5
       ws.send(JSON.stringify({ type: 'status', status: i % 2 ? 'away' : 'online', ref: i }));
       await new Promise((res) => setTimeout(res, 200));
