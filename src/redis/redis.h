@@ -70,11 +70,11 @@
 struct loop;
 struct redis;
 
-#define REDIS_ENDPOINTS_MAX 64   /* shards or seeds in one topology */
-#define REDIS_HOST_MAX      255  /* bytes in a host name */
+#define REDIS_ENDPOINTS_MAX 64  /* shards or seeds in one topology */
+#define REDIS_HOST_MAX      255 /* bytes in a host name */
 #define REDIS_SLOTS         16384
 #define REDIS_REDIRECTS_MAX 5
-#define REDIS_CHANNEL_MAX   512  /* bytes in a channel name */
+#define REDIS_CHANNEL_MAX   512 /* bytes in a channel name */
 
 enum {
     REDIS_E_DOWN = -(PS_EBASE + 800),     /* connection lost with the command written */
@@ -194,8 +194,8 @@ void redis_unsub(struct redis *r, const char *channel, size_t len);
 /* Whether channel is subscribed and confirmed now. */
 bool redis_subscribed(const struct redis *r, const char *channel, size_t len);
 /* SPUBLISH (routed by the channel). cb may be NULL. Returns as redis_cmd(). */
-int redis_publish(struct redis *r, const char *channel, size_t clen, const char *msg,
-                  size_t mlen, redis_reply_cb *cb, void *ctx);
+int redis_publish(struct redis *r, const char *channel, size_t clen, const char *msg, size_t mlen,
+                  redis_reply_cb *cb, void *ctx);
 
 /* Masters: standalone, the shard count of the topology; Cluster, the
  * masters in the current slot map (may change when it is refreshed). */
@@ -207,6 +207,7 @@ bool redis_all_up(const struct redis *r);
 
 struct redis_stats {
     uint64_t commands;   /* written to a server (redirects and probes counted) */
+    uint64_t writes;     /* write() calls on every connection: < commands when pipelined */
     uint64_t replies;    /* received, errors included */
     uint64_t messages;   /* pub/sub messages received */
     uint64_t reconnects; /* connections reopened after a loss */
