@@ -47,9 +47,11 @@
  * reply always arrives on a later loop iteration), so a caller may queue
  * commands from any callback. A command's callback runs exactly once:
  * with its reply, or with an error when the reply cannot come (its
- * connection was lost after the command was written: REDIS_E_DOWN, and
- * the command may or may not have run; its master stayed unreachable for
- * timeout_ms: REDIS_E_TIMEOUT, and it did not run). Commands are never
+ * connection was lost after the command was written, or the command got
+ * no reply within timeout_ms, which drops the connection as dead:
+ * REDIS_E_DOWN, and the command may or may not have run; its master
+ * stayed unreachable for timeout_ms: REDIS_E_TIMEOUT, and it was never
+ * written, so it did not run). Commands are never
  * retried after they may have run, but for -MOVED/-ASK/-TRYAGAIN/-NOSCRIPT
  * replies, which say they did not.
  *
@@ -169,8 +171,9 @@ struct redis *redis_new(struct loop *l, const struct redis_topology *t,
 void redis_free(struct redis *r);
 
 /* Queues a command routed by route_key (its hash tag; a key of the
- * command). argv[i] has argvlen[i] bytes. Returns 0 (cb will run once), or
- * REDIS_E_FULL (cb will not run). */
+ * command). argv[i] has argvlen[i] bytes (copied). Returns 0 (cb will run
+ * once), or REDIS_E_FULL, or REDIS_E_CLOSED from a callback that
+ * redis_free() runs (cb will not run). */
 int redis_cmd(struct redis *r, const char *route_key, size_t route_len, int argc,
               const char *const *argv, const size_t *argvlen, redis_reply_cb *cb, void *ctx);
 
@@ -188,7 +191,11 @@ int redis_eval(struct redis *r, int script, int nkeys, const char *const *keys,
  * redis_sub() of a channel (or one during its linger) SSUBSCRIBEs on the
  * channel's master; events.subscribed reports the confirmation. The
  * redis_unsub() that takes the count to 0 SUNSUBSCRIBEs after linger_ms,
- * unless a redis_sub() came first. Any number of flips is safe. */
+ * unless a redis_sub() came first. Any number of flips is safe. A
+ * redis_sub() that takes the count from 0 to 1 during the linger, while
+ * the channel is confirmed, has events.subscribed reported again (from the
+ * loop, not from inside the call). A channel longer than
+ * REDIS_CHANNEL_MAX is ignored. */
 void redis_sub(struct redis *r, const char *channel, size_t len);
 void redis_unsub(struct redis *r, const char *channel, size_t len);
 /* Whether channel is subscribed and confirmed now. */
@@ -198,7 +205,9 @@ int redis_publish(struct redis *r, const char *channel, size_t clen, const char 
                   redis_reply_cb *cb, void *ctx);
 
 /* Masters: standalone, the shard count of the topology; Cluster, the
- * masters in the current slot map (may change when it is refreshed). */
+ * masters seen in slot maps (and redirects) so far, numbered in the order
+ * first seen: a number never changes meaning, and a master that lost its
+ * slots keeps its number. 0 before the first map. */
 unsigned redis_nshards(const struct redis *r);
 unsigned redis_shard_of(const struct redis *r, const char *key, size_t len);
 bool redis_shard_up(const struct redis *r, unsigned shard);
