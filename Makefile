@@ -16,7 +16,7 @@
 BUILD   ?= release
 CC      ?= cc
 O       := build/$(BUILD)
-PKGS    := libcjson inih libcrypto sqlite3 libpq
+PKGS    := libcjson inih libcrypto sqlite3 libpq hiredis
 LLHTTP_SRC := /usr/share/llhttp
 LLHTTP_INC := /usr/share/include/llhttp
 

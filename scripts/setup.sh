@@ -15,7 +15,7 @@ DEBS=(
   libclang-rt-14-dev
   python3 python3-websockets
   chromium curl fonts-noto-color-emoji
-  redis-server gnuplot-nox
+  redis-server redis-tools libhiredis-dev gnuplot-nox
 )
 
 missing=()

@@ -137,11 +137,24 @@ void loop_timer_start(struct loop *l, struct wheel_timer *t, uint64_t delay_ms)
 
 void loop_add_hook(struct loop *l, loop_hook_cb *cb, void *data)
 {
-    if (l->nhooks == LOOP_MAX_HOOKS)
+    unsigned i;
+
+    /* A slot loop_del_hook() emptied is reused first. */
+    for (i = 0; i < l->nhooks && l->hooks[i].cb; i++)
+        ;
+    if (i == LOOP_MAX_HOOKS)
         fatalx("loop", "too many before-sleep hooks");
-    l->hooks[l->nhooks].cb = cb;
-    l->hooks[l->nhooks].data = data;
-    l->nhooks++;
+    l->hooks[i].cb = cb;
+    l->hooks[i].data = data;
+    if (i == l->nhooks)
+        l->nhooks++;
+}
+
+void loop_del_hook(struct loop *l, loop_hook_cb *cb, void *data)
+{
+    for (unsigned i = 0; i < l->nhooks; i++)
+        if (l->hooks[i].cb == cb && l->hooks[i].data == data)
+            l->hooks[i].cb = NULL;
 }
 
 /* 0 while timers are due, those a budgeted run left included. */
@@ -185,7 +198,8 @@ static void dispatch(struct loop *l, int n)
 static void run_hooks(struct loop *l)
 {
     for (unsigned i = 0; i < l->nhooks; i++)
-        l->hooks[i].cb(l, l->hooks[i].data);
+        if (l->hooks[i].cb) /* NULL: deleted */
+            l->hooks[i].cb(l, l->hooks[i].data);
 }
 
 /*

@@ -100,6 +100,9 @@ void loop_more(struct loop *l);
 /* Registers a before-sleep hook; hooks run in registration order every
  * iteration. At most LOOP_MAX_HOOKS; aborts beyond that (a programming error). */
 void loop_add_hook(struct loop *l, loop_hook_cb *cb, void *data);
+/* Unregisters the hook added with (cb, data); a no-op when there is none.
+ * Safe from inside a hook: the freed slot is skipped, then reused. */
+void loop_del_hook(struct loop *l, loop_hook_cb *cb, void *data);
 
 /* Runs until loop_stop(); returns 0. */
 int loop_run(struct loop *l);
