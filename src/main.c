@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
+#include "cluster.h"
 #include "config.h"
 #include "engine.h"
 #include "health.h"
@@ -210,14 +212,48 @@ static bool store_check(void *data, const char **code, const char **message)
     return false;
 }
 
+/* redis set: the node's part of the cluster (docs/cluster.md), else NULL
+ * with 0. -1 after saying why the settings cannot make one. */
+static int cluster_make(const struct server *srv, struct cluster **out)
+{
+    const struct config *cfg = &srv->cfg;
+    struct cluster_config cc = {0};
+    char err[256];
+
+    *out = NULL;
+    if (!cfg->redis[0])
+        return 0;
+    if (redis_topology_parse(cfg->redis, &cc.topo, err, sizeof(err)) != 0) {
+        fprintf(stderr, "presenced: redis: %s\n", err);
+        return -1;
+    }
+    redis_options_init(&cc.redis);
+    cc.redis.timeout_ms = (uint32_t)cfg->redis_timeout_ms;
+    if (cfg->node_id[0])
+        snprintf(cc.node_id, sizeof(cc.node_id), "%s", cfg->node_id);
+    else if (gethostname(cc.node_id, sizeof(cc.node_id) - 1) != 0 || !cc.node_id[0])
+        snprintf(cc.node_id, sizeof(cc.node_id), "node");
+    snprintf(cc.app, sizeof(cc.app), "%s", "app");
+    cc.lease_ms = (uint32_t)cfg->cluster_lease_ms;
+    cc.renew_ms = cc.lease_ms / 5;
+    cc.orphan_grace_ms = (uint32_t)cfg->cluster_orphan_grace_ms;
+    cc.policy = (enum presence_policy)presence_policy_parse(cfg->status_policy);
+    cc.home = 0;
+    *out = cluster_new(&cc, (unsigned)config_workers(cfg));
+    return 0;
+}
+
 /* Opens the settings store and the shared tables, then the workers. */
 static int start(struct server *srv)
 {
     char err[STORE_ERR_LEN];
 
+    if (cluster_make(srv, &env.cluster) < 0)
+        return -1;
     env.store = store_open(srv->cfg.store, err, sizeof(err));
     if (!env.store) {
         log_warnx("store", "cannot open the settings store: %s", err);
+        cluster_free(env.cluster);
         return -1;
     }
     env.observer_rate = observer_rate_new(&srv->cfg);
@@ -231,6 +267,7 @@ static int start(struct server *srv)
     ratelimit_free(env.observer_rate);
     quota_free(env.observer_quota);
     store_close(env.store);
+    cluster_free(env.cluster);
     return -1;
 }
 
@@ -302,6 +339,7 @@ int main(int argc, char **argv)
     ratelimit_free(env.observer_rate); /* every worker has stopped */
     quota_free(env.observer_quota);
     store_close(env.store);
+    cluster_free(env.cluster);
     jwt_key_release(&env.jwt);
     log_info("main", "stopped");
     config_release(&srv.cfg);

@@ -52,6 +52,7 @@ ls tests/integration/test_*.py >/dev/null 2>&1 && \
 ls tests/browser/*.test.mjs >/dev/null 2>&1 && \
   suite browser node --test --test-concurrency=1 tests/browser/
 [ -x tests/pg/run.sh ] && suite postgres tests/pg/run.sh
+[ -x tests/cluster/run.sh ] && suite cluster tests/cluster/run.sh
 [ -x bench/run.sh ] && suite bench-quick bench/run.sh quick
 
 echo

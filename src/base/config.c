@@ -25,6 +25,7 @@
 
 #include <arpa/inet.h>
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <limits.h>
@@ -255,6 +256,22 @@ const struct config_def config_defs[] = {
     ROW_INT("observer-query-burst", observer_query_burst, 1, 1000000, 2000,
             "Ids one observer may query at once, over all its connections, before "
             "observer-query-rate applies."),
+    /* cluster (docs/cluster.md) */
+    ROW_STRING("redis", redis, "",
+               "Redis for many nodes: redis://HOST:PORT, a comma-separated list of redis:// URLs "
+               "(shards), or redis-cluster://HOST:PORT[,HOST:PORT...] (empty: one embedded node; "
+               "needs a postgresql:// store)."),
+    ROW_STRING("node-id", node_id, "",
+               "This node's stable name in the cluster ([A-Za-z0-9_.-], at most 64 bytes; empty: "
+               "the host name); each start adds a fresh random epoch."),
+    ROW_INT64("redis-timeout-ms", redis_timeout_ms, 50, 60000, 1000,
+              "A Redis command or connect waiting longer marks its shard degraded."),
+    ROW_INT64("cluster-lease-ms", cluster_lease_ms, 500, 600000, 5000,
+              "A node whose lease is not renewed for this long is dead (renewed every fifth of "
+              "it)."),
+    ROW_INT64("cluster-orphan-grace-ms", cluster_orphan_grace_ms, 0, 600000, 10000,
+              "A dead node's users stay online this much longer before they are swept, so that "
+              "clients reconnecting to another node cause no event."),
     /* shutdown */
     ROW_INT64("shutdown-drain-ms", shutdown_drain_ms, 0, 600000, 5000,
               "Time given on SIGTERM to flush queued output before exit; raise it if clients miss "
@@ -581,6 +598,18 @@ static int next_flag(int argc, char **argv, int *i, struct flag *f, char *err, s
 }
 
 /* Checks the rules that span several settings or go beyond a range. */
+static bool node_id_ok(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && !strchr("_.-", s[i]))
+            return false;
+    return true;
+}
+
 static int validate(const struct config *c, char *err, size_t errlen)
 {
     unsigned char addr[sizeof(struct in6_addr)];
@@ -606,6 +635,15 @@ static int validate(const struct config *c, char *err, size_t errlen)
         return errf(err, errlen,
                     "heartbeat-min-ms (%lld) must not exceed heartbeat-interval-ms (%lld)",
                     (long long)c->heartbeat_min_ms, (long long)c->heartbeat_interval_ms);
+    if (c->redis[0] && strncmp(c->store, "postgresql://", 13) != 0 &&
+        strncmp(c->store, "postgres://", 11) != 0)
+        return errf(err, errlen,
+                    "redis is set, so the settings store must be shared by every node: set store "
+                    "to a postgresql:// URI (a SQLite file is one node's own)");
+    if (!node_id_ok(c->node_id))
+        return errf(err, errlen,
+                    "invalid value \"%s\" for node-id: at most 64 of A-Z a-z 0-9 _ . -",
+                    c->node_id);
     if (c->session_ttl_ms <= c->heartbeat_interval_ms)
         return errf(err, errlen,
                     "session-ttl-ms (%lld) must be greater than heartbeat-interval-ms (%lld)",

@@ -100,6 +100,12 @@ struct config {
     int observer_query_burst; /* its bucket size */
     /* last seen */
     int64_t last_seen_flush_ms; /* its store batch period */
+    /* cluster */
+    char *redis;                     /* "" = one embedded node (docs/cluster.md) */
+    char *node_id;                   /* "" = the host name */
+    int64_t redis_timeout_ms;        /* a slower command or connect: shard degraded */
+    int64_t cluster_lease_ms;        /* a lease older than this: node dead */
+    int64_t cluster_orphan_grace_ms; /* then this long before its users are swept */
     /* shutdown */
     int64_t shutdown_drain_ms; /* SIGTERM: time to flush before exit */
     /* testing */

@@ -17,6 +17,7 @@
  * struct emsg on the bus (msg.h), dispatched by the op table in msg.c.
  */
 #include "engine.h"
+#include "cluster_user.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,7 @@ struct engine *engine_new(struct worker *w, const struct engine_env *env, struct
     list_init(&e->queries);
     engine__privacy_init(e);
     engine__lastseen_init(e);
+    cu__attach(e);
     return e;
 }
 
@@ -97,6 +99,7 @@ void engine_free(struct engine *e)
 {
     if (!e)
         return;
+    cu__detach(e);            /* first: what follows would send it requests */
     engine__lastseen_stop(e); /* the last batch, before the store closes */
     engine__privacy_free(e);  /* waits for the store requests in flight */
     engine__lastseen_free(e);

@@ -31,6 +31,7 @@
  * differ from what that viewer last got.
  */
 #include "engine_privacy.h"
+#include "cluster_user.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -58,6 +59,7 @@ struct prel {
     bool contact, blocked;
     bool pending; /* a load is in flight */
     bool stale;   /* the store failed: most private, reload on next use */
+    bool sync;    /* engine__privacy_reload(): the watcher's bits follow this load */
     uint64_t failed_at;
     char viewer[];
 };
@@ -282,6 +284,7 @@ static void rels_clear(struct puser *pu, bool keep_pending)
     for (n = rels ? hmap_first(rels, &it) : NULL; n; n = next) {
         struct prel *r = container_of(n, struct prel, node);
         next = hmap_next(rels, n, &it);
+        r->sync = false; /* a write here since: its load may predate it */
         if (keep_pending && r->pending)
             continue;
         hmap_remove(rels, n);
@@ -428,7 +431,7 @@ static void reclassify(struct engine *e, struct puser *pu)
 
     if (!s)
         return;
-    presence_get_user(e->pres, pu->uid, loop_now(e->w->loop), &truth);
+    cu__truth(e, pu->uid, &truth, NULL);
     list_foreach(pos, &s->viewers)
     {
         struct subv *v = container_of(pos, struct subv, link);
@@ -520,7 +523,7 @@ static void settings_apply(struct engine *e, struct puser *pu, const struct stor
 
     if (!changed)
         return;
-    presence_get_user(e->pres, pu->uid, loop_now(e->w->loop), &truth);
+    cu__truth(e, pu->uid, &truth, NULL);
     if (p->invisible && (!loaded || !was_invisible))
         pu_pub_set(pu, offsetof(struct privacy_public, frozen_last_seen),
                    truth.status == PRESENCE_OFFLINE ? truth.last_seen : truth.now);
@@ -555,6 +558,25 @@ static void replay(struct engine *e, struct puser *pu)
     }
 }
 
+/* A watcher's relation bits follow a fresh read of its relation (after a
+ * change made on another node, engine__privacy_reload()). */
+static void sync_subv(struct engine *e, struct puser *pu, const struct prel *rel)
+{
+    struct sub *s = watch__find_sub(e, pu->uid);
+    struct list *pos;
+
+    if (!s)
+        return;
+    list_foreach(pos, &s->viewers)
+    {
+        struct subv *v = container_of(pos, struct subv, link);
+        if (strcmp(v->viewer, rel->viewer) == 0) {
+            v->contact = rel->contact;
+            v->blocked = rel->blocked;
+        }
+    }
+}
+
 static void load_done(void *ctx, int status, const struct store_result *r)
 {
     struct load *ld = ctx;
@@ -580,6 +602,8 @@ static void load_done(void *ctx, int status, const struct store_result *r)
             rel->failed_at = pu_x(pu)->failed_at;
             rel->contact = status == 0 && r->is_contact;
             rel->blocked = status < 0 || r->blocked;
+            if (rel->sync)
+                sync_subv(e, pu, rel);
         }
     }
     free(ld);
@@ -722,6 +746,28 @@ void engine__privacy_on_change(struct engine *e, const struct presence_view *old
                               cur->status == PRESENCE_OFFLINE ? cur->last_seen : cur->now);
     if (s)
         watch__republish(e, s, cur);
+}
+
+void engine__privacy_reload(struct engine *e, const char *uid)
+{
+    struct puser *pu = find_puser(e, uid);
+    struct sub *s;
+    struct list *pos;
+
+    if (!pu || !pu_loaded(pu))
+        return; /* nothing cached: the next use reads the store */
+    rels_clear(pu, true);
+    request_load(e, pu, "");
+    if (!(s = watch__find_sub(e, uid)))
+        return;
+    list_foreach(pos, &s->viewers)
+    {
+        struct subv *v = container_of(pos, struct subv, link);
+        if (v->viewer[0] && strcmp(v->viewer, uid) != 0 && !find_prel(pu, v->viewer)) {
+            prel_new(pu, v->viewer)->sync = true;
+            request_load(e, pu, v->viewer);
+        }
+    }
 }
 
 /* ---- settings writes: the privacy message and the admin API ---- */
@@ -873,6 +919,8 @@ static void write_done(void *ctx, int status, const struct store_result *r)
     }
     x = pu_x(pu);
     x->writes--;
+    if (status >= 0)
+        cu__settings_written(e, req->uid); /* the other nodes' caches (many nodes) */
     if (status < 0) {
         /* The last write failed: what they wanted falls back to the stored
          * settings (pu_want() does that by itself once writes is 0). */

@@ -48,4 +48,9 @@ engine_op_fn engine__op_privacy;    /* OP_PRIVACY: the privacy message */
 engine_op_fn engine__privacy_hello; /* OP_PRIV_HELLO: a new session's settings */
 engine_op_fn engine__op_admin;      /* OP_ADMIN: an admin call on a user */
 
+/* uid's settings or relations were changed by another node: drop what
+ * is cached and read them again (watchers are re-classified when they are
+ * in). */
+void engine__privacy_reload(struct engine *e, const char *uid);
+
 #endif

@@ -49,6 +49,9 @@ struct engine {
     struct list queries;          /* HTTP reads waiting for answers (freed at shutdown) */
     uint64_t sub_gen;             /* room subscription generations (engine_room_client.c) */
     uint32_t join_ids;            /* room links' join numbers (engine_room_client.c) */
+    /* many nodes (cluster_user.c) */
+    struct hmap gviews; /* struct gview by uid: global views of owned users */
+    bool cluster_gone;  /* engine_free began: no more cluster requests */
     /* durable last seen (lastseen.c) */
     struct ls_engine *lastseen;
     /* privacy (engine_privacy.c) */

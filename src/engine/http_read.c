@@ -5,6 +5,7 @@
  * the owners' answers by index, and the owner side of a user's read.
  */
 #include "http_read.h"
+#include "cluster_user.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -289,6 +290,7 @@ void http_read__on_query(struct engine *e, struct emsg *req)
     const struct store_privacy *set;
     struct buf b = {0};
     int cls = PRIVACY_CLASS_SELF;
+    bool degraded = false;
 
     if (e->w->srv->cfg.test_silent_owners)
         return; /* owners that cannot answer, as a node could be (test-silent-owners) */
@@ -298,7 +300,9 @@ void http_read__on_query(struct engine *e, struct emsg *req)
             return;
         cls = engine__privacy_class(e, req->uid, req->viewer, NULL, NULL);
     }
-    presence_get_user(e->pres, req->uid, loop_now(e->w->loop), &truth);
+    if (!cu__ready(e, req, req->uid))
+        return; /* the global view first (many nodes) */
+    cu__truth(e, req->uid, &truth, &degraded);
     set = engine__privacy_settings(e, req->uid, &pub);
     privacy_view(&truth, set, pub, (enum privacy_class)cls, &v);
     if (req->arg == QUERY_LASTSEEN) {
@@ -306,6 +310,10 @@ void http_read__on_query(struct engine *e, struct emsg *req)
         return;
     }
     privacy_encode(&v, (enum privacy_class)cls, wall_offset(e), &b);
+    if (degraded && b.len && b.data[b.len - 1] == '}') { /* an estimate (docs/cluster.md) */
+        b.len--;
+        buf_append_str(&b, ",\"degraded\":true}");
+    }
     http_read__answer(e, req, buf_payload(&b));
 }
 

@@ -10,6 +10,7 @@
  * The forwarded ones go lazily (no answer is sent, the TTL is seconds).
  */
 #include "session.h"
+#include "cluster_user.h"
 
 #include <openssl/rand.h>
 #include <stdlib.h>
@@ -114,7 +115,10 @@ void session__privacy(struct client *c, const struct store_privacy *p, uint8_t m
 
 void session__on_change(void *ctx, const struct presence_view *old, const struct presence_view *cur)
 {
-    engine__privacy_on_change(ctx, old, cur);
+    if (cu__on(ctx))
+        cu__local_change(ctx, cur); /* watchers see the global view it brings back */
+    else
+        engine__privacy_on_change(ctx, old, cur);
 }
 
 void session__on_end(void *ctx, const struct presence_session_info *s, enum presence_end_reason why)

@@ -6,6 +6,7 @@
  * engine_privacy.c (engine__view_frame(), one per privacy class).
  */
 #include "watch.h"
+#include "cluster_user.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -481,6 +482,7 @@ static void sub_free(struct engine *e, struct sub *s)
     }
     for (int k = 0; k < PRIVACY_NCLASS; k++)
         payload_unref(s->lastf[k]);
+    cu__watch(e, s->uid, false);
     hmap_remove(&e->subs, &s->node);
     free(s);
 }
@@ -512,11 +514,14 @@ static void op_watch(struct engine *e, struct emsg *req, bool on)
         unwatch(e, req->uid, req->viewer, from);
         return;
     }
+    if (!cu__ready(e, req, req->uid))
+        return; /* the global view first (many nodes) */
     if (!(s = watch__find_sub(e, req->uid))) {
         s = xcalloc(1, sizeof(*s));
         copy_id(s->uid, req->uid);
         list_init(&s->viewers);
         hmap_insert(&e->subs, &s->node, str_hash(s->uid));
+        cu__watch(e, s->uid, true);
     }
     if (!(v = find_subv(s, req->viewer))) {
         size_t n = strlen(req->viewer);
@@ -527,7 +532,7 @@ static void op_watch(struct engine *e, struct emsg *req, bool on)
         list_insert_tail(&s->viewers, &v->link);
     }
     v->workers |= 1ull << from;
-    presence_get_user(e->pres, req->uid, loop_now(e->w->loop), &truth);
+    cu__truth(e, req->uid, &truth, NULL);
     watch__send_view(e, &truth, v, 1ull << from);
 }
 

@@ -1,0 +1,546 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cluster.c - the bridge between a node's workers and its Redis home:
+ * users' puts and gets, watch buckets, published views and health
+ * (cluster.h). The lease and the sweep are node.c.
+ *
+ * A worker's request is a struct cl_msg sent over the bus to the home
+ * worker; the home runs it on its Redis client and sends the answer back
+ * in the same message (op CL_VIEW), to the worker that asked. A view
+ * published on a bucket channel reaches the home, which sends it to the
+ * worker owning the user. Every hook thus runs on a worker's own thread.
+ */
+#include "cluster.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "bus.h"
+#include "cluster_internal.h"
+#include "contrib.h"
+#include "log.h"
+#include "scripts.h"
+#include "util.h"
+#include "worker.h"
+
+enum cl_op {
+    CL_PUT = 1,  /* worker -> home: uid, data = contribution or NULL, seen */
+    CL_GET,      /* worker -> home: uid */
+    CL_WATCH,    /* worker -> home: uid's bucket +1 */
+    CL_UNWATCH,  /* worker -> home: uid's bucket -1 */
+    CL_ANNOUNCE, /* worker -> home: uid's settings changed */
+    CL_VIEW,     /* home -> owner: uid, err, data = view JSON or NULL, own */
+    CL_RESYNC,   /* home -> every worker: bucket */
+    CL_HEALTH,   /* home -> every worker: up */
+    CL_SET,      /* home -> owner: uid's settings changed elsewhere */
+};
+
+struct cl_msg {
+    struct bus_msg msg;
+    struct cluster *cl;
+    uint8_t op;
+    bool own, up;
+    int err;
+    unsigned bucket;
+    uint64_t seen;
+    char *data; /* owned */
+    size_t len;
+    char uid[PRESENCE_ID_MAX + 1];
+};
+
+static void msg_free(struct bus_msg *m)
+{
+    struct cl_msg *cm = (struct cl_msg *)m;
+
+    free(cm->data);
+    free(cm);
+}
+
+static struct cl_msg *msg_new(struct cluster *cl, enum cl_op op, const char *uid)
+{
+    struct cl_msg *m = xcalloc(1, sizeof(*m));
+
+    m->msg.type = WORKER_MSG_CLUSTER;
+    m->msg.free = msg_free;
+    m->cl = cl;
+    m->op = (uint8_t)op;
+    if (uid) {
+        size_t n = strnlen(uid, PRESENCE_ID_MAX);
+        memcpy(m->uid, uid, n);
+    }
+    return m;
+}
+
+/* ---- names ---- */
+
+static void tag_hex(const char *id, char out[17])
+{
+    snprintf(out, 17, "%016llx", (unsigned long long)redis_fnv1a64(id, strlen(id)));
+}
+
+void cl__user_keys(const struct cluster *cl, const char *uid, char s[CLUSTER_KEY_MAX],
+                   char a[CLUSTER_KEY_MAX])
+{
+    char h[17];
+
+    tag_hex(uid, h);
+    snprintf(s, CLUSTER_KEY_MAX, "pd:%s:{u:%s}:s", cl->cfg.app, h);
+    snprintf(a, CLUSTER_KEY_MAX, "pd:%s:{u:%s}:a", cl->cfg.app, h);
+}
+
+void cl__node_index(const struct cluster *cl, const char *member, char out[CLUSTER_KEY_MAX])
+{
+    char h[17];
+
+    tag_hex(member, h);
+    snprintf(out, CLUSTER_KEY_MAX, "pd:%s:{n:%s}:u:%s", cl->cfg.app, h, member);
+}
+
+unsigned cluster_bucket_of(const char *uid)
+{
+    return (unsigned)(redis_fnv1a64(uid, strlen(uid)) % CLUSTER_BUCKETS);
+}
+
+static int settings_channel(const struct cluster *cl, char out[CLUSTER_KEY_MAX])
+{
+    return snprintf(out, CLUSTER_KEY_MAX, "pd:%s:{c}:set", cl->cfg.app);
+}
+
+static int bucket_channel(const struct cluster *cl, unsigned b, char out[CLUSTER_KEY_MAX])
+{
+    return snprintf(out, CLUSTER_KEY_MAX, "pd:%s:{w:%u}", cl->cfg.app, b);
+}
+
+/* The bucket a channel of ours names, or -1. */
+static int channel_bucket(const struct cluster *cl, const char *ch, size_t len)
+{
+    char pre[CLUSTER_KEY_MAX];
+    int n = snprintf(pre, sizeof(pre), "pd:%s:{w:", cl->cfg.app);
+    unsigned b = 0;
+    size_t i = (size_t)n;
+
+    if (len <= i + 1 || memcmp(ch, pre, i) != 0 || ch[len - 1] != '}')
+        return -1;
+    for (; i < len - 1; i++) {
+        if (ch[i] < '0' || ch[i] > '9' || b >= CLUSTER_BUCKETS)
+            return -1;
+        b = b * 10 + (unsigned)(ch[i] - '0');
+    }
+    return b < CLUSTER_BUCKETS ? (int)b : -1;
+}
+
+/* ---- home -> workers ---- */
+
+static void send_to(struct cluster *cl, unsigned to, struct cl_msg *m)
+{
+    bus_send(cl->bus, cl->cfg.home, to, &m->msg);
+}
+
+static void broadcast(struct cluster *cl, enum cl_op op, unsigned bucket, bool up)
+{
+    for (unsigned w = 0; w < cl->nworkers; w++) {
+        struct cl_msg *m = msg_new(cl, op, NULL);
+        m->bucket = bucket;
+        m->up = up;
+        send_to(cl, w, m);
+    }
+}
+
+static void send_view(struct cluster *cl, unsigned to, const char *uid, int err, const char *json,
+                      size_t len, bool own)
+{
+    struct cl_msg *m = msg_new(cl, CL_VIEW, uid);
+
+    m->err = err;
+    m->own = own;
+    if (json) {
+        m->data = xmalloc(len + 1);
+        memcpy(m->data, json, len);
+        m->data[len] = '\0';
+        m->len = len;
+    }
+    send_to(cl, to, m);
+}
+
+/* ---- puts and gets (home) ---- */
+
+struct cl_req {
+    struct cluster *cl;
+    int reply_to; /* worker, or -1 */
+    char uid[PRESENCE_ID_MAX + 1];
+};
+
+static struct cl_req *req_new(struct cluster *cl, const char *uid, int reply_to)
+{
+    struct cl_req *q = xcalloc(1, sizeof(*q));
+    size_t n = strnlen(uid, PRESENCE_ID_MAX);
+
+    q->cl = cl;
+    q->reply_to = reply_to;
+    memcpy(q->uid, uid, n);
+    return q;
+}
+
+static void publish_view(struct cluster *cl, const char *uid, const char *v, size_t len)
+{
+    char ch[CLUSTER_KEY_MAX];
+    int n = bucket_channel(cl, cluster_bucket_of(uid), ch);
+
+    redis_publish(cl->r, ch, (size_t)n, v, len, NULL, NULL);
+}
+
+static void put_done(void *ctx, const redisReply *r, int err)
+{
+    struct cl_req *q = ctx;
+    struct cluster *cl = q->cl;
+    const redisReply *v = NULL;
+    bool changed = false;
+
+    if (!err && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_STRING) {
+        changed = r->element[0]->integer == 1;
+        v = r->element[1];
+    } else if (!err) {
+        log_warnx("cluster", "user script: unexpected reply%s%s",
+                  r->type == REDIS_REPLY_ERROR ? ": " : "",
+                  r->type == REDIS_REPLY_ERROR ? r->str : "");
+        err = REDIS_E_PROTO;
+    }
+    if (err != REDIS_E_CLOSED) {
+        if (v && changed)
+            publish_view(cl, q->uid, v->str, v->len);
+        if (q->reply_to >= 0)
+            send_view(cl, (unsigned)q->reply_to, q->uid, err, v ? v->str : NULL, v ? v->len : 0,
+                      true);
+    }
+    free(q);
+}
+
+void cl__put(struct cluster *cl, const char *uid, const char *field, const char *contrib,
+             uint64_t seen, int reply_to)
+{
+    char ks[CLUSTER_KEY_MAX], ka[CLUSTER_KEY_MAX], seen_s[24], keep[24];
+    const char *keys[2] = {ks, ka};
+    size_t kl[2];
+    const char *dead = cl__dead_list(cl);
+    const char *args[7] = {
+        uid,  field, contrib ? contrib : "", seen_s, presence_policy_name(cl->cfg.policy),
+        dead, keep};
+    size_t al[7];
+    struct cl_req *q = req_new(cl, uid, reply_to);
+
+    cl__user_keys(cl, uid, ks, ka);
+    kl[0] = strlen(ks);
+    kl[1] = strlen(ka);
+    snprintf(seen_s, sizeof(seen_s), "%llu", (unsigned long long)seen);
+    snprintf(keep, sizeof(keep), "%llu", (unsigned long long)CLUSTER_RETAIN_MS);
+    for (int i = 0; i < 7; i++)
+        al[i] = strlen(args[i]);
+    if (redis_eval(cl->r, cl->s_put, 2, keys, kl, 7, args, al, put_done, q) != 0)
+        put_done(q, NULL, REDIS_E_FULL);
+}
+
+/* The node index: which users this epoch has contributions for (what a
+ * sweep of this epoch ends). */
+static void index_update(struct cluster *cl, const char *uid, bool add)
+{
+    char k[CLUSTER_KEY_MAX];
+    const char *argv[3] = {add ? "SADD" : "SREM", k, uid};
+    size_t len[3];
+
+    cl__node_index(cl, cl->self, k);
+    for (int i = 0; i < 3; i++)
+        len[i] = strlen(argv[i]);
+    redis_cmd(cl->r, k, len[1], 3, argv, len, NULL, NULL);
+}
+
+static void get_done(void *ctx, const redisReply *r, int err)
+{
+    struct cl_req *q = ctx;
+    bool str = !err && r->type == REDIS_REPLY_STRING;
+
+    if (!err && !str && r->type != REDIS_REPLY_NIL)
+        err = REDIS_E_PROTO;
+    if (err != REDIS_E_CLOSED)
+        send_view(q->cl, (unsigned)q->reply_to, q->uid, err, str ? r->str : NULL, str ? r->len : 0,
+                  false);
+    free(q);
+}
+
+static void home_get(struct cluster *cl, const char *uid, unsigned from)
+{
+    char ks[CLUSTER_KEY_MAX], ka[CLUSTER_KEY_MAX];
+    const char *argv[3] = {"HGET", ka, "v"};
+    size_t len[3];
+    struct cl_req *q = req_new(cl, uid, (int)from);
+
+    cl__user_keys(cl, uid, ks, ka);
+    len[0] = 4;
+    len[1] = strlen(ka);
+    len[2] = 1;
+    if (redis_cmd(cl->r, ka, len[1], 3, argv, len, get_done, q) != 0)
+        get_done(q, NULL, REDIS_E_FULL);
+}
+
+static void home_watch(struct cluster *cl, const char *uid, bool on)
+{
+    char ch[CLUSTER_KEY_MAX];
+    int n = bucket_channel(cl, cluster_bucket_of(uid), ch);
+
+    if (on)
+        redis_sub(cl->r, ch, (size_t)n);
+    else
+        redis_unsub(cl->r, ch, (size_t)n);
+}
+
+/* ---- Redis events (home) ---- */
+
+static void on_shard(void *ctx, unsigned shard, bool up)
+{
+    struct cluster *cl = ctx;
+    bool all = redis_all_up(cl->r);
+
+    log_info("cluster", "redis shard %u %s", shard, up ? "up" : "down");
+    if (atomic_exchange(&cl->degraded, !all) != !all)
+        broadcast(cl, CL_HEALTH, 0, all);
+}
+
+static void on_subscribed(void *ctx, const char *ch, size_t len)
+{
+    struct cluster *cl = ctx;
+    int b = channel_bucket(cl, ch, len);
+
+    if (b >= 0)
+        broadcast(cl, CL_RESYNC, (unsigned)b, true);
+}
+
+/* "<node>.<epoch> <uid>" on the settings channel: tell uid's owner,
+ * unless this node wrote them. */
+static void on_settings(struct cluster *cl, const char *msg, size_t mlen)
+{
+    const char *sp = memchr(msg, ' ', mlen);
+    size_t self = strlen(cl->self), n;
+    struct cl_msg *m;
+
+    if (!sp || ((size_t)(sp - msg) == self && memcmp(msg, cl->self, self) == 0))
+        return;
+    n = mlen - (size_t)(sp + 1 - msg);
+    if (n == 0 || n > PRESENCE_ID_MAX)
+        return;
+    m = msg_new(cl, CL_SET, NULL);
+    memcpy(m->uid, sp + 1, n);
+    if (strlen(m->uid) != n) { /* a NUL inside: not an id */
+        msg_free(&m->msg);
+        return;
+    }
+    send_to(cl, bus_route(cl->bus, m->uid, n), m);
+}
+
+static void on_message(void *ctx, const char *ch, size_t clen, const char *msg, size_t mlen)
+{
+    struct cluster *cl = ctx;
+    struct contrib_view v;
+    char set[CLUSTER_KEY_MAX];
+    int sl = settings_channel(cl, set);
+
+    if (clen == (size_t)sl && memcmp(ch, set, clen) == 0) {
+        on_settings(cl, msg, mlen);
+        return;
+    }
+    if (channel_bucket(cl, ch, clen) < 0)
+        return;
+    if (contrib_view_decode(msg, mlen, &v) != 0) {
+        log_warnx("cluster", "ignoring a malformed view on %.*s", (int)clen, ch);
+        return;
+    }
+    atomic_fetch_add_explicit(&cl->views_in, 1, memory_order_relaxed);
+    send_view(cl, bus_route(cl->bus, v.uid, strlen(v.uid)), v.uid, 0, msg, mlen, false);
+}
+
+/* ---- the bus ---- */
+
+static void on_home(struct cluster *cl, struct cl_msg *m)
+{
+    switch (m->op) {
+    case CL_PUT:
+        atomic_fetch_add_explicit(&cl->puts, 1, memory_order_relaxed);
+        index_update(cl, m->uid, m->data != NULL);
+        cl__put(cl, m->uid, cl->self, m->data, m->seen, (int)m->msg.from);
+        break;
+    case CL_GET:
+        atomic_fetch_add_explicit(&cl->gets, 1, memory_order_relaxed);
+        home_get(cl, m->uid, m->msg.from);
+        break;
+    case CL_WATCH:
+    case CL_UNWATCH:
+        home_watch(cl, m->uid, m->op == CL_WATCH);
+        break;
+    case CL_ANNOUNCE: {
+        char ch[CLUSTER_KEY_MAX], body[CLUSTER_SELF_MAX + PRESENCE_ID_MAX + 2];
+        int n = settings_channel(cl, ch);
+        int bl = snprintf(body, sizeof(body), "%s %s", cl->self, m->uid);
+        redis_publish(cl->r, ch, (size_t)n, body, (size_t)bl, NULL, NULL);
+        break;
+    }
+    }
+}
+
+static void on_worker(struct cluster *cl, unsigned w, struct cl_msg *m)
+{
+    const struct cluster_hooks *h = cl->ws[w].hooks;
+
+    if (!h)
+        return;
+    switch (m->op) {
+    case CL_VIEW:
+        h->view(cl->ws[w].wctx, m->uid, m->err, m->data, m->len, m->own);
+        break;
+    case CL_RESYNC:
+        h->resync(cl->ws[w].wctx, m->bucket);
+        break;
+    case CL_HEALTH:
+        h->health(cl->ws[w].wctx, m->up);
+        break;
+    case CL_SET:
+        h->settings(cl->ws[w].wctx, m->uid);
+        break;
+    }
+}
+
+static void on_bus(struct worker *w, struct bus_msg *bm)
+{
+    struct cl_msg *m = (struct cl_msg *)bm;
+    struct cluster *cl = m->cl;
+
+    if (m->op <= CL_ANNOUNCE) {
+        if (cl->r) /* NULL once the home detached: the request is dropped */
+            on_home(cl, m);
+    } else {
+        on_worker(cl, w->id, m);
+    }
+    msg_free(bm);
+}
+
+/* ---- from a worker ---- */
+
+static void to_home(struct cluster *cl, unsigned worker, struct cl_msg *m)
+{
+    bus_send(cl->bus, worker, cl->cfg.home, &m->msg);
+}
+
+void cluster_user_put(struct cluster *cl, unsigned worker, const char *uid, const char *contrib,
+                      uint64_t seen_wall)
+{
+    struct cl_msg *m = msg_new(cl, CL_PUT, uid);
+
+    if (contrib) {
+        m->len = strlen(contrib);
+        m->data = xstrdup(contrib);
+    }
+    m->seen = seen_wall;
+    to_home(cl, worker, m);
+}
+
+void cluster_user_get(struct cluster *cl, unsigned worker, const char *uid)
+{
+    to_home(cl, worker, msg_new(cl, CL_GET, uid));
+}
+
+void cluster_watch(struct cluster *cl, unsigned worker, const char *uid, bool on)
+{
+    to_home(cl, worker, msg_new(cl, on ? CL_WATCH : CL_UNWATCH, uid));
+}
+
+void cluster_settings_changed(struct cluster *cl, unsigned worker, const char *uid)
+{
+    to_home(cl, worker, msg_new(cl, CL_ANNOUNCE, uid));
+}
+
+/* ---- life ---- */
+
+struct cluster *cluster_new(const struct cluster_config *cfg, unsigned nworkers)
+{
+    struct cluster *cl = xcalloc(1, sizeof(*cl));
+    uint64_t epoch;
+
+    cl->cfg = *cfg;
+    cl->nworkers = nworkers;
+    cl->ws = xcalloc(nworkers, sizeof(*cl->ws));
+    if (getrandom(&epoch, sizeof(epoch), 0) != (ssize_t)sizeof(epoch))
+        fatal("cluster", "getrandom");
+    snprintf(cl->self, sizeof(cl->self), "%s.%016llx", cfg->node_id, (unsigned long long)epoch);
+    atomic_store(&cl->degraded, true); /* until every shard answered */
+    worker_on_msg(WORKER_MSG_CLUSTER, on_bus);
+    return cl;
+}
+
+void cluster_free(struct cluster *cl)
+{
+    if (!cl)
+        return;
+    free(cl->ws);
+    free(cl);
+}
+
+static const struct redis_events events = {
+    .shard = on_shard,
+    .subscribed = on_subscribed,
+    .message = on_message,
+};
+
+void cluster_attach(struct cluster *cl, struct worker *w, const struct cluster_hooks *hooks,
+                    void *wctx)
+{
+    cl->bus = w->srv->bus;
+    cl->ws[w->id].hooks = hooks;
+    cl->ws[w->id].wctx = wctx;
+    if (w->id != cl->cfg.home)
+        return;
+    cl->loop = w->loop;
+    cl->r = redis_new(w->loop, &cl->cfg.topo, &cl->cfg.redis, &events, cl);
+    cl->s_put = redis_script(cl->r, script_user_put);
+    cl->s_renew = redis_script(cl->r, script_node_renew);
+    {
+        char ch[CLUSTER_KEY_MAX];
+        redis_sub(cl->r, ch, (size_t)settings_channel(cl, ch));
+    }
+    log_info("cluster", "node %s: %u redis %s", cl->self, cl->cfg.topo.n,
+             cl->cfg.topo.mode == REDIS_CLUSTER ? "cluster seeds" : "shards");
+    cl__node_start(cl);
+}
+
+void cluster_detach(struct cluster *cl, unsigned worker)
+{
+    struct redis *r;
+
+    cl->ws[worker].hooks = NULL;
+    if (worker != cl->cfg.home || !cl->r)
+        return;
+    cl__node_stop(cl);
+    r = cl->r;
+    cl->r = NULL;
+    redis_free(r);
+}
+
+const char *cluster_self(const struct cluster *cl)
+{
+    return cl->self;
+}
+
+bool cluster_degraded(const struct cluster *cl)
+{
+    return atomic_load_explicit(&cl->degraded, memory_order_relaxed);
+}
+
+void cluster_get_stats(const struct cluster *cl, struct cluster_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->puts = atomic_load_explicit(&cl->puts, memory_order_relaxed);
+    out->gets = atomic_load_explicit(&cl->gets, memory_order_relaxed);
+    out->views_in = atomic_load_explicit(&cl->views_in, memory_order_relaxed);
+    out->swept = atomic_load_explicit(&cl->swept, memory_order_relaxed);
+    out->nodes_live = atomic_load_explicit(&cl->nodes_live, memory_order_relaxed);
+}

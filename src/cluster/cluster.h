@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cluster.h - many nodes, one presence: users' presence shared through
+ * Redis (docs/cluster.md).
+ *
+ * Each node keeps its own sockets, sessions and timing wheels, exactly as
+ * a single node does. What Redis holds per user is one *contribution* per
+ * node epoch that has sessions of the user (the node's local merge of
+ * them: status, device breakdown, custom status, activity, session count;
+ * contrib.h) and the user's *global view*, the merge of the live
+ * contributions, with a version. A node that sees its local view of a user
+ * change runs one single-slot Lua script (scripts.c) that writes its
+ * contribution, drops those of dead epochs, recomputes the global view
+ * and bumps the version only when the view changed; a changed view is
+ * then published on the user's watch-bucket channel, so every node with a
+ * local watcher of a user in that bucket learns it. Heartbeats never
+ * reach Redis.
+ *
+ * Threads. All Redis connections of a node live on one worker, the node's
+ * Redis home (worker 0): a channel is subscribed once per node. Other
+ * workers reach it through the bus (a WORKER_MSG_CLUSTER message) and get
+ * answers the same way; every hook below runs on the worker that asked,
+ * or, for a published view, on the worker that owns the user
+ * (bus_route() of the user id), never on another thread.
+ *
+ * Liveness (node.c). Each node renews a lease in Redis every renew_ms,
+ * timed by Redis's clock; a node whose lease is older than lease_ms is
+ * dead, and after orphan_grace_ms more one surviving node sweeps it: it
+ * removes the dead epoch's contributions, which publishes the users who
+ * had no other session as offline. Scripts drop dead epochs' fields as
+ * they meet them. A node that restarts is a new epoch.
+ *
+ * Settings. A node that wrote a user's settings to the shared store
+ * publishes the user id on pd:<app>:{c}:set, which every node subscribes
+ * to, and each drops its cached copy (hooks.settings).
+ *
+ * Degraded. While a shard is unreachable (redis.h's health), puts and gets
+ * for it fail with an error the hook sees; the engine then keeps serving
+ * its local state (marked degraded) and puts again once the shard is back
+ * (hooks.health). Death detection is frozen while this node cannot renew
+ * its own lease: an outage of Redis never makes anyone go offline.
+ */
+#ifndef CLUSTER_H
+#define CLUSTER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "presence.h"
+#include "redis.h"
+
+struct cluster;
+struct worker;
+
+#define CLUSTER_NODE_ID_MAX 64   /* bytes in a node id */
+#define CLUSTER_BUCKETS     1024 /* watch-bucket channels */
+#define CLUSTER_APP_MAX     64
+
+struct cluster_config {
+    struct redis_topology topo;
+    struct redis_options redis;
+    char node_id[CLUSTER_NODE_ID_MAX + 1]; /* [A-Za-z0-9_.-]+ */
+    char app[CLUSTER_APP_MAX + 1];         /* key prefix namespace: pd:<app>: */
+    uint32_t renew_ms;                     /* 1000: lease renewal period */
+    uint32_t lease_ms;                     /* 5000: a lease not renewed for this long is dead */
+    uint32_t orphan_grace_ms;              /* 10000: then this long before the sweep */
+    enum presence_policy policy;           /* merges contributions like sessions */
+    unsigned home;                         /* the worker that holds the connections */
+};
+
+/* What a worker's engine is told (wctx = what it gave cluster_attach()). */
+struct cluster_hooks {
+    /* The global view of uid (a JSON object, contrib.h; len bytes,
+     * borrowed), from a put's or get's reply or a published change; or
+     * err < 0 (REDIS_E_*) when a put or get failed, json NULL. Runs on
+     * the worker that owns uid. `own` is true for the reply to this
+     * worker's own put. */
+    void (*view)(void *wctx, const char *uid, int err, const char *json, size_t len, bool own);
+    /* bucket was (re)subscribed: views published before may have been
+     * missed; get the watched users of that bucket again. */
+    void (*resync)(void *wctx, unsigned bucket);
+    /* Redis as a whole became reachable (up) or not. When up again, put
+     * every local user again (their contributions may be gone). */
+    void (*health)(void *wctx, bool up);
+    /* Another node changed uid's privacy settings, contacts or blocks:
+     * drop what is cached of them. Runs on the worker that owns uid. */
+    void (*settings)(void *wctx, const char *uid);
+};
+
+/* A node for config cfg (copied) with nworkers workers. Picks this
+ * start's random epoch. Registers its bus handler. Before server_start;
+ * aborts on OOM. */
+struct cluster *cluster_new(const struct cluster_config *cfg, unsigned nworkers);
+/* After every worker detached. NULL is a no-op. */
+void cluster_free(struct cluster *cl);
+
+/* Worker w takes part: hooks run with wctx. On the home worker this
+ * starts the Redis client on w's loop. From every worker's start hook
+ * (before the worker threads run). */
+void cluster_attach(struct cluster *cl, struct worker *w, const struct cluster_hooks *hooks,
+                    void *wctx);
+/* The worker stops taking part: no hook runs for it after this. On the
+ * home worker this also ends the lease (so that the others sweep it
+ * without waiting for its expiry when shutdown asked for it) and closes
+ * the connections. Worker's thread. */
+void cluster_detach(struct cluster *cl, unsigned worker);
+
+/* ---- from a worker (its thread; the answers come to hooks.view) ---- */
+
+/* Sets this node's contribution to uid: contrib (a JSON object made by
+ * contrib_encode()), or NULL when this node has no session of uid any
+ * more, then seen_wall is the wall-clock ms of its last sign of life. */
+void cluster_user_put(struct cluster *cl, unsigned worker, const char *uid, const char *contrib,
+                      uint64_t seen_wall);
+/* Asks for uid's global view. */
+void cluster_user_get(struct cluster *cl, unsigned worker, const char *uid);
+/* A worker's first local watcher of uid (on = true) or its last one gone
+ * (false): keeps the node subscribed to uid's bucket while any remains. */
+void cluster_watch(struct cluster *cl, unsigned worker, const char *uid, bool on);
+
+/* uid's settings were written (acknowledged): every other node's
+ * hooks.settings hears of it, within a Redis round trip. */
+void cluster_settings_changed(struct cluster *cl, unsigned worker, const char *uid);
+
+/* uid's watch bucket (pure). */
+unsigned cluster_bucket_of(const char *uid);
+/* This node's "<node-id>.<epoch>" (stable for the process's life). */
+const char *cluster_self(const struct cluster *cl);
+/* True while some shard is unreachable (any thread). */
+bool cluster_degraded(const struct cluster *cl);
+
+struct cluster_stats {
+    uint64_t puts, gets, views_in; /* requests and published views received */
+    uint64_t swept;                /* dead epochs swept by this node */
+    unsigned nodes_live;           /* in the last lease reply */
+    struct redis_stats redis;
+};
+/* A copy of the counters (any thread; approximately consistent). */
+void cluster_get_stats(const struct cluster *cl, struct cluster_stats *out);
+
+#endif

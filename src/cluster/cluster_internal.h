@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cluster_internal.h - struct cluster, shared by cluster.c (the bridge
+ * between workers and the Redis home, users' puts and gets, watch
+ * buckets) and node.c (the lease, the membership view and the sweep of
+ * dead epochs). Nothing else includes it.
+ */
+#ifndef CLUSTER_INTERNAL_H
+#define CLUSTER_INTERNAL_H
+
+#include <stdatomic.h>
+
+#include "buf.h"
+#include "cluster.h"
+#include "wheel.h"
+
+#define CLUSTER_SELF_MAX  (CLUSTER_NODE_ID_MAX + 1 + 16)
+#define CLUSTER_DEAD_MAX  64 /* dead epochs remembered (passed to scripts) */
+#define CLUSTER_KEY_MAX   (16 + CLUSTER_APP_MAX + 2 * CLUSTER_SELF_MAX)
+#define CLUSTER_RETAIN_MS (30ull * 24 * 3600 * 1000) /* a user's view key: 30 days */
+#define CLUSTER_SWEEP_MAX 500                        /* users a sweep step ends at once */
+#define CLUSTER_CLAIM_MS  30000
+
+struct cl_worker {
+    const struct cluster_hooks *hooks; /* NULL while not attached */
+    void *wctx;
+};
+
+/* A dead node epoch (node.c): swept once its grace is over. */
+struct cl_dead {
+    char member[CLUSTER_SELF_MAX + 1];
+    uint64_t deadline;  /* Redis ms its lease ended */
+    uint64_t seen_dead; /* loop ms since which this node saw it dead, renewing its own */
+    bool restarted;     /* this node's own previous epoch: no grace */
+    bool sweeping;      /* this node's claim or sweep is in flight */
+};
+
+struct cl_node {
+    struct wheel_timer renew_timer;
+    bool renewing; /* a renewal is in flight */
+    struct cl_dead dead[CLUSTER_DEAD_MAX];
+    unsigned ndead;
+    struct buf dead_list; /* "m1,m2": the dead past their grace, for scripts */
+};
+
+struct cluster {
+    struct cluster_config cfg;
+    struct bus *bus;
+    unsigned nworkers;
+    char self[CLUSTER_SELF_MAX + 1]; /* <node-id>.<epoch hex> */
+    struct cl_worker *ws;            /* [nworkers] */
+    /* home worker only: */
+    struct loop *loop;
+    struct redis *r;
+    int s_put, s_renew; /* script handles */
+    struct cl_node node;
+    /* any thread: */
+    atomic_bool degraded;
+    _Atomic uint64_t puts, gets, views_in, swept;
+    atomic_uint nodes_live;
+};
+
+/* Key and channel names (cluster.c). */
+void cl__user_keys(const struct cluster *cl, const char *uid, char s[CLUSTER_KEY_MAX],
+                   char a[CLUSTER_KEY_MAX]);
+void cl__node_index(const struct cluster *cl, const char *member, char out[CLUSTER_KEY_MAX]);
+/* Runs the user script for uid with this node's or a dead epoch's field
+ * (home only); publishes the view when it changed. reply_to: the worker
+ * to tell (its hooks.view, own = true), or -1 for none. */
+void cl__put(struct cluster *cl, const char *uid, const char *field, const char *contrib,
+             uint64_t seen, int reply_to);
+
+/* node.c: the lease (home only). */
+void cl__node_start(struct cluster *cl);
+void cl__node_stop(struct cluster *cl);
+/* Comma-separated dead epochs past their grace ("" when none). */
+const char *cl__dead_list(const struct cluster *cl);
+
+#endif

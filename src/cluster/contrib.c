@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/* contrib.c - contributions and global views as JSON (contrib.h). */
+#include "contrib.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "json.h"
+
+static void append_devices(struct buf *b, const enum presence_status *d)
+{
+    buf_append(b, "[", 1);
+    for (int i = 0; i < PRESENCE_DEVICE_COUNT; i++) {
+        if (i)
+            buf_append(b, ",", 1);
+        json_append_u64(b, (uint64_t)d[i]);
+    }
+    buf_append(b, "]", 1);
+}
+
+void contrib_encode(struct buf *b, const struct contrib *c)
+{
+    buf_append_str(b, "{\"s\":");
+    json_append_u64(b, (uint64_t)c->status);
+    buf_append_str(b, ",\"d\":");
+    append_devices(b, c->devices);
+    buf_append_str(b, ",\"a\":");
+    json_append_u64(b, c->activity);
+    buf_append_str(b, c->online ? ",\"o\":1,\"n\":" : ",\"o\":0,\"n\":");
+    json_append_u64(b, c->sessions);
+    buf_append_str(b, ",\"ct\":");
+    json_append_cstr(b, c->text ? c->text : "");
+    buf_append_str(b, ",\"ce\":");
+    json_append_cstr(b, c->emoji ? c->emoji : "");
+    buf_append_str(b, ",\"cx\":");
+    json_append_u64(b, c->custom_expires);
+    buf_append_str(b, ",\"ca\":");
+    json_append_u64(b, c->custom_activity);
+    buf_append(b, "}", 1);
+}
+
+/* A non-negative integer field below 2^63 (doubles hold exact integers
+ * up to 2^53, which every time and version here stays below). */
+static int get_u64(const cJSON *o, const char *k, uint64_t max, uint64_t *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    double d;
+
+    if (!cJSON_IsNumber(v))
+        return -EINVAL;
+    d = v->valuedouble;
+    if (!(d >= 0) || d > (double)max || d != (double)(uint64_t)d)
+        return -EINVAL;
+    *out = (uint64_t)d;
+    return 0;
+}
+
+static int get_str(const cJSON *o, const char *k, char *dst, size_t cap)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    size_t n;
+
+    if (!cJSON_IsString(v) || !v->valuestring)
+        return -EINVAL;
+    n = strlen(v->valuestring);
+    if (n >= cap)
+        return -EINVAL;
+    memcpy(dst, v->valuestring, n + 1);
+    return 0;
+}
+
+static int get_status(const cJSON *v, enum presence_status *out)
+{
+    double d;
+
+    if (!cJSON_IsNumber(v))
+        return -EINVAL;
+    d = v->valuedouble;
+    if (!(d >= PRESENCE_OFFLINE && d <= PRESENCE_DND) || d != (double)(int)d)
+        return -EINVAL;
+    *out = (enum presence_status)(int)d;
+    return 0;
+}
+
+static int get_devices(const cJSON *o, enum presence_status *d)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "d");
+    int i = 0;
+    const cJSON *v;
+
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != PRESENCE_DEVICE_COUNT)
+        return -EINVAL;
+    cJSON_ArrayForEach(v, a)
+    {
+        if (get_status(v, &d[i++]) != 0)
+            return -EINVAL;
+    }
+    return 0;
+}
+
+static int decode_fields(const cJSON *o, struct contrib_view *out)
+{
+    uint64_t n;
+
+    if (!cJSON_IsObject(o) || get_str(o, "u", out->uid, sizeof(out->uid)) != 0 || !out->uid[0])
+        return -EINVAL;
+    if (get_status(cJSON_GetObjectItemCaseSensitive(o, "s"), &out->status) != 0 ||
+        get_devices(o, out->devices) != 0)
+        return -EINVAL;
+    if (get_str(o, "ct", out->text, sizeof(out->text)) != 0 ||
+        get_str(o, "ce", out->emoji, sizeof(out->emoji)) != 0)
+        return -EINVAL;
+    if (get_u64(o, "cx", INT64_MAX, &out->custom_expires) != 0 ||
+        get_u64(o, "n", UINT32_MAX, &n) != 0 || get_u64(o, "seen", INT64_MAX, &out->seen) != 0 ||
+        get_u64(o, "ver", INT64_MAX, &out->ver) != 0)
+        return -EINVAL;
+    out->sessions = (unsigned)n;
+    return 0;
+}
+
+int contrib_view_decode(const char *json, size_t len, struct contrib_view *out)
+{
+    cJSON *o;
+    int r;
+
+    memset(out, 0, sizeof(*out));
+    if (json_check(json, len) != 0)
+        return -EINVAL;
+    o = cJSON_ParseWithLength(json, len);
+    if (!o)
+        return -EINVAL;
+    r = decode_fields(o, out);
+    cJSON_Delete(o);
+    return r;
+}

@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cluster_user.c - users' global views on this node (cluster_user.h).
+ *
+ * struct gview, one per user this worker owns and needs the global view
+ * of, lives in e->gviews while the user has local sessions (local), local
+ * watchers (watched) or parked requests; otherwise it goes.
+ */
+#include "cluster_user.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "cluster.h"
+#include "contrib.h"
+#include "engine_privacy.h"
+#include "engine_state.h"
+#include "log.h"
+#include "watch.h"
+
+/* A failed get is answered from what is known for this long. */
+#define RETRY_MS 1000
+
+struct gview {
+    struct hmap_node node; /* e->gviews */
+    char uid[PRESENCE_ID_MAX + 1];
+    struct list parked; /* struct emsg.park: requests waiting for the view */
+    bool known;         /* v holds a global view (or an estimate) */
+    bool asked;         /* a get is out */
+    bool local;         /* this node has a contribution for the user */
+    bool watched;       /* local watchers: the bucket is subscribed */
+    bool degraded;      /* v is an estimate made while Redis was unreachable */
+    unsigned local_n;   /* sessions in this node's last contribution */
+    uint64_t failed_at; /* loop ms of the last failed get: answer from what is known */
+    struct contrib_view v;
+};
+
+bool cu__on(const struct engine *e)
+{
+    return e->env->cluster != NULL && !e->cluster_gone;
+}
+
+static struct gview *find(struct engine *e, const char *uid)
+{
+    return ENGINE_FIND(struct gview, &e->gviews, uid, uid);
+}
+
+static struct gview *get(struct engine *e, const char *uid)
+{
+    struct gview *g = find(e, uid);
+
+    if (g)
+        return g;
+    g = xcalloc(1, sizeof(*g));
+    copy_id(g->uid, uid);
+    list_init(&g->parked);
+    hmap_insert(&e->gviews, &g->node, str_hash(g->uid));
+    return g;
+}
+
+static void drop_if_unused(struct engine *e, struct gview *g)
+{
+    if (g->local || g->watched || !list_empty(&g->parked) || g->asked)
+        return;
+    hmap_remove(&e->gviews, &g->node);
+    free(g);
+}
+
+/* ---- views ---- */
+
+static uint64_t to_mono(int64_t off, uint64_t wall)
+{
+    return wall == 0 ? 0 : (int64_t)wall - off > 0 ? (uint64_t)((int64_t)wall - off) : 1;
+}
+
+static uint64_t to_wall(int64_t off, uint64_t mono)
+{
+    return mono == 0 ? 0 : (uint64_t)((int64_t)mono + off);
+}
+
+/* g's view as the presence core's struct (strings borrowed from g). */
+static void to_presence(struct engine *e, const struct gview *g, struct presence_view *out)
+{
+    int64_t off = wall_offset(e);
+
+    memset(out, 0, sizeof(*out));
+    out->user = g->uid;
+    out->status = g->v.status;
+    memcpy(out->devices, g->v.devices, sizeof(out->devices));
+    out->custom.text = g->v.text;
+    out->custom.emoji = g->v.emoji;
+    out->custom.expires_at = to_mono(off, g->v.custom_expires);
+    out->last_seen = g->v.status == PRESENCE_OFFLINE ? to_mono(off, g->v.seen) : 0;
+    out->version = g->v.ver;
+    out->now = loop_now(e->w->loop);
+}
+
+static void copy_str(char *dst, size_t cap, const char *s)
+{
+    size_t n = s ? strnlen(s, cap - 1) : 0;
+
+    memcpy(dst, s ? s : "", n);
+    dst[n] = '\0';
+}
+
+/* A local view as a (degraded) global one. */
+static void from_presence(struct engine *e, const struct presence_view *p, unsigned n,
+                          struct contrib_view *out)
+{
+    int64_t off = wall_offset(e);
+
+    out->status = p->status;
+    memcpy(out->devices, p->devices, sizeof(out->devices));
+    copy_str(out->text, sizeof(out->text), p->custom.text);
+    copy_str(out->emoji, sizeof(out->emoji), p->custom.emoji);
+    out->custom_expires = to_wall(off, p->custom.expires_at);
+    out->sessions = n;
+    out->seen = p->status == PRESENCE_OFFLINE ? to_wall(off, p->last_seen) : 0;
+}
+
+void cu__truth(struct engine *e, const char *uid, struct presence_view *out, bool *degraded)
+{
+    struct gview *g = cu__on(e) ? find(e, uid) : NULL;
+
+    if (degraded)
+        *degraded = g ? g->degraded : false;
+    if (g && g->known) {
+        to_presence(e, g, out);
+        return;
+    }
+    presence_get_user(e->pres, uid, loop_now(e->w->loop), out);
+    if (degraded && cu__on(e))
+        *degraded = cluster_degraded(e->env->cluster);
+}
+
+/* Runs the requests that waited for g's view. */
+static void release(struct engine *e, struct gview *g)
+{
+    struct list todo;
+
+    list_init(&todo);
+    while (!list_empty(&g->parked)) {
+        struct list *l = list_first(&g->parked);
+        list_del(l);
+        list_insert_tail(&todo, l);
+    }
+    while (!list_empty(&todo)) {
+        struct emsg *em = container_of(list_first(&todo), struct emsg, park);
+        list_del(&em->park);
+        em->parked = false;
+        engine__dispatch(e->w, &em->msg);
+    }
+}
+
+/* g's view becomes nv (a larger version): watchers see the change. */
+static void apply(struct engine *e, struct gview *g, const struct contrib_view *nv, bool own)
+{
+    struct presence_view old, cur;
+    bool was_known = g->known;
+    struct sub *s;
+
+    to_presence(e, g, &old);
+    if (!was_known)
+        presence_get_user(e->pres, g->uid, loop_now(e->w->loop), &old);
+    g->v = *nv;
+    copy_id(g->v.uid, g->uid);
+    g->known = true;
+    to_presence(e, g, &cur);
+    if (own) {
+        engine__privacy_on_change(e, &old, &cur); /* last seen notes, then watchers */
+        return;
+    }
+    if ((s = watch__find_sub(e, g->uid)))
+        watch__republish(e, s, &cur);
+}
+
+/* ---- this node's contribution ---- */
+
+static unsigned local_contrib(struct engine *e, const struct presence_view *cur, struct buf *b)
+{
+    struct presence_session_info si[64];
+    size_t n = presence_list_sessions(e->pres, cur->user, si, ARRAY_SIZE(si));
+    int64_t off = wall_offset(e);
+    struct contrib c = {0};
+
+    c.status = cur->status;
+    memcpy(c.devices, cur->devices, sizeof(c.devices));
+    c.sessions = (unsigned)n;
+    c.text = cur->custom.text;
+    c.emoji = cur->custom.emoji;
+    c.custom_expires = to_wall(off, cur->custom.expires_at);
+    for (size_t i = 0; i < n && i < ARRAY_SIZE(si); i++) {
+        uint64_t a = to_wall(off, si[i].last_activity);
+        if (a > c.activity)
+            c.activity = a;
+        c.online |= si[i].status == PRESENCE_ONLINE;
+        if ((si[i].custom.text[0] || si[i].custom.emoji[0]) && a > c.custom_activity)
+            c.custom_activity = a;
+    }
+    contrib_encode(b, &c);
+    return (unsigned)n;
+}
+
+/* While Redis is unreachable: the local change, merged with what is
+ * known of the other nodes (they keep the user online if they had
+ * sessions), shown at once. */
+static void estimate(struct engine *e, struct gview *g, const struct presence_view *cur, unsigned n)
+{
+    struct contrib_view nv = g->v;
+    bool others = g->known && g->v.sessions > g->local_n;
+
+    if (cur->status != PRESENCE_OFFLINE || !others)
+        from_presence(e, cur, n + (others ? g->v.sessions - g->local_n : 0), &nv);
+    nv.ver = g->v.ver + 1;
+    apply(e, g, &nv, true);
+    g->degraded = true;
+}
+
+static void put(struct engine *e, struct gview *g, const struct presence_view *cur)
+{
+    struct buf b = {0};
+    unsigned n = 0;
+
+    if (cur->status != PRESENCE_OFFLINE) {
+        n = local_contrib(e, cur, &b);
+        buf_append(&b, "", 1);
+    }
+    cluster_user_put(e->env->cluster, e->w->id, g->uid, n ? b.data : NULL,
+                     to_wall(wall_offset(e), cur->last_seen ? cur->last_seen : cur->now));
+    buf_release(&b);
+    if (cluster_degraded(e->env->cluster))
+        estimate(e, g, cur, n);
+    g->local = n > 0;
+    g->local_n = n;
+}
+
+void cu__local_change(struct engine *e, const struct presence_view *cur)
+{
+    struct gview *g = get(e, cur->user);
+
+    put(e, g, cur);
+    drop_if_unused(e, g);
+}
+
+/* ---- reads and watchers ---- */
+
+bool cu__ready(struct engine *e, struct emsg *em, const char *uid)
+{
+    struct gview *g;
+
+    if (!cu__on(e))
+        return true;
+    g = get(e, uid);
+    if (g->known || g->local || (g->failed_at && loop_now(e->w->loop) - g->failed_at < RETRY_MS)) {
+        drop_if_unused(e, g);
+        return true;
+    }
+    em->parked = true;
+    list_insert_tail(&g->parked, &em->park);
+    if (!g->asked) {
+        g->asked = true;
+        cluster_user_get(e->env->cluster, e->w->id, uid);
+    }
+    return false;
+}
+
+void cu__watch(struct engine *e, const char *uid, bool on)
+{
+    struct gview *g;
+
+    if (!cu__on(e))
+        return;
+    g = get(e, uid);
+    if (g->watched == on)
+        return;
+    g->watched = on;
+    cluster_watch(e->env->cluster, e->w->id, uid, on);
+    if (!on && !g->local)
+        g->known = false; /* no bucket any more: it would go stale */
+    drop_if_unused(e, g);
+}
+
+/* ---- the cluster's hooks ---- */
+
+static void on_view(void *wctx, const char *uid, int err, const char *json, size_t len, bool own)
+{
+    struct engine *e = wctx;
+    struct gview *g = find(e, uid);
+    struct contrib_view nv;
+
+    if (!g)
+        return; /* nobody here needs it any more */
+    if (!own)
+        g->asked = false;
+    if (err < 0) {
+        if (!own)
+            g->failed_at = loop_now(e->w->loop) | 1;
+    } else if (!json) { /* nothing stored: never online, or long gone */
+        if (!g->known && !g->local) {
+            memset(&nv, 0, sizeof(nv));
+            apply(e, g, &nv, false);
+        }
+    } else if (contrib_view_decode(json, len, &nv) != 0) {
+        log_warnx("cluster", "malformed view of %s", uid);
+        g->failed_at = loop_now(e->w->loop) | 1;
+    } else if (!g->known || nv.ver > g->v.ver) {
+        g->degraded = false;
+        apply(e, g, &nv, own);
+    }
+    release(e, g);
+    if ((g = find(e, uid)))
+        drop_if_unused(e, g);
+}
+
+static void on_resync(void *wctx, unsigned bucket)
+{
+    struct engine *e = wctx;
+    struct hmap_node *n;
+    size_t it;
+
+    for (n = hmap_first(&e->gviews, &it); n; n = hmap_next(&e->gviews, n, &it)) {
+        struct gview *g = container_of(n, struct gview, node);
+        if (g->watched && !g->asked && cluster_bucket_of(g->uid) == bucket) {
+            g->asked = true;
+            cluster_user_get(e->env->cluster, e->w->id, g->uid);
+        }
+    }
+}
+
+/* Redis is back: this node's contributions may be gone (data lost, or
+ * this epoch swept): put every one again. */
+static void on_health(void *wctx, bool up)
+{
+    struct engine *e = wctx;
+    struct hmap_node *n;
+    size_t it;
+
+    if (!up)
+        return;
+    for (n = hmap_first(&e->gviews, &it); n; n = hmap_next(&e->gviews, n, &it)) {
+        struct gview *g = container_of(n, struct gview, node);
+        struct presence_view cur;
+        if (!g->local && !g->degraded)
+            continue;
+        presence_get_user(e->pres, g->uid, loop_now(e->w->loop), &cur);
+        put(e, g, &cur);
+    }
+}
+
+static void on_settings(void *wctx, const char *uid)
+{
+    engine__privacy_reload(wctx, uid);
+}
+
+void cu__settings_written(struct engine *e, const char *uid)
+{
+    if (cu__on(e))
+        cluster_settings_changed(e->env->cluster, e->w->id, uid);
+}
+
+static const struct cluster_hooks hooks = {
+    .view = on_view,
+    .resync = on_resync,
+    .health = on_health,
+    .settings = on_settings,
+};
+
+void cu__attach(struct engine *e)
+{
+    if (cu__on(e))
+        cluster_attach(e->env->cluster, e->w, &hooks, e);
+}
+
+void cu__detach(struct engine *e)
+{
+    struct hmap_node *n, *next;
+    size_t it;
+
+    if (!cu__on(e))
+        return;
+    cluster_detach(e->env->cluster, e->w->id);
+    for (n = hmap_first(&e->gviews, &it); n; n = next) {
+        struct gview *g = container_of(n, struct gview, node);
+        next = hmap_next(&e->gviews, n, &it);
+        while (!list_empty(&g->parked)) {
+            struct emsg *em = container_of(list_first(&g->parked), struct emsg, park);
+            list_del(&em->park);
+            em->msg.free(&em->msg);
+        }
+        hmap_remove(&e->gviews, n);
+        free(g);
+    }
+    hmap_release(&e->gviews);
+    e->cluster_gone = true;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cluster_user.h - the engine's side of cluster.h: users' presence across
+ * nodes (docs/cluster.md). Only with `redis` set; every function is a
+ * no-op (or answers from the local presence core) without it.
+ *
+ * The owner of a user on this node (owner.h) keeps, while the user has
+ * local sessions or local watchers or a read waits for it, a *global
+ * view*: the merge of every node's contribution, as Redis's user script
+ * made it, with its version. A local change of the user's view (the
+ * presence core's on_change, debounced) becomes this node's contribution
+ * (cluster_user_put()); the view that comes back, or that another node's
+ * change publishes on the user's bucket, replaces the global view when
+ * its version is larger, and is what watchers, rooms' privacy and reads
+ * see. While Redis cannot be reached, a local change is applied at once,
+ * merged with the last known view (marked degraded), and put again when
+ * Redis is back.
+ */
+#ifndef CLUSTER_USER_H
+#define CLUSTER_USER_H
+
+#include <stdbool.h>
+
+#include "msg.h"
+#include "presence.h"
+
+struct engine;
+
+/* Whether this node is one of many (`redis` set). */
+bool cu__on(const struct engine *e);
+/* engine_new / engine_free. */
+void cu__attach(struct engine *e);
+void cu__detach(struct engine *e);
+
+/* The presence core's on_change for a user of this worker (clustered). */
+void cu__local_change(struct engine *e, const struct presence_view *cur);
+/* True when uid's global view is known (or cannot be known now: Redis
+ * unreachable) so that em can be answered; else parks em (engine__dispatch
+ * runs it again once the view is in) and returns false. Always true when
+ * not clustered. */
+bool cu__ready(struct engine *e, struct emsg *em, const char *uid);
+/* uid's view as watchers and reads see it: the global one when known,
+ * else the local presence core's. *degraded (may be NULL) says whether it
+ * is an estimate made while Redis was unreachable. */
+void cu__truth(struct engine *e, const char *uid, struct presence_view *out, bool *degraded);
+/* uid's settings were written here: the other nodes drop their copies. */
+void cu__settings_written(struct engine *e, const char *uid);
+/* The first local watcher of uid on this node's owner (on) or the last one
+ * gone: keeps the global view and its bucket subscription. */
+void cu__watch(struct engine *e, const char *uid, bool on);
+
+#endif
