@@ -573,7 +573,7 @@ int redis_eval(struct redis *r, int script, int nkeys, const char *const *keys,
     size_t *argvlen = xmalloc((size_t)argc * sizeof(*argvlen));
     char nk[16];
     struct rcmd *c = NULL;
-    size_t len;
+    size_t len, tail;
     char *buf;
     int rc;
 
@@ -589,11 +589,12 @@ int redis_eval(struct redis *r, int script, int nkeys, const char *const *keys,
     buf = format(argc, argv, argvlen, &len);
     free(argv);
     free(argvlen);
+    /* "*N\r\n$7\r\nEVALSHA\r\n$40\r\n<sha>\r\n" then the rest */
+    tail = (size_t)snprintf(NULL, 0, "*%d\r\n", argc) + 13 + 5 + 42;
     rc = queue_user(r, nkeys ? keys[0] : "", nkeys ? keylen[0] : 0, buf, len, cb, ctx, &c);
     if (rc == 0) {
         c->script = script;
-        /* "*N\r\n$7\r\nEVALSHA\r\n$40\r\n<sha>\r\n" then the rest */
-        c->eval_tail = (size_t)(strchr(buf, '\n') - buf) + 1 + 13 + 5 + 42;
+        c->eval_tail = tail;
     }
     return rc;
 }
