@@ -400,6 +400,14 @@ void room_engine_set_wall_offset(struct room_engine *e, int64_t wall_offset_ms);
  * error nothing changes. */
 int room_join(struct room_engine *e, const char *room, const char *user, const char *session,
               const char *meta, size_t meta_len, uint64_t now);
+/* room_join() by a user who must not see the nunseen users in unseen (a
+ * set of ids, borrowed during the call; those that block the joiner):
+ * ROOM_E_FULL does not count them, so that a full room says nothing about
+ * members hidden from the joiner (they still count in the hard bound of
+ * twice max_members). */
+int room_join_for(struct room_engine *e, const char *room, const char *user, const char *session,
+                  const char *meta, size_t meta_len, uint64_t now, const char *const *unseen,
+                  size_t nunseen);
 /* Removes session; the member leaves with its last session. 0,
  * ROOM_E_ROOM_ID, _USER_ID, _SESSION_ID, _NO_ROOM, _NOT_MEMBER or
  * _NO_SESSION. */

@@ -182,6 +182,8 @@ void room__emit(struct room *r, room_emit_cb *cb, struct room_event *ev);
  * true when r is gone. */
 bool room__maybe_delete(struct room *r);
 
+/* A new epoch, nonzero and below 2^53, from epoch_seed and a counter. */
+uint64_t room__next_epoch(struct room_engine *e);
 /* e's room named id, or NULL. */
 struct room *room__find(const struct room_engine *e, const char *id);
 /* m's nsessions session ids, join order. */

@@ -334,6 +334,23 @@ static void publish(struct room_engine *e, struct room *r, const struct delta_li
     payload_unref(ev.msg.payload);
 }
 
+/* A room that shows nobody after a flush but lives on (its members are
+ * hidden, or their leave waits for a callback to end) starts a new epoch
+ * at seq 0, as if it had been deleted: the world without its hidden
+ * members has no room there, and the next change re-creates it (seq 1 of
+ * a new epoch) instead of continuing a history nobody may see. Resume
+ * with the old epoch then gets a snapshot (the empty room's). */
+static void restart_if_empty(struct room_engine *e, struct room *r)
+{
+    if (r->published > 0 || r->seq == 0)
+        return;
+    r->epoch = room__next_epoch(e);
+    r->seq = 0;
+    room__ring_release(&r->ring);
+    payload_unref(r->snap.payload);
+    r->snap.payload = NULL;
+}
+
 /* Flushes r's batch (see the essay above) at now. Returns true when r was
  * deleted. */
 static bool flush_room(struct room *r, uint64_t now)
@@ -356,7 +373,10 @@ static bool flush_room(struct room *r, uint64_t now)
     r->seq++;
     r->flushed_at = now;
     publish(e, r, &d, reset);
-    return room__maybe_delete(r);
+    if (room__maybe_delete(r))
+        return true;
+    restart_if_empty(e, r);
+    return false;
 }
 
 void room__on_flush_timer(struct wheel_timer *t, uint64_t now)

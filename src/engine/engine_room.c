@@ -409,7 +409,8 @@ void engine__room_on_join_r(struct engine *e, struct emsg *req)
     int r;
 
     room_engine_set_wall_offset(e->rooms, wall_offset(e));
-    r = room_join(e->rooms, req->room, req->uid, req->sid, req->text, mlen, now);
+    r = room_join_for(e->rooms, req->room, req->uid, req->sid, req->text, mlen, now,
+                      (const char *const *)req->ids, req->nids);
     if (r < 0 && r != ROOM_E_JOINED) { /* JOINED: a resumed session re-subscribing */
         room_error(e, req->conn_id, r, req->ref);
         send_state(e, req, NULL, true, 0, 0);
@@ -595,6 +596,17 @@ static void sroom_del(struct engine *e, const struct emsg *req)
     }
 }
 
+/* em gets copies of from's ids (a join's: the joiner's blockers). */
+static void copy_ids(struct emsg *em, const struct emsg *from)
+{
+    if (from->nids == 0)
+        return;
+    em->ids = xmalloc(from->nids * sizeof(*em->ids));
+    for (size_t i = 0; i < from->nids; i++)
+        em->ids[i] = xstrdup(from->ids[i]);
+    em->nids = from->nids;
+}
+
 static struct emsg *forward(struct engine *e, const struct emsg *req, enum engine_op op)
 {
     struct emsg *em = emsg_new(op, req->conn_id);
@@ -609,6 +621,7 @@ static struct emsg *forward(struct engine *e, const struct emsg *req, enum engin
     em->version = req->version; /* the subscription generation */
     em->index = req->index;     /* the link's join number */
     em->text = req->text ? xstrdup(req->text) : NULL;
+    copy_ids(em, req);
     owner_send(e, owner_of_room(e, req->room), em);
     return em;
 }

@@ -527,11 +527,20 @@ static void request_refresh(struct room_link *l, const char *user)
 }
 
 /* A join travels through the user's owner; an event stream's subscription
- * goes straight to the room's. */
+ * goes straight to the room's. Either carries the user's blockers: the
+ * room's owner counts a full room, numbers the view and filters what it
+ * answers as that reader sees the room. */
 static void rb_send_join(struct client *c, struct emsg *em)
 {
-    if (rb_get(c)->n > 0)
+    const struct rblock *rb = rb_get(c);
+
+    if (rb->n > 0) {
         em->has_since = false; /* a snapshot: the hidden members are known from it */
+        em->ids = xmalloc(rb->n * sizeof(*em->ids));
+        for (size_t i = 0; i < rb->n; i++)
+            em->ids[i] = xstrdup(rb->ids[i]);
+        em->nids = rb->n;
+    }
     owner_send(c->e, em->op == OP_RSUB ? owner_of_room(c->e, em->room) : c->owner, em);
 }
 
