@@ -358,6 +358,7 @@ static void room_free(struct room *r)
     hmap_remove(&e->rooms, &r->node);
     wheel_del(&r->flush_timer);
     room__ring_release(&r->ring);
+    room__vlog_release(&r->vlog);
     payload_unref(r->snap.payload);
     pool_free(r);
     e->stats.rooms--;
@@ -481,6 +482,9 @@ void room_engine_free(struct room_engine *e)
     }
     hmap_release(&e->rooms);
     hmap_release(&e->senders); /* emptied with the members */
+    room__hiders_release(e);
+    buf_release(&e->vlog_ids);
+    buf_release(&e->vlog_next);
     free(e->ents[0]);
     free(e->ents[1]);
     free(e->leaves);

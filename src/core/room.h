@@ -500,6 +500,37 @@ void room_admin_list(const struct room_engine *e, struct buf *out, bool *first);
  * with every current member, hidden ones included. 0 or ROOM_E_ROOM_ID. */
 int room_admin_members(const struct room_engine *e, const char *room, struct buf *out);
 
+/* ---- views of readers some members hide from ----
+ *
+ * A reader must not see members that block it: to it they are absent, and
+ * so is their activity, numbering included (docs/protocol.md, "Rooms and
+ * privacy"). Such a reader's view skips the messages that changed only
+ * members hidden from it, so its seq counts the others; and when it shows
+ * that reader nobody, the view ends as a deleted room would (epoch 0, seq
+ * 0), and its next message begins a new view epoch,
+ * room_view_epoch(room epoch, seq of the room's last message after which
+ * the view showed nobody), at seq 1. The engine says who may hide from
+ * someone (room_note_hider()) before their changes happen; see
+ * room_view.c for the bounds. Readers who hide nobody see the room's own
+ * numbering. */
+
+/* user blocks some reader: later messages that change only such users are
+ * recorded for the views they are hidden from. Remembered for the
+ * engine's life, at most 65,536 users (later ones are ignored). */
+void room_note_hider(struct room_engine *e, const char *user);
+/* Whether room_note_hider(user) was called. */
+bool room_is_hider(const struct room_engine *e, const char *user);
+/* *out = room's head as a reader for whom hide(user, ctx) is true of the
+ * members it must not see (called during the call only; NULL: nobody):
+ * count = the members it sees, and with none the empty room's head (epoch
+ * 0, seq 0); else the view's epoch and seq (above). head.room points into
+ * the engine or at room. 0 or ROOM_E_ROOM_ID. */
+int room_view_head(const struct room_engine *e, const char *room, room_hide_fn *hide, void *ctx,
+                   struct room_head *out);
+/* The epoch of a view that began after the room's message since of epoch
+ * (since > 0): nonzero, below 2^53, never epoch. Pure. */
+uint64_t room_view_epoch(uint64_t epoch, uint64_t since);
+
 /* ---- pure helpers ---- */
 
 bool room_id_valid(const char *id);           /* a valid room, user or session id */
