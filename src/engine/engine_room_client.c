@@ -655,12 +655,19 @@ static void request_refresh(struct room_link *l, const char *user)
  * goes straight to the room's. Either carries the user's blockers: the
  * room's owner counts a full room, numbers the view and filters what it
  * answers as that reader sees the room. */
+static bool is_join(const struct emsg *em)
+{
+    return em->op == OP_RJOIN || em->op == OP_RSUB;
+}
+
 static void rb_send_join(struct client *c, struct emsg *em)
 {
-    if (rb_get(c)->n > 0)
+    if (is_join(em) && rb_get(c)->n > 0)
         em->has_since = false; /* a snapshot: the hidden members are known from it */
+    if (!is_join(em))
+        em->arg = 1; /* a patch or ephemeral: its sender's blockers are known */
     ids_of_blockers(c, em);
-    owner_send(c->e, em->op == OP_RSUB ? owner_of_room(c->e, em->room) : c->owner, em);
+    owner_send(c->e, em->op == OP_RJOIN ? c->owner : owner_of_room(c->e, em->room), em);
 }
 
 static void rb_loaded(void *ctx, int status, const struct store_result *r);
@@ -701,7 +708,7 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
         for (size_t i = 0; i < rb->npending; i++) {
             struct emsg *em = rb->pending[i];
             size_t idx;
-            if (find_rlink(c, em->room, &idx))
+            if (is_join(em) && find_rlink(c, em->room, &idx))
                 rlink_remove(c, idx);
             if (c->ws)
                 frame_send_error(c, "store_unavailable",
@@ -732,7 +739,8 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
     }
 }
 
-/* Sends a join of c, held until c's blockers are known. */
+/* Sends a join of c (or a patch or ephemeral: they carry the blockers
+ * too), held until c's blockers are known. */
 static void rb_join(struct client *c, struct emsg *em)
 {
     struct rblock *rb = rb_get(c);
@@ -759,7 +767,7 @@ static void rb_cancel(struct client *c, const char *room)
     struct rblock *rb = rb_get(c);
 
     for (size_t i = 0; rb && i < rb->npending; i++) {
-        if (strcmp(rb->pending[i]->room, room) == 0) {
+        if (is_join(rb->pending[i]) && strcmp(rb->pending[i]->room, room) == 0) {
             emsg_free(&rb->pending[i]->msg);
             memmove(rb->pending + i, rb->pending + i + 1,
                     (rb->npending - i - 1) * sizeof(*rb->pending));
@@ -829,17 +837,6 @@ void engine__rooms_block_changed(struct engine *e, const char *owner, const char
         em->arg = blocked;
         owner_send(e, i, em);
     }
-}
-
-/* A patch or ephemeral carries c's blockers, so that a non-member's error
- * reads as the room c can see (engine__room_on_patch()); arg says whether
- * they are known (they are read before c's first join). */
-static void blockers_for_errors(const struct client *c, struct emsg *em)
-{
-    const struct rblock *rb = rb_get(c);
-
-    em->arg = rb && rb->state == RB_READY;
-    ids_of_blockers(c, em);
 }
 
 /* ---- the operations (engine_room.h) ---- */
@@ -925,8 +922,7 @@ void engine__room_patch(struct client *c, const char *room, const char *meta, co
     struct emsg *em = room_msg(c, OP_RPATCH, room, ref);
 
     em->text = xstrdup(meta);
-    blockers_for_errors(c, em);
-    owner_send(c->e, owner_of_room(c->e, room), em);
+    rb_join(c, em); /* with c's blockers, once known: see engine__room_on_patch() */
 }
 
 void engine__room_ephemeral(struct client *c, const char *room, const char *kind, const char *data,
@@ -936,8 +932,7 @@ void engine__room_ephemeral(struct client *c, const char *room, const char *kind
 
     em->text = xstrdup(data);
     em->emoji = xstrdup(kind); /* the kind rides in a spare string */
-    blockers_for_errors(c, em);
-    owner_send(c->e, owner_of_room(c->e, room), em);
+    rb_join(c, em);            /* ditto */
 }
 
 bool engine__room_ephemerals_held(const struct client *c)
