@@ -46,6 +46,7 @@ suite unit unit_all
 [ -x tests/conformance/run.sh ] && suite conformance tests/conformance/run.sh presenced "$PRESENCED_BIN"
 ls tests/integration/*.test.mjs >/dev/null 2>&1 && \
   suite integration-node node --test --test-concurrency=1 tests/integration/
+[ -f tests/soak/soak.mjs ] && suite soak node tests/soak/soak.mjs --seed 1 --seconds 40
 ls tests/integration/test_*.py >/dev/null 2>&1 && \
   suite integration-python $PY -m unittest discover -s tests/integration -p 'test_*.py' -v
 [ -d clients/js/test ] && suite js-sdk bash -c 'cd clients/js && node --test test/'

@@ -253,7 +253,7 @@ int room__find_member(const struct room_engine *e, const char *room, const char 
 /* ---- rooms and members ---- */
 
 /* splitmix64: spreads consecutive counters over 53 bits. */
-static uint64_t next_epoch(struct room_engine *e)
+uint64_t room__next_epoch(struct room_engine *e)
 {
     uint64_t z = e->cfg.epoch_seed + ++e->rooms_created * UINT64_C(0x9E3779B97F4A7C15);
 
@@ -269,7 +269,7 @@ static struct room *room_create(struct room_engine *e, const char *id)
 
     r->e = e;
     memcpy(r->id, id, strlen(id) + 1);
-    r->epoch = next_epoch(e);
+    r->epoch = room__next_epoch(e);
     r->mode = ROOM_MODE_NORMAL;
     list_init(&r->order);
     wheel_timer_init(&r->flush_timer, room__on_flush_timer);
@@ -358,6 +358,7 @@ static void room_free(struct room *r)
     hmap_remove(&e->rooms, &r->node);
     wheel_del(&r->flush_timer);
     room__ring_release(&r->ring);
+    room__vlog_release(&r->vlog);
     payload_unref(r->snap.payload);
     pool_free(r);
     e->stats.rooms--;
@@ -481,6 +482,9 @@ void room_engine_free(struct room_engine *e)
     }
     hmap_release(&e->rooms);
     hmap_release(&e->senders); /* emptied with the members */
+    room__hiders_release(e);
+    buf_release(&e->vlog_ids);
+    buf_release(&e->vlog_next);
     free(e->ents[0]);
     free(e->ents[1]);
     free(e->leaves);
@@ -511,19 +515,36 @@ static int check_ids(const char *room, const char *user, const char *session)
     return 0;
 }
 
-/* The checks of room_join() that need the room; 0 when the join may go. */
-static int join_check(const struct room_engine *e, const struct room *r, const struct member *m,
-                      const char *session)
+/* How many of r's members with a session and visible are among the n
+ * users in unseen (a set: the joiner must not see them). */
+static size_t count_unseen(const struct room *r, const char *const *unseen, size_t n)
 {
+    size_t k = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct member *m = member_find(r, unseen[i]);
+        k += m && m->nsessions > 0 && m->visible;
+    }
+    return k;
+}
+
+/* The checks of room_join() that need the room; 0 when the join may go.
+ * Full counts the members the joiner can see, so that room_full says
+ * nothing about invisible ones or those in unseen; twice the cap bounds
+ * them all. */
+static int join_check(const struct room_engine *e, const struct room *r, const struct member *m,
+                      const char *session, const char *const *unseen, size_t nunseen)
+{
+    size_t cap = e->cfg.max_members;
+
     if (m && session_index(m, session) >= 0)
         return ROOM_E_JOINED;
     if (m && m->nsessions >= e->cfg.max_sessions)
         return ROOM_E_SESSIONS;
-    /* Full counts the members others can see, so that room_full says
-     * nothing about invisible ones; twice the cap bounds them all. */
     if ((m == NULL || m->nsessions == 0) && r &&
-        (r->present - r->hidden >= e->cfg.max_members ||
-         r->present >= 2 * (size_t)e->cfg.max_members))
+        (r->present >= 2 * cap ||
+         (r->present - r->hidden >= cap &&
+          r->present - r->hidden - count_unseen(r, unseen, nunseen) >= cap)))
         return ROOM_E_FULL;
     return 0;
 }
@@ -564,6 +585,13 @@ static bool meta_replace(struct member *m, struct payload *meta)
 int room_join(struct room_engine *e, const char *room, const char *user, const char *session,
               const char *meta, size_t meta_len, uint64_t now)
 {
+    return room_join_for(e, room, user, session, meta, meta_len, now, NULL, 0);
+}
+
+int room_join_for(struct room_engine *e, const char *room, const char *user, const char *session,
+                  const char *meta, size_t meta_len, uint64_t now, const char *const *unseen,
+                  size_t nunseen)
+{
     struct payload *pm = NULL;
     struct room *r;
     struct member *m;
@@ -582,7 +610,7 @@ int room_join(struct room_engine *e, const char *room, const char *user, const c
     }
     r = room__find(e, room);
     m = r ? member_find(r, user) : NULL;
-    rc = join_check(e, r, m, session);
+    rc = join_check(e, r, m, session, unseen, nunseen);
     if (rc) {
         payload_unref(pm);
         return rc;

@@ -400,6 +400,14 @@ void room_engine_set_wall_offset(struct room_engine *e, int64_t wall_offset_ms);
  * error nothing changes. */
 int room_join(struct room_engine *e, const char *room, const char *user, const char *session,
               const char *meta, size_t meta_len, uint64_t now);
+/* room_join() by a user who must not see the nunseen users in unseen (a
+ * set of ids, borrowed during the call; those that block the joiner):
+ * ROOM_E_FULL does not count them, so that a full room says nothing about
+ * members hidden from the joiner (they still count in the hard bound of
+ * twice max_members). */
+int room_join_for(struct room_engine *e, const char *room, const char *user, const char *session,
+                  const char *meta, size_t meta_len, uint64_t now, const char *const *unseen,
+                  size_t nunseen);
 /* Removes session; the member leaves with its last session. 0,
  * ROOM_E_ROOM_ID, _USER_ID, _SESSION_ID, _NO_ROOM, _NOT_MEMBER or
  * _NO_SESSION. */
@@ -491,6 +499,37 @@ void room_admin_list(const struct room_engine *e, struct buf *out, bool *first);
 /* Admin API: appends {"room":id,"members":[{"user","sessions","visible"}]}
  * with every current member, hidden ones included. 0 or ROOM_E_ROOM_ID. */
 int room_admin_members(const struct room_engine *e, const char *room, struct buf *out);
+
+/* ---- views of readers some members hide from ----
+ *
+ * A reader must not see members that block it: to it they are absent, and
+ * so is their activity, numbering included (docs/protocol.md, "Rooms and
+ * privacy"). Such a reader's view skips the messages that changed only
+ * members hidden from it, so its seq counts the others; and when it shows
+ * that reader nobody, the view ends as a deleted room would (epoch 0, seq
+ * 0), and its next message begins a new view epoch,
+ * room_view_epoch(room epoch, seq of the room's last message after which
+ * the view showed nobody), at seq 1. The engine says who may hide from
+ * someone (room_note_hider()) before their changes happen; see
+ * room_view.c for the bounds. Readers who hide nobody see the room's own
+ * numbering. */
+
+/* user blocks some reader: later messages that change only such users are
+ * recorded for the views they are hidden from. Remembered for the
+ * engine's life, at most 65,536 users (later ones are ignored). */
+void room_note_hider(struct room_engine *e, const char *user);
+/* Whether room_note_hider(user) was called. */
+bool room_is_hider(const struct room_engine *e, const char *user);
+/* *out = room's head as a reader for whom hide(user, ctx) is true of the
+ * members it must not see (called during the call only; NULL: nobody):
+ * count = the members it sees, and with none the empty room's head (epoch
+ * 0, seq 0); else the view's epoch and seq (above). head.room points into
+ * the engine or at room. 0 or ROOM_E_ROOM_ID. */
+int room_view_head(const struct room_engine *e, const char *room, room_hide_fn *hide, void *ctx,
+                   struct room_head *out);
+/* The epoch of a view that began after the room's message since of epoch
+ * (since > 0): nonzero, below 2^53, never epoch. Pure. */
+uint64_t room_view_epoch(uint64_t epoch, uint64_t since);
 
 /* ---- pure helpers ---- */
 

@@ -80,20 +80,19 @@ int room_encode_info_for(const struct room_engine *e, const char *room, size_t l
                          room_hide_fn *hide, void *ctx, struct buf *out)
 {
     const struct room *r;
-    size_t shown, n = 0;
+    struct room_head h;
+    size_t n = 0;
 
-    if (!room__id_ok(room, ROOM_ID_MAX))
+    if (room_view_head(e, room, hide, ctx, &h) != 0)
         return ROOM_E_ROOM_ID;
     r = room__find(e, room);
-    shown = room__shown_count(r, hide, ctx);
     /* A room whose members are all hidden reads exactly like no room. */
     buf_append_str(out, "{\"room\":");
     json_append_cstr(out, room);
     buf_printf(out, ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu,\"members\":[",
-               shown ? (unsigned long long)r->epoch : 0ull,
-               shown ? (unsigned long long)r->seq : 0ull,
-               room_mode_name(shown ? r->mode : ROOM_MODE_NORMAL), shown);
-    for (const struct list *pos = shown ? r->order.next : NULL;
+               (unsigned long long)h.epoch, (unsigned long long)h.seq, room_mode_name(h.mode),
+               h.count);
+    for (const struct list *pos = h.count ? r->order.next : NULL;
          pos && pos != &r->order && n < limit; pos = pos->next) {
         const struct member *m = container_of(pos, struct member, order);
         if (!room__listed(m, hide, ctx))

@@ -3,7 +3,8 @@
  * room_internal.h - what the files of the room module share: room.c
  * (rooms, members, membership calls), room_publish.c (the flush, message
  * values, the snapshot cache), room_ring.c (the resume ring), room_info.c
- * (reads and admin lists) and room_ephemeral.c (the ephemeral lane). It
+ * (reads and admin lists), room_view.c (views of readers some members
+ * hide from) and room_ephemeral.c (the ephemeral lane). It
  * holds the engine's private types and the room__ functions one file
  * calls in another. Not part of the room API: only those files include
  * it.
@@ -59,6 +60,32 @@ struct ring {
     uint32_t head;  /* index of the oldest entry */
     uint32_t n;     /* entries in use */
     uint32_t bytes; /* sum of their wire_len (<= ring_bytes) */
+};
+
+/* A user known to hide from some reader (room_note_hider()). */
+struct hider {
+    struct hmap_node node; /* in engine->hiders, by id */
+    char id[];
+};
+
+#define VLOG_IDS 64u /* users in a view-log record's lists, at most */
+
+/* One message of a room whose numbering some readers' views skip or
+ * restart on (room_view.c): a delta that changed only hiders (u, nu
+ * ids), and/or a message after which only hiders were shown (p, np ids).
+ * A pool.h object; the ids are NUL-terminated, back to back, u first. */
+struct vlog_rec {
+    uint64_t seq;
+    uint8_t nu, np; /* 0 = that list is not recorded */
+    char ids[];
+};
+
+/* The view log of a room's current epoch: its last ring_len records,
+ * oldest first; floor is the seq of the newest one dropped (0 = none). */
+struct vlog {
+    struct vlog_rec **v;
+    uint32_t n, cap;
+    uint64_t floor;
 };
 
 /* The latest value of one ephemeral kind of one sender. */
@@ -129,6 +156,7 @@ struct room {
     struct wheel_timer flush_timer;
     struct ring ring;
     struct room_msg snap; /* cached snapshot (payload NULL = none), valid at snap.seq */
+    struct vlog vlog;     /* for the views of readers some members hide from */
     unsigned busy;        /* callbacks running for this room: deletion waits */
 };
 
@@ -152,6 +180,9 @@ struct room_engine {
     size_t cap_leaves;
     struct buf leave_ids; /* copies of the ids that leave in a flush, NUL-terminated */
     struct buf scratch;   /* the codec's (struct room_codec) */
+    struct hmap hiders;   /* struct hider: users that block some reader */
+    struct buf vlog_ids;  /* a flush's changed hiders, then a view-log record's ids */
+    struct buf vlog_next; /* ditto, being collected */
     struct room_stats stats;
 };
 
@@ -182,6 +213,8 @@ void room__emit(struct room *r, room_emit_cb *cb, struct room_event *ev);
  * true when r is gone. */
 bool room__maybe_delete(struct room *r);
 
+/* A new epoch, nonzero and below 2^53, from epoch_seed and a counter. */
+uint64_t room__next_epoch(struct room_engine *e);
 /* e's room named id, or NULL. */
 struct room *room__find(const struct room_engine *e, const char *id);
 /* m's nsessions session ids, join order. */
@@ -228,6 +261,17 @@ bool room__ring_make_room(struct room_engine *e, struct room *r, size_t len, siz
 /* Keeps x (consumed), the record of r's newest message, as the ring's
  * newest entry (after room__ring_make_room() said yes). */
 void room__ring_append(struct room_engine *e, struct room *r, struct ring_rec *x);
+
+/* ---- room_view.c ---- */
+
+/* Records r's newest message (r->seq) in its view log when views skip or
+ * restart on it: u (ulen bytes) holds the nu users it changed,
+ * NUL-terminated, when they are all hiders (nu 0: not so, or a snapshot). */
+void room__vlog_note(struct room_engine *e, struct room *r, const char *u, size_t ulen, size_t nu);
+/* Empties r's view log (a new epoch, or r is freed). */
+void room__vlog_release(struct vlog *g);
+/* Frees the hider set. */
+void room__hiders_release(struct room_engine *e);
 
 /* ---- room_ephemeral.c ---- */
 

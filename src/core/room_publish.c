@@ -264,13 +264,31 @@ static int publish_member(struct room *r, struct member *m)
     return which;
 }
 
+/* Collects, for the view log, m (which changed in this flush) into
+ * e->vlog_next while every change so far is a hider's; *nu counts them,
+ * SIZE_MAX once one is not (or too many are). */
+static void note_changed(struct room_engine *e, const struct member *m, size_t *nu)
+{
+    if (*nu == SIZE_MAX)
+        return;
+    if (*nu >= VLOG_IDS || !room_is_hider(e, m->user)) {
+        *nu = SIZE_MAX;
+        return;
+    }
+    buf_append(&e->vlog_next, m->user, strlen(m->user) + 1);
+    (*nu)++;
+}
+
 /* The apply pass; d collects list entries (NULL: count only). Empties
- * the dirty list; returns the number of changes. */
-static size_t apply_dirty(struct room *r, struct delta_lists *d)
+ * the dirty list; returns the number of changes, and in *nu how many
+ * hiders changed when only hiders did (else SIZE_MAX; see note_changed). */
+static size_t apply_dirty(struct room *r, struct delta_lists *d, size_t *nu)
 {
     struct room_engine *e = r->e;
     size_t changes = 0;
 
+    e->vlog_next.len = 0;
+    *nu = e->hiders.count ? 0 : SIZE_MAX;
     for (uint32_t i = 0; i < r->ndirty; i++) {
         struct member *m = r->dirty[i];
         int which = publish_member(r, m);
@@ -282,6 +300,8 @@ static size_t apply_dirty(struct room *r, struct delta_lists *d)
             r->published--;
         if (which >= 0 && d)
             delta_add(e, d, which, m);
+        if (which >= 0)
+            note_changed(e, m, nu);
         changes += which >= 0;
         if (m->nsessions == 0)
             room__member_free(r, m);
@@ -334,6 +354,24 @@ static void publish(struct room_engine *e, struct room *r, const struct delta_li
     payload_unref(ev.msg.payload);
 }
 
+/* A room that shows nobody after a flush but lives on (its members are
+ * hidden, or their leave waits for a callback to end) starts a new epoch
+ * at seq 0, as if it had been deleted: the world without its hidden
+ * members has no room there, and the next change re-creates it (seq 1 of
+ * a new epoch) instead of continuing a history nobody may see. Resume
+ * with the old epoch then gets a snapshot (the empty room's). */
+static void restart_if_empty(struct room_engine *e, struct room *r)
+{
+    if (r->published > 0 || r->seq == 0)
+        return;
+    r->epoch = room__next_epoch(e);
+    r->seq = 0;
+    room__ring_release(&r->ring);
+    room__vlog_release(&r->vlog);
+    payload_unref(r->snap.payload);
+    r->snap.payload = NULL;
+}
+
 /* Flushes r's batch (see the essay above) at now. Returns true when r was
  * deleted. */
 static bool flush_room(struct room *r, uint64_t now)
@@ -341,6 +379,7 @@ static bool flush_room(struct room *r, uint64_t now)
     struct room_engine *e = r->e;
     enum room_mode old = r->mode;
     struct delta_lists d = {.limit = SIZE_MAX};
+    size_t nu;
     bool reset;
 
     wheel_del(&r->flush_timer);
@@ -349,14 +388,18 @@ static bool flush_room(struct room *r, uint64_t now)
     if (r->mode == ROOM_MODE_INTERVAL)
         d.limit = e->cfg.interval_list_limit;
     e->leave_ids.len = 0;
-    if (apply_dirty(r, reset ? NULL : &d) == 0) {
+    if (apply_dirty(r, reset ? NULL : &d, &nu) == 0) {
         assert(r->mode == old); /* the mode follows the count, which did not move */
         return room__maybe_delete(r);
     }
     r->seq++;
     r->flushed_at = now;
+    room__vlog_note(e, r, e->vlog_next.data, e->vlog_next.len, reset || nu == SIZE_MAX ? 0 : nu);
     publish(e, r, &d, reset);
-    return room__maybe_delete(r);
+    if (room__maybe_delete(r))
+        return true;
+    restart_if_empty(e, r);
+    return false;
 }
 
 void room__on_flush_timer(struct wheel_timer *t, uint64_t now)

@@ -275,6 +275,60 @@ static bool answering_batch(struct engine *e, const char *room)
     return s && !list_empty(&s->joins);
 }
 
+static int cmp_id(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct sorted_ids {
+    char **v;
+    size_t n;
+};
+
+static bool hide_blocker(const char *user, void *ctx)
+{
+    const struct sorted_ids *b = ctx;
+
+    return bsearch(&user, b->v, b->n, sizeof(*b->v), cmp_id) != NULL;
+}
+
+/* Hides every user known to block someone (ctx: the room engine). */
+static bool hide_hider(const char *user, void *ctx)
+{
+    return room_is_hider(ctx, user);
+}
+
+/* A reader's blockers (n ids, borrowed), sorted into b (free b->v), each
+ * noted as a hider in the rooms this worker owns. */
+static void sort_blockers(struct engine *e, char *const *ids, size_t n, struct sorted_ids *b)
+{
+    b->v = NULL;
+    b->n = n;
+    if (n == 0)
+        return;
+    b->v = xmalloc(n * sizeof(*b->v));
+    memcpy(b->v, ids, n * sizeof(*b->v));
+    qsort(b->v, n, sizeof(*b->v), cmp_id);
+    for (size_t i = 0; i < n; i++)
+        room_note_hider(e->rooms, ids[i]);
+}
+
+/* The head of room as req's reader sees it (its blockers in req->ids:
+ * room.h, "views of readers some members hide from"). */
+static void view_info(struct engine *e, const struct emsg *req, struct room_info *info)
+{
+    struct sorted_ids b;
+    struct room_head h;
+
+    sort_blockers(e, req->ids, req->nids, &b);
+    room_view_head(e->rooms, req->room, b.n ? hide_blocker : NULL, &b, &h);
+    free(b.v);
+    info->epoch = h.epoch;
+    info->seq = h.seq;
+    info->mode = h.mode;
+    info->count = h.count;
+}
+
 /* The join's answer: snapshot or missed deltas, then room_joined. In
  * normal mode a lone join is published before it is answered
  * (engine__room_on_join_r), so the next joiner's snapshot is at another
@@ -309,6 +363,11 @@ static void answer_join(struct engine *e, const struct emsg *req)
      * epoch 0 in the snapshot: room_joined must not tell otherwise. */
     if ((!resumed || (req->epoch == 0 && req->since == 0)) && info.count == 0)
         info = (struct room_info){.mode = ROOM_MODE_NORMAL};
+    if (req->nids) { /* a reader with blockers: its view's head (a snapshot) */
+        view_info(e, req, &info);
+        for (size_t i = 0; i < rr.n; i++)
+            rr.msgs[i].seq = info.seq;
+    }
     for (size_t i = 0; i < rr.n; i++)
         send_state(e, req, payload_ref(rr.msgs[i].payload), false, info.epoch, rr.msgs[i].seq);
     room_resume_release(&rr);
@@ -409,7 +468,10 @@ void engine__room_on_join_r(struct engine *e, struct emsg *req)
     int r;
 
     room_engine_set_wall_offset(e->rooms, wall_offset(e));
-    r = room_join(e->rooms, req->room, req->uid, req->sid, req->text, mlen, now);
+    for (size_t i = 0; i < req->nids; i++)
+        room_note_hider(e->rooms, req->ids[i]);
+    r = room_join_for(e->rooms, req->room, req->uid, req->sid, req->text, mlen, now,
+                      (const char *const *)req->ids, req->nids);
     if (r < 0 && r != ROOM_E_JOINED) { /* JOINED: a resumed session re-subscribing */
         room_error(e, req->conn_id, r, req->ref);
         send_state(e, req, NULL, true, 0, 0);
@@ -449,24 +511,8 @@ void engine__room_on_refresh(struct engine *e, struct emsg *req)
     if (room_snapshot(e->rooms, req->room, &m) != 0)
         return;
     room_get_info(e->rooms, req->room, &info);
-    send_state(e, req, m.payload, false, info.epoch, m.seq);
-}
-
-static int cmp_id(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-struct sorted_ids {
-    char **v;
-    size_t n;
-};
-
-static bool hide_blocker(const char *user, void *ctx)
-{
-    const struct sorted_ids *b = ctx;
-
-    return bsearch(&user, b->v, b->n, sizeof(*b->v), cmp_id) != NULL;
+    view_info(e, req, &info); /* the reader's blockers may have changed */
+    send_state(e, req, m.payload, false, info.epoch, info.seq);
 }
 
 /* The blockers are sorted once (a copy of the pointers), so a read costs
@@ -474,13 +520,9 @@ static bool hide_blocker(const char *user, void *ctx)
 void engine__room_info(struct engine *e, const char *room, char *const *blockers, size_t nblockers,
                        struct buf *out)
 {
-    struct sorted_ids b = {NULL, nblockers};
+    struct sorted_ids b;
 
-    if (nblockers) {
-        b.v = xmalloc(nblockers * sizeof(*b.v));
-        memcpy(b.v, blockers, nblockers * sizeof(*b.v));
-        qsort(b.v, nblockers, sizeof(*b.v), cmp_id);
-    }
+    sort_blockers(e, blockers, nblockers, &b);
     room_encode_info_for(e->rooms, room, 1000, nblockers ? hide_blocker : NULL, &b, out);
     free(b.v);
 }
@@ -528,6 +570,23 @@ void engine__room_on_unsub(struct engine *e, struct emsg *em)
     }
 }
 
+/* Whether req's room shows its sender anyone: a visible member that
+ * does not block it (its blockers in req->ids; when they are not known,
+ * req->arg 0, every member known to block someone counts as one). */
+static bool shows_anyone(struct engine *e, const struct emsg *req)
+{
+    struct sorted_ids b;
+    struct room_head h;
+
+    sort_blockers(e, req->ids, req->nids, &b);
+    if (req->arg)
+        room_view_head(e->rooms, req->room, b.n ? hide_blocker : NULL, &b, &h);
+    else
+        room_view_head(e->rooms, req->room, hide_hider, e->rooms, &h);
+    free(b.v);
+    return h.count > 0;
+}
+
 void engine__room_on_patch(struct engine *e, struct emsg *req)
 {
     uint64_t now = loop_now(e->w->loop);
@@ -541,7 +600,7 @@ void engine__room_on_patch(struct engine *e, struct emsg *req)
     if (r == ROOM_E_INVISIBLE)
         return; /* hidden by privacy: dropped, as if nobody were listening */
     /* "Not a member" would tell a room held by hidden members from none. */
-    if (r == ROOM_E_NOT_MEMBER)
+    if (r == ROOM_E_NOT_MEMBER && !shows_anyone(e, req))
         r = ROOM_E_NO_ROOM;
     if (r < 0)
         room_error(e, req->conn_id, r, req->ref);
@@ -595,6 +654,17 @@ static void sroom_del(struct engine *e, const struct emsg *req)
     }
 }
 
+/* em gets copies of from's ids (a join's: the joiner's blockers). */
+static void copy_ids(struct emsg *em, const struct emsg *from)
+{
+    if (from->nids == 0)
+        return;
+    em->ids = xmalloc(from->nids * sizeof(*em->ids));
+    for (size_t i = 0; i < from->nids; i++)
+        em->ids[i] = xstrdup(from->ids[i]);
+    em->nids = from->nids;
+}
+
 static struct emsg *forward(struct engine *e, const struct emsg *req, enum engine_op op)
 {
     struct emsg *em = emsg_new(op, req->conn_id);
@@ -609,6 +679,7 @@ static struct emsg *forward(struct engine *e, const struct emsg *req, enum engin
     em->version = req->version; /* the subscription generation */
     em->index = req->index;     /* the link's join number */
     em->text = req->text ? xstrdup(req->text) : NULL;
+    copy_ids(em, req);
     owner_send(e, owner_of_room(e, req->room), em);
     return em;
 }

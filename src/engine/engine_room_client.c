@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cJSON.h>
@@ -31,17 +32,23 @@ struct room_link {    /* 48 bytes: one per joined socket */
     struct list link; /* lroom->links */
     struct lroom *lroom;
     struct client *client;
-    struct hidden *hidden; /* NULL while none (nearly always) */
+    struct hidden *hidden; /* its filtered view; NULL while none (nearly always) */
     bool awaiting;         /* no state yet: deltas are not for it */
     bool need_refresh;     /* a block changed before its state was complete */
     uint32_t join_id;      /* its join's number: answers to an earlier link's go */
 };
 
-/* The blockers that are members of a link's room, kept out of its model
- * (only a socket whose user is blocked has one; freed when empty). */
+/* A link's filtered view (only a socket whose user is blocked has one):
+ * the blockers that are members of its room, kept out of its model, and
+ * the view's own numbering (room.h, "views of readers some members hide
+ * from"). Freed when a snapshot shows the link the room's own state. */
 struct hidden {
     char **ids; /* heap copies */
     size_t n, cap;
+    uint64_t room_epoch; /* the room's epoch the view follows (0: none yet) */
+    uint64_t epoch, seq; /* the view's head as last delivered */
+    uint64_t begin;      /* restart: the room's seq after which it showed nobody */
+    bool restart;        /* it shows nobody: its next message begins a view epoch */
 };
 
 /* Client side: the users that block a client's user (rb_get()). */
@@ -91,7 +98,7 @@ static void set_clear(char **v, size_t *n);
 static void rb_free(struct rblock *rb);
 static bool link_filtered(const struct room_link *l);
 static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_t epoch,
-                             uint64_t seq, bool bulk);
+                             uint64_t seq, bool bulk, bool state);
 static void request_refresh(struct room_link *l, const char *user);
 
 struct lroom {             /* client side: local subscribers of a room */
@@ -265,7 +272,7 @@ void engine__room_on_state(struct engine *e, struct emsg *em)
     if (!c || !(l = find_rlink(c, em->room, &idx)) || em->index != l->join_id)
         return; /* no such link, or the answer to one that left before it came */
     if (em->frame && link_filtered(l))
-        deliver_filtered(l, em->frame, em->epoch, em->since, false);
+        deliver_filtered(l, em->frame, em->epoch, em->since, false, true);
     else if (em->frame)
         deliver(c, em->frame, em->epoch, em->since, false);
     if (!em->arg)
@@ -304,7 +311,7 @@ void engine__room_on_event(struct engine *e, struct emsg *em)
         if (l->awaiting || (em->arg && congested(l->client)))
             continue;
         if (link_filtered(l))
-            deliver_filtered(l, em->frame, em->epoch, em->since, !em->arg);
+            deliver_filtered(l, em->frame, em->epoch, em->since, !em->arg, false);
         else
             deliver(l->client, em->frame, em->epoch, em->since, !em->arg);
     }
@@ -360,11 +367,6 @@ static bool blocked_by(const struct client *c, const char *user)
     return rb && str_in(rb->ids, rb->n, user);
 }
 
-static size_t nhidden(const struct room_link *l)
-{
-    return l->hidden ? l->hidden->n : 0;
-}
-
 static void hidden_free(struct room_link *l)
 {
     if (!l->hidden)
@@ -375,13 +377,22 @@ static void hidden_free(struct room_link *l)
     l->hidden = NULL;
 }
 
-/* Whether l's messages must be rewritten: its user has blockers, or
- * its model still lacks a member who stopped blocking. */
+/* l's filtered view, made on first use. */
+static struct hidden *view_of(struct room_link *l)
+{
+    if (!l->hidden)
+        l->hidden = pool_alloc(sizeof(*l->hidden));
+    return l->hidden;
+}
+
+/* Whether l's messages must be rewritten: its user has blockers, or its
+ * view (a model that lacks a member who stopped blocking, or numbering of
+ * its own) has not been replaced by the room's own state yet. */
 static bool link_filtered(const struct room_link *l)
 {
     const struct rblock *rb = rb_get(l->client);
 
-    return (rb && rb->n > 0) || nhidden(l) > 0;
+    return (rb && rb->n > 0) || l->hidden != NULL;
 }
 
 /* Removes entries of the array key by their user (the string itself, or
@@ -405,9 +416,8 @@ static size_t drop_users(cJSON *root, const char *key, struct room_link *l, int 
         if (what == 'l') /* a leave: hidden ones only (the model lacks them) */
             drop = l->hidden && set_del(l->hidden->ids, &l->hidden->n, user);
         else if ((drop = blocked_by(l->client, user)) && what == 'j') {
-            if (!l->hidden)
-                l->hidden = pool_alloc(sizeof(*l->hidden));
-            set_add(&l->hidden->ids, &l->hidden->n, &l->hidden->cap, user);
+            struct hidden *v = view_of(l);
+            set_add(&v->ids, &v->n, &v->cap, user);
         }
         if (drop) {
             cJSON_Delete(cJSON_DetachItemViaPointer(arr, it));
@@ -429,10 +439,14 @@ static void set_u64(cJSON *root, const char *key, uint64_t v)
     cJSON_ReplaceItemInObjectCaseSensitive(root, key, cJSON_CreateRaw(num));
 }
 
+/* root's key as an exact integer (a number, or one set_u64() wrote); 0
+ * when absent or not one. */
 static uint64_t get_u64(const cJSON *root, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
 
+    if (cJSON_IsRaw(v))
+        return strtoull(v->valuestring, NULL, 10);
     return cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
 }
 
@@ -445,63 +459,160 @@ static void lower(cJSON *root, const char *key, size_t by)
         set_u64(root, key, v > by ? v - by : 0);
 }
 
+/* Sets the view's numbering for a snapshot the room's owner sent as the
+ * link's state: (epoch, seq) is the view's head there (room_view_head());
+ * the snapshot itself says the room's. */
+static void view_state(struct hidden *v, const cJSON *root, uint64_t epoch, uint64_t seq,
+                       uint64_t shown)
+{
+    v->room_epoch = get_u64(root, "epoch");
+    v->epoch = epoch;
+    v->seq = seq;
+    v->restart = shown == 0;
+    v->begin = shown == 0 ? get_u64(root, "seq") : 0;
+}
+
+/* Numbers a live message of the room (at room_seq of room_epoch) in the
+ * view, as room_view_head() would: a message left with nothing for the
+ * reader (empty) is skipped; the first one after the view showed nobody
+ * begins a view epoch. False when it is skipped. */
+static bool view_next(struct hidden *v, uint64_t room_epoch, uint64_t room_seq, bool empty,
+                      uint64_t shown)
+{
+    if (v->room_epoch != room_epoch) { /* the room began again: it showed nobody */
+        v->room_epoch = room_epoch;
+        v->restart = true;
+        v->begin = 0;
+    }
+    if (empty) {
+        if (v->restart)
+            v->begin = room_seq; /* it still shows nobody after this one */
+        return false;
+    }
+    if (v->restart) {
+        v->epoch = v->begin ? room_view_epoch(room_epoch, v->begin) : room_epoch;
+        v->seq = 0;
+        v->restart = false;
+    }
+    v->seq++;
+    if (shown == 0) {
+        v->restart = true;
+        v->begin = room_seq;
+    }
+    return true;
+}
+
+/* Whether a delta, once filtered, has nothing left for the reader. */
+static bool delta_empty(const cJSON *root)
+{
+    static const char *const keys[] = {"joins", "leaves", "patches"};
+    static const char *const totals[] = {"joinCount", "leaveCount", "patchCount"};
+
+    for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+        if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, keys[i])) > 0 ||
+            get_u64(root, totals[i]) > 0)
+            return false;
+    return true;
+}
+
+/* Drops blockers from a room message for l; returns how many entries went
+ * and whether it is a snapshot. */
+static size_t filter_message(struct room_link *l, cJSON *root, const char *type, bool *snapshot)
+{
+    *snapshot = strcmp(type, "room_snapshot") == 0;
+    if (*snapshot) {
+        struct hidden *v = view_of(l);
+
+        set_clear(v->ids, &v->n); /* the snapshot says who is in the room */
+        return drop_users(root, "members", l, 'j');
+    }
+    size_t j = drop_users(root, "joins", l, 'j');
+    size_t lv = drop_users(root, "leaves", l, 'l');
+    size_t p = drop_users(root, "patches", l, 'p');
+    lower(root, "joinCount", j);
+    lower(root, "leaveCount", lv);
+    lower(root, "patchCount", p);
+    return j + lv + p;
+}
+
+/* After a state snapshot of the room at (epoch, seq): when l's view
+ * shows the room as it is (no blocker, the room's own numbering), the
+ * link's messages need no rewriting any more. */
+static void view_maybe_free(struct room_link *l, uint64_t epoch, uint64_t seq)
+{
+    const struct rblock *rb = rb_get(l->client);
+    const struct hidden *v = l->hidden;
+
+    if (v->n == 0 && !(rb && rb->n > 0) && v->epoch == epoch && v->seq == seq)
+        hidden_free(l);
+}
+
 /*
  * Delivers one room message to a client with blockers, as the room would
  * look without them. Members that block the user are removed from
  * snapshots and joins and remembered as hidden; their leaves are dropped
  * while hidden; their patches and ephemerals are dropped; count is
- * lowered by the hidden ones. seq and epoch are kept, so an emptied delta
- * still goes out. Parsed and re-encoded only here: others share the frame.
- * This path reads and writes the native protocol's JSON (the frame the
- * client worker receives; the value stays on the room's owner): a second
- * protocol needs the value here, or a filter of its own.
+ * lowered by the hidden ones. The view has numbering of its own (room.h):
+ * a delta left empty is not sent at all, the others are numbered in the
+ * view's sequence, and its epoch is the view's. A snapshot that is the
+ * link's state (state: from the room's owner, after a join or a refresh)
+ * carries the view's head in (epoch, seq); live messages carry the room's.
+ * Parsed and re-encoded only here: others share the frame. This path reads
+ * and writes the native protocol's JSON (the frame the client worker
+ * receives; the value stays on the room's owner): a second protocol needs
+ * the value here, or a filter of its own.
  */
 static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_t epoch,
-                             uint64_t seq, bool bulk)
+                             uint64_t seq, bool bulk, bool state)
 {
     struct client *c = l->client;
     const char *json, *type;
     struct buf b = {0};
+    struct hidden *v;
     cJSON *root;
-    size_t n, dropped = 0;
+    size_t n;
+    uint64_t shown, room_epoch, room_seq;
+    bool snapshot;
     char *out;
 
     frame_json(frame, &json, &n);
     root = cJSON_ParseWithLength(json, n);
     type = root ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "type")) : NULL;
-    if (!type) {
-        cJSON_Delete(root);
-        deliver(c, frame, epoch, seq, bulk);
-        return;
-    }
-    if (strcmp(type, "ephemeral") == 0) {
-        const char *from = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "user"));
+    if (!type || (strcmp(type, "room_snapshot") != 0 && strcmp(type, "room_delta") != 0)) {
+        const char *from =
+            type && strcmp(type, "ephemeral") == 0
+                ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "user"))
+                : NULL;
         if (!from || !blocked_by(c, from))
             deliver(c, frame, epoch, seq, bulk);
         cJSON_Delete(root);
         return;
     }
-    if (strcmp(type, "room_snapshot") == 0) {
-        hidden_free(l);
-        dropped += drop_users(root, "members", l, 'j');
-    } else if (strcmp(type, "room_delta") == 0) {
-        size_t j = drop_users(root, "joins", l, 'j');
-        size_t lv = drop_users(root, "leaves", l, 'l');
-        size_t p = drop_users(root, "patches", l, 'p');
-        lower(root, "joinCount", j);
-        lower(root, "leaveCount", lv);
-        lower(root, "patchCount", p);
-        dropped += j + lv + p;
+    room_epoch = get_u64(root, "epoch");
+    room_seq = get_u64(root, "seq");
+    if (!l->hidden && !state) {
+        /* A link that filters from now on (a block came): its model
+         * follows the room's numbering up to this message. */
+        v = view_of(l);
+        v->room_epoch = v->epoch = epoch;
+        v->seq = seq ? seq - 1 : 0;
     }
-    if (l->hidden && l->hidden->n == 0)
-        hidden_free(l); /* every hidden one left */
-    if (dropped == 0 && nhidden(l) == 0) {
+    filter_message(l, root, type, &snapshot);
+    v = view_of(l);
+    lower(root, "count", v->n);
+    shown = get_u64(root, "count");
+    if (state && snapshot) {
+        view_state(v, root, epoch, seq, shown);
+    } else if (!view_next(v, epoch, seq, !snapshot && delta_empty(root), shown)) {
         cJSON_Delete(root);
-        deliver(c, frame, epoch, seq, bulk);
-        return;
+        return; /* only members hidden from the reader changed */
     }
-    lower(root, "count", nhidden(l));
-    set_u64(root, "epoch", get_u64(root, "epoch"));
+    epoch = shown || !snapshot ? v->epoch : 0;
+    seq = shown || !snapshot ? v->seq : 0;
+    set_u64(root, "epoch", epoch);
+    set_u64(root, "seq", seq);
+    if (state && snapshot)
+        view_maybe_free(l, room_epoch, room_seq);
     out = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     if (!out)
@@ -511,6 +622,19 @@ static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_
     frame = frame_text(&b); /* the native protocol's text frame */
     deliver(c, frame, epoch, seq, bulk);
     payload_unref(frame);
+}
+
+/* em carries copies of c's blockers (none when they are not known). */
+static void ids_of_blockers(const struct client *c, struct emsg *em)
+{
+    const struct rblock *rb = rb_get(c);
+
+    if (!rb || rb->n == 0)
+        return;
+    em->ids = xmalloc(rb->n * sizeof(*em->ids));
+    for (size_t i = 0; i < rb->n; i++)
+        em->ids[i] = xstrdup(rb->ids[i]);
+    em->nids = rb->n;
 }
 
 /* Asks R for a fresh snapshot for l's socket if user is shown there (""
@@ -523,16 +647,27 @@ static void request_refresh(struct room_link *l, const char *user)
     emsg_set_id(&em->room, l->lroom->room);
     emsg_set_id(&em->uid, user);
     em->index = l->join_id;
+    ids_of_blockers(c, em);
     owner_send(c->e, owner_of_room(c->e, l->lroom->room), em);
 }
 
 /* A join travels through the user's owner; an event stream's subscription
- * goes straight to the room's. */
+ * goes straight to the room's. Either carries the user's blockers: the
+ * room's owner counts a full room, numbers the view and filters what it
+ * answers as that reader sees the room. */
+static bool is_join(const struct emsg *em)
+{
+    return em->op == OP_RJOIN || em->op == OP_RSUB;
+}
+
 static void rb_send_join(struct client *c, struct emsg *em)
 {
-    if (rb_get(c)->n > 0)
+    if (is_join(em) && rb_get(c)->n > 0)
         em->has_since = false; /* a snapshot: the hidden members are known from it */
-    owner_send(c->e, em->op == OP_RSUB ? owner_of_room(c->e, em->room) : c->owner, em);
+    if (!is_join(em))
+        em->arg = 1; /* a patch or ephemeral: its sender's blockers are known */
+    ids_of_blockers(c, em);
+    owner_send(c->e, em->op == OP_RJOIN ? c->owner : owner_of_room(c->e, em->room), em);
 }
 
 static void rb_loaded(void *ctx, int status, const struct store_result *r);
@@ -573,7 +708,7 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
         for (size_t i = 0; i < rb->npending; i++) {
             struct emsg *em = rb->pending[i];
             size_t idx;
-            if (find_rlink(c, em->room, &idx))
+            if (is_join(em) && find_rlink(c, em->room, &idx))
                 rlink_remove(c, idx);
             if (c->ws)
                 frame_send_error(c, "store_unavailable",
@@ -604,7 +739,8 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
     }
 }
 
-/* Sends a join of c, held until c's blockers are known. */
+/* Sends a join of c (or a patch or ephemeral: they carry the blockers
+ * too), held until c's blockers are known. */
 static void rb_join(struct client *c, struct emsg *em)
 {
     struct rblock *rb = rb_get(c);
@@ -631,7 +767,7 @@ static void rb_cancel(struct client *c, const char *room)
     struct rblock *rb = rb_get(c);
 
     for (size_t i = 0; rb && i < rb->npending; i++) {
-        if (strcmp(rb->pending[i]->room, room) == 0) {
+        if (is_join(rb->pending[i]) && strcmp(rb->pending[i]->room, room) == 0) {
             emsg_free(&rb->pending[i]->msg);
             memmove(rb->pending + i, rb->pending + i + 1,
                     (rb->npending - i - 1) * sizeof(*rb->pending));
@@ -661,6 +797,8 @@ void engine__room_on_block(struct engine *e, struct emsg *em)
     struct hmap_node *n;
     size_t it;
 
+    if (em->arg) /* as the rooms this worker owns: a hider from now on */
+        room_note_hider(e->rooms, em->uid);
     for (n = hmap_first(&e->clients, &it); n; n = hmap_next(&e->clients, n, &it)) {
         struct client *c = container_of(n, struct client, node);
         struct rblock *rb = rb_get(c);
@@ -784,7 +922,7 @@ void engine__room_patch(struct client *c, const char *room, const char *meta, co
     struct emsg *em = room_msg(c, OP_RPATCH, room, ref);
 
     em->text = xstrdup(meta);
-    owner_send(c->e, owner_of_room(c->e, room), em);
+    rb_join(c, em); /* with c's blockers, once known: see engine__room_on_patch() */
 }
 
 void engine__room_ephemeral(struct client *c, const char *room, const char *kind, const char *data,
@@ -794,7 +932,7 @@ void engine__room_ephemeral(struct client *c, const char *room, const char *kind
 
     em->text = xstrdup(data);
     em->emoji = xstrdup(kind); /* the kind rides in a spare string */
-    owner_send(c->e, owner_of_room(c->e, room), em);
+    rb_join(c, em);            /* ditto */
 }
 
 bool engine__room_ephemerals_held(const struct client *c)

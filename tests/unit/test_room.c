@@ -806,6 +806,41 @@ static void test_meta_limits(void **state)
     fx_free(f);
 }
 
+/* room_full counts only the members the joiner may see: not those that
+ * block it (room_join_for's unseen), up to the hard bound of twice the
+ * cap. */
+static void test_full_ignores_unseen(void **state)
+{
+    const char *unseen[] = {"b1", "nobody", "b2"};
+    struct room_config c;
+    struct fx *f;
+    char user[16];
+
+    (void)state;
+    room_config_init(&c);
+    c.max_members = 3;
+    f = fx_new(&c);
+    assert_int_equal(join(f, "r", "u1", "s", NULL), 0);
+    assert_int_equal(join(f, "r", "b1", "s", NULL), 0);
+    assert_int_equal(join(f, "r", "b2", "s", NULL), 0);
+    assert_int_equal(join(f, "r", "x", "s", NULL), ROOM_E_FULL);
+    /* To a joiner blocked by b1 and b2 the room holds one member. */
+    assert_int_equal(room_join_for(f->e, "r", "v", "s", NULL, 0, f->now, unseen, 3), 0);
+    assert_int_equal(room_join_for(f->e, "r", "w", "s", NULL, 0, f->now, unseen, 3), 0);
+    assert_int_equal(room_join_for(f->e, "r", "y", "s", NULL, 0, f->now, unseen, 3), ROOM_E_FULL);
+    /* The hard bound counts everyone: b1, b2 and three invisible ones. */
+    assert_int_equal(join(f, "r2", "b1", "s", NULL), 0);
+    assert_int_equal(join(f, "r2", "b2", "s", NULL), 0);
+    for (int i = 0; i < 3; i++) {
+        snprintf(user, sizeof(user), "g%d", i);
+        assert_int_equal(join(f, "r2", user, "s", NULL), 0);
+        assert_int_equal(room_set_visible(f->e, "r2", user, false, f->now), 0);
+    }
+    assert_int_equal(room_join_for(f->e, "r2", "v", "s", NULL, 0, f->now, unseen, 3), 0);
+    assert_int_equal(room_join_for(f->e, "r2", "w", "s", NULL, 0, f->now, unseen, 3), ROOM_E_FULL);
+    fx_free(f);
+}
+
 static void test_limits_and_leave_errors(void **state)
 {
     struct room_config c;
@@ -1426,16 +1461,17 @@ static void leave_n(struct fx *f, const char *room, int from, int to)
     }
 }
 
-/* Every resumable message since 0 comes back as the same bytes. */
-static void assert_resume_bytes(struct fx *f, uint64_t epoch)
+/* Every resumable message since 0 comes back as the same bytes: the
+ * room's current epoch began with recorded message first. */
+static void assert_resume_bytes(struct fx *f, uint64_t epoch, size_t first)
 {
     struct room_resume res;
 
-    for (size_t since = 0; since <= f->nd; since++) {
+    for (size_t since = 0; since <= f->nd - first; since++) {
         assert_int_equal(room_resume(f->e, "r", epoch, since, &res), ROOM_RESUME_DELTAS);
-        assert_int_equal(res.n, f->nd - since);
+        assert_int_equal(res.n, f->nd - first - since);
         for (size_t i = 0; i < res.n; i++) {
-            const struct rec *d = &f->d[since + i];
+            const struct rec *d = &f->d[first + since + i];
             assert_int_equal(res.msgs[i].seq, d->seq);
             assert_int_equal(res.msgs[i].payload->len, d->p->len);
             assert_memory_equal(res.msgs[i].payload->data, d->p->data, d->p->len);
@@ -1448,8 +1484,9 @@ static void assert_resume_bytes(struct fx *f, uint64_t epoch)
 
 /* The ring keeps messages compactly (without their head, normal-mode
  * deltas as their three lists) and frames them again on resume: normal
- * and interval deltas, the snapshot that ends interval mode, and one
- * whose head is the empty room's all come back byte for byte. */
+ * and interval deltas and the snapshot that ends interval mode come back
+ * byte for byte. The room left showing nobody (7) starts a new epoch, at
+ * seq 1 (8), whose messages come back too, until it shows nobody again (9). */
 static void test_resume_rebuilds_every_kind(void **state)
 {
     struct room_config c;
@@ -1481,15 +1518,27 @@ static void test_resume_rebuilds_every_kind(void **state)
     advance(f, 50); /* 6: interval again */
     leave_n(f, "r", 0, 4);
     leave_n(f, "r", 5, 7);
+    assert_resume_bytes(f, f->d[0].epoch, 0);
     advance(f, 200); /* 7: back to normal with nobody to show */
     assert_int_equal(join(f, "r", "u009", "s", odd), 0);
     advance(f, 50); /* 8: a join */
+    assert_resume_bytes(f, f->d[7].epoch, 7);
     assert_int_equal(leave(f, "r", "u009", "s"), 0);
     advance(f, 50); /* 9: a leave */
     assert_int_equal(f->nd, 9);
     assert_memory_equal(f->d[3].json, "{\"type\":\"room_snapshot\"", 23);
     assert_memory_equal(f->d[6].json, "{\"type\":\"room_snapshot\"", 23);
-    assert_resume_bytes(f, f->d[0].epoch);
+    assert_int_equal(f->d[7].seq, 1);
+    assert_true(f->d[7].epoch != f->d[0].epoch);
+    /* Nobody to show again: that epoch is over too (a snapshot). */
+    {
+        struct room_resume res;
+        assert_int_equal(room_resume(f->e, "r", f->d[7].epoch, 2, &res), ROOM_RESUME_SNAPSHOT);
+        cJSON *m = parse_msg(pjson(res.msgs[0].payload), pjson_len(res.msgs[0].payload));
+        assert_int_equal(jnum(m, "epoch"), 0);
+        cJSON_Delete(m);
+        room_resume_release(&res);
+    }
     fx_free(f);
 }
 
@@ -1625,6 +1674,50 @@ static void test_interval_mode_hysteresis(void **state)
 }
 
 /* ---- visibility ---- */
+
+/* A room that shows nobody after a flush but lives on (a hidden member
+ * keeps it) reads as no room, and its next change re-creates it: seq 1 of
+ * a new epoch, as in the world without the hidden member (fuzz_engine
+ * bug 2: epoch 0, then the old epoch's seq 3). */
+static void test_room_shows_nobody_restarts(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    struct room_resume res;
+    struct room_info info;
+    cJSON *s;
+
+    (void)state;
+    assert_int_equal(join(f, "r", "ghost", "s", NULL), 0);
+    assert_int_equal(room_set_visible(f->e, "r", "ghost", false, f->now), 0);
+    assert_int_equal(join(f, "r", "u1", "s", NULL), 0);
+    advance(f, 50);
+    assert_int_equal(patch(f, "r", "u1", "{\"a\":1}"), 0);
+    advance(f, 50);
+    assert_int_equal(leave(f, "r", "u1", "s"), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 3);
+    assert_int_equal(f->d[2].seq, 3);
+    assert_int_equal(room_get_info(f->e, "r", &info), 0);
+    assert_int_equal(info.seq, 0);
+    assert_true(info.epoch != 0 && info.epoch != f->d[0].epoch);
+    s = snapshot(f, "r");
+    assert_int_equal(jnum(s, "epoch"), 0);
+    assert_int_equal(jnum(s, "seq"), 0);
+    cJSON_Delete(s);
+    /* The old epoch resumes to the empty room's snapshot. */
+    assert_int_equal(room_resume(f->e, "r", f->d[0].epoch, 3, &res), ROOM_RESUME_SNAPSHOT);
+    room_resume_release(&res);
+    assert_int_equal(join(f, "r", "u2", "s", NULL), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 4);
+    assert_int_equal(f->d[3].seq, 1);
+    assert_int_equal(f->d[3].epoch, info.epoch);
+    /* An empty-model client gets it from the ring. */
+    assert_int_equal(room_resume(f->e, "r", 0, 0, &res), ROOM_RESUME_DELTAS);
+    assert_int_equal(res.n, 1);
+    room_resume_release(&res);
+    fx_free(f);
+}
 
 static void test_invisible_members(void **state)
 {
@@ -2324,6 +2417,7 @@ int main(void)
         cmocka_unit_test(test_merge_patch_semantics),
         cmocka_unit_test(test_meta_limits),
         cmocka_unit_test(test_limits_and_leave_errors),
+        cmocka_unit_test(test_full_ignores_unseen),
         cmocka_unit_test(test_kick),
         cmocka_unit_test(test_seq_by_one),
         cmocka_unit_test(test_snapshot_is_published_state),
@@ -2339,6 +2433,7 @@ int main(void)
         cmocka_unit_test(test_interval_mode_enter),
         cmocka_unit_test(test_interval_mode_hysteresis),
         cmocka_unit_test(test_invisible_members),
+        cmocka_unit_test(test_room_shows_nobody_restarts),
         cmocka_unit_test(test_ephemeral_rate_and_coalescing),
         cmocka_unit_test(test_ephemeral_senders_and_kinds),
         cmocka_unit_test(test_ephemeral_errors),
