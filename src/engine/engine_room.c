@@ -267,14 +267,6 @@ static void send_state(struct engine *e, const struct emsg *req, struct payload 
     owner_send(e, owner_of_conn(req->conn_id), em);
 }
 
-/* Whether more joins of room wait behind the one being answered. */
-static bool answering_batch(struct engine *e, const char *room)
-{
-    const struct rsub *s = find_rsub(e, room);
-
-    return s && !list_empty(&s->joins);
-}
-
 static int cmp_id(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -330,13 +322,14 @@ static void view_info(struct engine *e, const struct emsg *req, struct room_info
 }
 
 /* The join's answer: snapshot or missed deltas, then room_joined. In
- * normal mode a lone join is published before it is answered
- * (engine__room_on_join_r), so the next joiner's snapshot is at another
- * seq: the snapshot is not cached then (every idle room would keep its last
- * joiner's). While a batch is pending (a join burst, and interval mode) the
- * joiners of one window share a cached snapshot, which the window's flush
- * drops. */
-static void answer_join(struct engine *e, const struct emsg *req)
+ * normal mode the joiner's snapshot is not cached in the room (every idle
+ * room would keep its last joiner's, ~70 B per member): a lone join is
+ * published before it is answered (engine__room_on_join_r), so the next
+ * joiner's snapshot is at another seq anyway, and the joins of one batch
+ * window share the window's snapshot through batch (made at its first use,
+ * released by the caller; NULL: not in a window). In interval mode the
+ * joins of one interval share the room's cached snapshot. */
+static void answer_join(struct engine *e, const struct emsg *req, struct room_msg *batch)
 {
     struct room_resume rr = {0};
     struct room_info info;
@@ -354,10 +347,12 @@ static void answer_join(struct engine *e, const struct emsg *req)
     } else {
         rr.kind = ROOM_RESUME_SNAPSHOT;
         rr.msgs = xcalloc(1, sizeof(*rr.msgs));
-        if (info.mode == ROOM_MODE_NORMAL && !answering_batch(e, req->room))
-            rr.n = room_snapshot_uncached(e->rooms, req->room, &rr.msgs[0]) == 0;
-        else
+        if (info.mode != ROOM_MODE_NORMAL)
             rr.n = room_snapshot(e->rooms, req->room, &rr.msgs[0]) == 0;
+        else if (batch == NULL)
+            rr.n = room_snapshot_uncached(e->rooms, req->room, &rr.msgs[0]) == 0;
+        else if (batch->payload != NULL || room_snapshot_uncached(e->rooms, req->room, batch) == 0)
+            rr.msgs[rr.n++] = (struct room_msg){payload_ref(batch->payload), batch->seq};
     }
     /* A room whose members are all hidden reads as the empty room of
      * epoch 0 in the snapshot: room_joined must not tell otherwise. */
@@ -423,14 +418,17 @@ static bool join_flushes(const struct engine *e, const struct room_info *info, u
 
 static void answer_waiting(struct engine *e, struct rsub *s)
 {
+    struct room_msg snap = {0}; /* the window's snapshot, shared by its joiners */
+
     while (!list_empty(&s->joins)) {
         struct emsg *req = container_of(list_first(&s->joins), struct emsg, park);
 
         list_del(&req->park);
         subscribe(e, req->room, worker_of_conn(req->conn_id), req->version);
-        answer_join(e, req);
+        answer_join(e, req, &snap);
         emsg_free(&req->msg);
     }
+    payload_unref(snap.payload);
 }
 
 static void on_join_timer(struct wheel_timer *t, uint64_t now)
@@ -488,13 +486,13 @@ void engine__room_on_join_r(struct engine *e, struct emsg *req)
         room_flush(e->rooms, req->room, now); /* the joiner sees itself at once */
     }
     subscribe(e, req->room, from, req->version);
-    answer_join(e, req);
+    answer_join(e, req, NULL);
 }
 
 void engine__room_on_sub(struct engine *e, struct emsg *req)
 {
     subscribe(e, req->room, owner_of_conn(req->conn_id), req->version);
-    answer_join(e, req);
+    answer_join(e, req, NULL);
 }
 
 /* A socket's blockers changed: it gets a fresh snapshot (delivered after
