@@ -332,6 +332,28 @@ table("W8 reconnect storm", ["server", "connections", "back in their room", "ses
                              "reconnects retried", "time to full resync s", "per-client p50 ms",
                              "p99 ms", "server CPU s", "runs"], body)
 
+# W7 (bench/w7.mjs writes its own rows: it runs its own servers)
+try:
+    w7 = [json.loads(l) for l in open(f"{out}/w7.jsonl") if l.strip()]
+except OSError:
+    w7 = []
+body = []
+for r in w7:
+    x = r["extrapolated_1m"]
+    body.append([r["topology"], f"{r['users']:,}", f"{r['redis_cmds_per_heartbeat']:.3f}",
+                 f"{r['redis_cmds_per_transition']:.2f}", f"{r['redis_cmds_in_scripts_per_transition']:.1f}",
+                 f"{r['same_p50_ms']} / {r['same_p99_ms']}", f"{r['cross_p50_ms']} / {r['cross_p99_ms']}",
+                 f"{r['burst_ops_per_s']:,.0f}", f"{r['redis_cpu_ms_per_s_per_1k_users']:.2f}",
+                 f"{r['redis_bytes_per_user']:,.0f}", f"{x['cmds_per_s']:,.0f}", f"{x['memory_gb']:.2f}"])
+if body:
+    table("W7 many nodes over Redis", ["topology", "users", "Redis commands per heartbeat",
+          "per transition", "run inside its script", "same-node p50 / p99 ms", "cross-node p50 / p99 ms",
+          "presence ops/s (burst)", "Redis CPU ms per s per 1,000 users", "Redis bytes per user",
+          "1 M users: Redis commands/s", "1 M users: Redis GB"], body,
+          note="Heartbeats: every user beats once a second; lease renewals subtracted (probes remain). "
+               "Transitions: custom-status changes on node 1, watched on node 1 and on the last node. "
+               "1 M users: 20 nodes, 12 transitions per user-hour, 15 s heartbeats.")
+
 try:
     lines.insert(0, "Machine and run:\n\n```\n" + open(f"{out}/machine.txt").read() + "```\n")
 except OSError:

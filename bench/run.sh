@@ -250,6 +250,10 @@ one_sio w8 r1 "" $W8_SIO
 one_native w8s r1 "--workers 2" $W8S
 one_sio w8s r1 "" $W8S
 
+# W7 many nodes over Redis (its own servers: Redis, PostgreSQL, nodes)
+echo "--- w7 $W7" | tee -a "$LOG" >&2
+node bench/w7.mjs $W7 --out "$OUT/w7.jsonl" 2>>"$LOG" || { echo "bench: w7 failed (see $LOG)" >&2; FAILED=1; }
+
 echo "bench: generator runs done in ${SECONDS}s" >&2
 { echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"; } >>"$OUT/machine.txt"
 /usr/bin/python3 bench/report.py "$MODE" "$OUT" || FAILED=1

@@ -91,6 +91,14 @@ else
   PEERS_W1=1
 fi
 
+# W7 many nodes over Redis (bench/w7.mjs): users spread over the nodes, every
+# topology in full mode; one small topology as the smoke run
+if [ "$MODE" = quick ]; then
+  W7="--users 200 --seconds 2 --rate 100 --burst 200 --topologies 2n-1r"
+else
+  W7="--users 4000 --seconds 10 --rate 200 --burst 4000 --topologies 2n-1r,3n-1r,2n-2s,2n-cluster"
+fi
+
 # presenced flags per workload (added to PD_BASE)
 PD_W4="--room-interval-members 100000" # rooms of 1,000 stay in normal mode: every patch listed
 PD_W6="--session-ttl-ms $W6_TTL --heartbeat-interval-ms 1000 --heartbeat-min-ms 200"
