@@ -19,7 +19,7 @@
 // Then it extrapolates to 1 M users at 15 s heartbeats and 12 transitions
 // per user-hour. Output: one JSON object per topology (stdout or --out) and
 // a markdown table on stderr. Every loop is bounded in count and time.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,7 +62,7 @@ process.on('exit', pgDown);
 // The commands a script runs inside it are counted by Redis too; those a
 // client sends are these (every other command in commandstats is inside a
 // script: HSET, HGETALL, TIME, ZADD, ...).
-const CLIENT_CMDS = new Set(['evalsha', 'eval', 'sadd', 'srem', 'spublish', 'hget', 'ping', 'ssubscribe',
+const CLIENT_CMDS = new Set(['publish', 'subscribe', 'psubscribe', 'pubsub', 'client', 'hello', 'evalsha', 'eval', 'sadd', 'srem', 'spublish', 'hget', 'ping', 'ssubscribe',
   'sunsubscribe', 'script', 'set', 'sscan', 'del', 'zrem', 'cluster', 'asking', 'readonly', 'info', 'command']);
 function redisStats(ports) {
   let cmds = 0, all = 0, cpu = 0, mem = 0;
@@ -204,6 +204,105 @@ async function run(topo) {
   return res;
 }
 
+// ---- the Socket.IO peer on @socket.io/redis-adapter, two processes ----
+const { io: sioConnect } = require('socket.io-client');
+
+function startPeer(redisUrl) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(here, 'peers/socketio-presence.mjs'), '--port', '0',
+      '--redis', redisUrl, '--ttl-ms', '10000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const t = setTimeout(() => reject(new Error('peer did not start')), 10000);
+    child.stdout.on('data', (d) => {
+      const m = /listening on (\d+)/.exec(String(d));
+      if (m) { clearTimeout(t); resolve({ child, port: Number(m[1]) }); }
+    });
+  });
+}
+
+function sioOpen(peer, user) {
+  return new Promise((resolve, reject) => {
+    const s = sioConnect(`http://127.0.0.1:${peer.port}`, { transports: ['websocket'], auth: { user }, reconnection: false });
+    const t = setTimeout(() => reject(new Error('sio connect timeout')), 10000);
+    s.on('connect', () => { clearTimeout(t); resolve(s); });
+    s.on('connect_error', reject);
+  });
+}
+
+async function runSio() {
+  const redis = await startRedis();
+  const peers = [await startPeer(redis.url), await startPeer(redis.url)];
+  const tag = Date.now().toString(36);
+  const sPre = redisStats([redis.port]);
+  const users = [];
+  for (let i = 0; i < USERS; i++) users.push({ id: `u${i}-${tag}`, peer: peers[i % 2] });
+  for (let i = 0; i < USERS; i += 200) {
+    await Promise.all(users.slice(i, i + 200).map(async (u) => { u.s = await sioOpen(u.peer, u.id); }));
+  }
+  await sleep(1000);
+  const s0 = redisStats([redis.port]);
+  let beats = 0;
+  const t0 = Date.now();
+  while (Date.now() - t0 < SECONDS * 1000 && Date.now() < DEADLINE) {
+    for (const u of users) { u.s.emit('heartbeat'); beats++; }
+    await sleep(1000);
+  }
+  const hbSecs = (Date.now() - t0) / 1000;
+  const s1 = redisStats([redis.port]);
+  // each subject is the only member of its own room; a watcher on each peer joins them all
+  const subjects = users.filter((u) => u.peer === peers[0]).slice(0, 100);
+  for (const u of subjects) await new Promise((r) => u.s.emit('join', `r-${u.id}`, r));
+  const lat = { same: [], cross: [] };
+  const watchers = [];
+  for (const [k, p] of [['same', peers[0]], ['cross', peers[1]]]) {
+    const w = await sioOpen(p, `watcher-${k}-${tag}`);
+    for (const u of subjects) await new Promise((r) => w.emit('join', `r-${u.id}`, r));
+    w.on('presence', (m) => { if (m.id) lat[k].push(Date.now() - m.t); });
+    watchers.push(w);
+  }
+  await sleep(1000);
+  const s2 = redisStats([redis.port]);
+  let sent = 0;
+  const t2 = Date.now();
+  while (Date.now() - t2 < SECONDS * 1000 && Date.now() < DEADLINE) {
+    const per = Math.max(1, Math.round(RATE / 100));
+    for (let j = 0; j < per; j++) {
+      const u = subjects[sent % subjects.length];
+      u.st = u.st === 'busy' ? 'online' : 'busy';
+      u.s.emit('status', { status: u.st, t: Date.now(), id: `t${sent}` });
+      sent++;
+    }
+    await sleep(10);
+  }
+  await sleep(1000);
+  const s3 = redisStats([redis.port]);
+  lat.same.length = 0; lat.cross.length = 0;
+  const t4 = Date.now();
+  for (let i = 0; i < BURST; i++) {
+    const u = subjects[i % subjects.length];
+    u.st = u.st === 'busy' ? 'online' : 'busy';
+    u.s.emit('status', { status: u.st, t: Date.now(), id: `b${i}` });
+  }
+  while (lat.cross.length < BURST && Date.now() - t4 < 30000) await sleep(5);
+  const burstSecs = (Date.now() - t4) / 1000;
+  const res = {
+    workload: 'w7', topology: 'socket.io-2p-1r', nodes: 2, users: USERS,
+    heartbeats: beats, redis_cmds_per_heartbeat: Math.max(0, s1.cmds - s0.cmds) / beats,
+    redis_cpu_ms_per_s_per_1k_users: ((s1.cpu - s0.cpu) * 1000) / hbSecs / (USERS / 1000),
+    redis_bytes_per_user: Math.max(0, s1.mem - sPre.mem) / USERS, // it keeps no state in Redis
+    transitions: sent, redis_cmds_per_transition: (s3.cmds - s2.cmds) / sent,
+    redis_cmds_in_scripts_per_transition: 0,
+    same_p50_ms: pct(lat.same, 50), same_p99_ms: pct(lat.same, 99),
+    cross_p50_ms: pct(lat.cross, 50), cross_p99_ms: pct(lat.cross, 99),
+    burst_ops: BURST, burst_ops_per_s: BURST / burstSecs,
+    delivered_same: lat.same.length, delivered_cross: lat.cross.length,
+  };
+  for (const u of users) u.s.disconnect();
+  for (const w of watchers) w.disconnect();
+  for (const p of peers) p.child.kill('SIGKILL');
+  await redis.close();
+  return res;
+}
+
 // Extrapolation to 1 M users (docs/cluster.md's capacity math).
 function extrapolate(r) {
   const transitions = (1e6 * 12) / 3600; // per second
@@ -217,7 +316,7 @@ function extrapolate(r) {
 const rows = [];
 for (const t of TOPOLOGIES) {
   if (Date.now() > DEADLINE) break;
-  const r = await run(t);
+  const r = t === 'socket.io' ? await runSio() : await run(t);
   r.extrapolated_1m = extrapolate(r);
   rows.push(r);
   const line = JSON.stringify(r);

@@ -96,7 +96,7 @@ fi
 if [ "$MODE" = quick ]; then
   W7="--users 200 --seconds 2 --rate 100 --burst 200 --topologies 2n-1r"
 else
-  W7="--users 4000 --seconds 10 --rate 200 --burst 4000 --topologies 2n-1r,3n-1r,2n-2s,2n-cluster"
+  W7="--users 4000 --seconds 10 --rate 200 --burst 4000 --topologies 2n-1r,3n-1r,2n-2s,2n-cluster,socket.io"
 fi
 
 # presenced flags per workload (added to PD_BASE)

@@ -40,6 +40,7 @@ function parseArgs(argv) {
     graceMs: 5000,
     pingIntervalMs: 25000, // Socket.IO's defaults
     pingTimeoutMs: 20000,
+    redis: "", // @socket.io/redis-adapter on this Redis URL (W7); "" = in memory
   };
   const names = {
     "--port": "port",
@@ -48,6 +49,7 @@ function parseArgs(argv) {
     "--grace-ms": "graceMs",
     "--ping-interval-ms": "pingIntervalMs",
     "--ping-timeout-ms": "pingTimeoutMs",
+    "--redis": "redis",
   };
   for (let i = 0; i < argv.length; i++) {
     let arg = argv[i];
@@ -63,8 +65,8 @@ function parseArgs(argv) {
       if (i + 1 >= argv.length) usage(`${arg} needs a value`);
       value = argv[++i];
     }
-    if (key === "host") {
-      opts.host = value;
+    if (key === "host" || key === "redis") {
+      opts[key] = value;
     } else {
       const n = Number(value);
       if (!Number.isInteger(n) || n < 0) usage(`${arg}: not a non-negative integer: ${value}`);
@@ -307,6 +309,18 @@ httpServer.on("error", (err) => {
   process.stderr.write(`socketio-presence: ${err.message}\n`);
   process.exit(1);
 });
+
+// With --redis, the adapter a Node team runs to span processes: every
+// broadcast is also PUBLISHed to Redis and re-emitted by the other
+// processes (presence state itself stays per process).
+if (opts.redis) {
+  const { createClient } = await import("redis");
+  const { createAdapter } = await import("@socket.io/redis-adapter");
+  const pub = createClient({ url: opts.redis });
+  const sub = pub.duplicate();
+  await Promise.all([pub.connect(), sub.connect()]);
+  io.adapter(createAdapter(pub, sub));
+}
 
 httpServer.listen(opts.port, opts.host, () => {
   process.stdout.write(`listening on ${httpServer.address().port}\n`);
