@@ -79,6 +79,20 @@ function redisStats(ports) {
   return { cmds, all, cpu, mem };
 }
 
+// The heartbeat phase: beat() sends every user's heartbeat, once a second
+// for SECONDS; Redis's counters before and after.
+async function heartbeats(ports, beat) {
+  const s0 = redisStats(ports);
+  let rounds = 0;
+  const t0 = Date.now();
+  while (Date.now() - t0 < SECONDS * 1000 && Date.now() < DEADLINE) {
+    beat();
+    rounds++;
+    await sleep(1000);
+  }
+  return { s0, s1: redisStats(ports), beats: rounds * USERS, hbSecs: (Date.now() - t0) / 1000 };
+}
+
 // ---- clients ----
 function open(node, user) {
   return new Promise((resolve, reject) => {
@@ -121,16 +135,9 @@ async function run(topo) {
   }
   await sleep(1500); // the last transitions settle
 
-  // heartbeat phase
-  const s0 = redisStats(ports);
-  let beats = 0;
-  const t0 = Date.now();
-  while (Date.now() - t0 < SECONDS * 1000 && Date.now() < DEADLINE) {
-    for (const u of users) { u.ws.send('{"type":"heartbeat"}'); beats++; }
-    await sleep(1000);
-  }
-  const hbSecs = (Date.now() - t0) / 1000;
-  const s1 = redisStats(ports);
+  const { s0, s1, beats, hbSecs } = await heartbeats(ports, () => {
+    for (const u of users) u.ws.send('{"type":"heartbeat"}');
+  });
   const leases = nn * hbSecs; // one renewal per node per second
   const hbCmds = Math.max(0, s1.cmds - s0.cmds - leases);
 
@@ -239,15 +246,9 @@ async function runSio() {
     await Promise.all(users.slice(i, i + 200).map(async (u) => { u.s = await sioOpen(u.peer, u.id); }));
   }
   await sleep(1000);
-  const s0 = redisStats([redis.port]);
-  let beats = 0;
-  const t0 = Date.now();
-  while (Date.now() - t0 < SECONDS * 1000 && Date.now() < DEADLINE) {
-    for (const u of users) { u.s.emit('heartbeat'); beats++; }
-    await sleep(1000);
-  }
-  const hbSecs = (Date.now() - t0) / 1000;
-  const s1 = redisStats([redis.port]);
+  const { s0, s1, beats, hbSecs } = await heartbeats([redis.port], () => {
+    for (const u of users) u.s.emit('heartbeat');
+  });
   // each subject is the only member of its own room; a watcher on each peer joins them all
   const subjects = users.filter((u) => u.peer === peers[0]).slice(0, 100);
   for (const u of subjects) await new Promise((r) => u.s.emit('join', `r-${u.id}`, r));

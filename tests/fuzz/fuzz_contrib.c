@@ -19,14 +19,9 @@
 #include "buf.h"
 #include "contrib.h"
 #include "json.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)  \
-    do {             \
-        if (!(cond)) \
-            abort(); \
-    } while (0)
 
 static void check_view(const struct contrib_view *v)
 {

@@ -19,6 +19,7 @@
 
 #include "http.h"
 #include "util.h"
+#include "fuzz_check.h"
 
 #define FUZZ_MAX_BODY     1024 /* small, so the corpus can trip it */
 #define FUZZ_MAX_REQUESTS 8    /* pipelined requests examined per input */
@@ -26,12 +27,6 @@
 #define FUZZ_SAMPLES      48   /* longer ones this many, plus the boundaries */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)  \
-    do {             \
-        if (!(cond)) \
-            abort(); \
-    } while (0)
 
 static bool is_result(ssize_t r, size_t len)
 {

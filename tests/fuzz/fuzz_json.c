@@ -22,14 +22,9 @@
 #include "json.h"
 #include "utf8.h"
 #include "util.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)  \
-    do {             \
-        if (!(cond)) \
-            abort(); \
-    } while (0)
 
 static bool is_result(int r)
 {

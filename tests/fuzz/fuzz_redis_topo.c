@@ -21,14 +21,9 @@
 
 #include "redis.h"
 #include "redis_topo.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)  \
-    do {             \
-        if (!(cond)) \
-            abort(); \
-    } while (0)
 
 static void fuzz_spec(const char *p)
 {
