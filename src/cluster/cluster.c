@@ -32,10 +32,12 @@ enum cl_op {
     CL_WATCH,    /* worker -> home: uid's bucket +1 */
     CL_UNWATCH,  /* worker -> home: uid's bucket -1 */
     CL_ANNOUNCE, /* worker -> home: uid's settings changed */
+    CL_KICK_ALL, /* worker -> home: end uid's sessions (data: "sid\nreason") everywhere */
     CL_VIEW,     /* home -> owner: uid, err, data = view JSON or NULL, own */
     CL_RESYNC,   /* home -> every worker: bucket */
     CL_HEALTH,   /* home -> every worker: up */
     CL_SET,      /* home -> owner: uid's settings changed elsewhere */
+    CL_KICK,     /* home -> owner: another node asks to end uid's sessions (data) */
 };
 
 struct cl_msg {
@@ -104,9 +106,12 @@ unsigned cluster_bucket_of(const char *uid)
     return (unsigned)(redis_fnv1a64(uid, strlen(uid)) % CLUSTER_BUCKETS);
 }
 
-static int settings_channel(const struct cluster *cl, char out[CLUSTER_KEY_MAX])
+/* The control channel every node subscribes to: "<node>.<epoch> S <uid>"
+ * (uid's settings changed) and "<node>.<epoch> K <uid>\n<sid>\n<reason>"
+ * (end uid's sessions: sid, or all when empty). */
+static int control_channel(const struct cluster *cl, char out[CLUSTER_KEY_MAX])
 {
-    return snprintf(out, CLUSTER_KEY_MAX, "pd:%s:{c}:set", cl->cfg.app);
+    return snprintf(out, CLUSTER_KEY_MAX, "pd:%s:{c}:ctl", cl->cfg.app);
 }
 
 static int bucket_channel(const struct cluster *cl, unsigned b, char out[CLUSTER_KEY_MAX])
@@ -317,24 +322,30 @@ static void on_subscribed(void *ctx, const char *ch, size_t len)
         broadcast(cl, CL_RESYNC, (unsigned)b, true);
 }
 
-/* "<node>.<epoch> <uid>" on the settings channel: tell uid's owner,
- * unless this node wrote them. */
-static void on_settings(struct cluster *cl, const char *msg, size_t mlen)
+/* A message on the control channel: tell the user's owner, unless this
+ * node sent it. */
+static void on_control(struct cluster *cl, const char *msg, size_t mlen)
 {
-    const char *sp = memchr(msg, ' ', mlen);
+    const char *sp = memchr(msg, ' ', mlen), *end = msg + mlen, *uid, *nl;
     size_t self = strlen(cl->self), n;
     struct cl_msg *m;
 
     if (!sp || ((size_t)(sp - msg) == self && memcmp(msg, cl->self, self) == 0))
         return;
-    n = mlen - (size_t)(sp + 1 - msg);
-    if (n == 0 || n > PRESENCE_ID_MAX)
+    if (end - sp < 4 || (sp[1] != 'S' && sp[1] != 'K') || sp[2] != ' ')
         return;
-    m = msg_new(cl, CL_SET, NULL);
-    memcpy(m->uid, sp + 1, n);
-    if (strlen(m->uid) != n) { /* a NUL inside: not an id */
-        msg_free(&m->msg);
+    uid = sp + 3;
+    nl = memchr(uid, '\n', (size_t)(end - uid));
+    n = (size_t)((nl ? nl : end) - uid);
+    if (n == 0 || n > PRESENCE_ID_MAX || memchr(uid, '\0', n) || (sp[1] == 'K' && !nl))
         return;
+    m = msg_new(cl, sp[1] == 'S' ? CL_SET : CL_KICK, NULL);
+    memcpy(m->uid, uid, n);
+    if (nl) {
+        m->len = (size_t)(end - nl - 1);
+        m->data = xmalloc(m->len + 1);
+        memcpy(m->data, nl + 1, m->len);
+        m->data[m->len] = '\0';
     }
     send_to(cl, bus_route(cl->bus, m->uid, n), m);
 }
@@ -344,10 +355,10 @@ static void on_message(void *ctx, const char *ch, size_t clen, const char *msg, 
     struct cluster *cl = ctx;
     struct contrib_view v;
     char set[CLUSTER_KEY_MAX];
-    int sl = settings_channel(cl, set);
+    int sl = control_channel(cl, set);
 
     if (clen == (size_t)sl && memcmp(ch, set, clen) == 0) {
-        on_settings(cl, msg, mlen);
+        on_control(cl, msg, mlen);
         return;
     }
     if (channel_bucket(cl, ch, clen) < 0)
@@ -361,6 +372,21 @@ static void on_message(void *ctx, const char *ch, size_t clen, const char *msg, 
 }
 
 /* ---- the bus ---- */
+
+static void home_control(struct cluster *cl, const struct cl_msg *m)
+{
+    char ch[CLUSTER_KEY_MAX];
+    int n = control_channel(cl, ch);
+    struct buf b = {0};
+
+    buf_printf(&b, "%s %c %s", cl->self, m->op == CL_ANNOUNCE ? 'S' : 'K', m->uid);
+    if (m->op == CL_KICK_ALL) {
+        buf_append(&b, "\n", 1);
+        buf_append(&b, m->data, m->len);
+    }
+    redis_publish(cl->r, ch, (size_t)n, b.data, b.len, NULL, NULL);
+    buf_release(&b);
+}
 
 static void on_home(struct cluster *cl, struct cl_msg *m)
 {
@@ -378,13 +404,10 @@ static void on_home(struct cluster *cl, struct cl_msg *m)
     case CL_UNWATCH:
         home_watch(cl, m->uid, m->op == CL_WATCH);
         break;
-    case CL_ANNOUNCE: {
-        char ch[CLUSTER_KEY_MAX], body[CLUSTER_SELF_MAX + PRESENCE_ID_MAX + 2];
-        int n = settings_channel(cl, ch);
-        int bl = snprintf(body, sizeof(body), "%s %s", cl->self, m->uid);
-        redis_publish(cl->r, ch, (size_t)n, body, (size_t)bl, NULL, NULL);
+    case CL_ANNOUNCE:
+    case CL_KICK_ALL:
+        home_control(cl, m);
         break;
-    }
     }
 }
 
@@ -407,6 +430,14 @@ static void on_worker(struct cluster *cl, unsigned w, struct cl_msg *m)
     case CL_SET:
         h->settings(cl->ws[w].wctx, m->uid);
         break;
+    case CL_KICK: {
+        char *nl = strchr(m->data, '\n');
+        if (!nl || nl - m->data > PRESENCE_ID_MAX)
+            break;
+        *nl = '\0';
+        h->kick(cl->ws[w].wctx, m->uid, m->data, nl + 1);
+        break;
+    }
     }
 }
 
@@ -415,7 +446,7 @@ static void on_bus(struct worker *w, struct bus_msg *bm)
     struct cl_msg *m = (struct cl_msg *)bm;
     struct cluster *cl = m->cl;
 
-    if (m->op <= CL_ANNOUNCE) {
+    if (m->op <= CL_KICK_ALL) {
         if (cl->r) /* NULL once the home detached: the request is dropped */
             on_home(cl, m);
     } else {
@@ -457,6 +488,18 @@ void cluster_watch(struct cluster *cl, unsigned worker, const char *uid, bool on
 void cluster_settings_changed(struct cluster *cl, unsigned worker, const char *uid)
 {
     to_home(cl, worker, msg_new(cl, CL_ANNOUNCE, uid));
+}
+
+void cluster_kick(struct cluster *cl, unsigned worker, const char *uid, const char *sid,
+                  const char *reason)
+{
+    struct cl_msg *m = msg_new(cl, CL_KICK_ALL, uid);
+    struct buf b = {0};
+
+    buf_printf(&b, "%s\n%s", sid, reason ? reason : "");
+    m->data = b.data;
+    m->len = b.len;
+    to_home(cl, worker, m);
 }
 
 /* ---- life ---- */
@@ -505,7 +548,7 @@ void cluster_attach(struct cluster *cl, struct worker *w, const struct cluster_h
     cl->s_renew = redis_script(cl->r, script_node_renew);
     {
         char ch[CLUSTER_KEY_MAX];
-        redis_sub(cl->r, ch, (size_t)settings_channel(cl, ch));
+        redis_sub(cl->r, ch, (size_t)control_channel(cl, ch));
     }
     log_info("cluster", "node %s: %u redis %s", cl->self, cl->cfg.topo.n,
              cl->cfg.topo.mode == REDIS_CLUSTER ? "cluster seeds" : "shards");

@@ -30,9 +30,11 @@
  * had no other session as offline. Scripts drop dead epochs' fields as
  * they meet them. A node that restarts is a new epoch.
  *
- * Settings. A node that wrote a user's settings to the shared store
- * publishes the user id on pd:<app>:{c}:set, which every node subscribes
- * to, and each drops its cached copy (hooks.settings).
+ * Control. Every node subscribes to pd:<app>:{c}:ctl. A node that wrote a
+ * user's settings to the shared store announces it there, and each other
+ * node drops its cached copy (hooks.settings); an admin kick made on one
+ * node is announced there too, and each other node ends the user's
+ * sessions it holds (hooks.kick).
  *
  * Degraded. While a shard is unreachable (redis.h's health), puts and gets
  * for it fail with an error the hook sees; the engine then keeps serving
@@ -87,6 +89,10 @@ struct cluster_hooks {
     /* Another node changed uid's privacy settings, contacts or blocks:
      * drop what is cached of them. Runs on the worker that owns uid. */
     void (*settings)(void *wctx, const char *uid);
+    /* Another node was asked (admin kick) to end uid's sessions: session
+     * sid, or every one when sid is "", with reason (a short text, may be
+     * ""). Runs on the worker that owns uid. */
+    void (*kick)(void *wctx, const char *uid, const char *sid, const char *reason);
 };
 
 /* A node for config cfg (copied) with nworkers workers. Picks this
@@ -123,6 +129,11 @@ void cluster_watch(struct cluster *cl, unsigned worker, const char *uid, bool on
 /* uid's settings were written (acknowledged): every other node's
  * hooks.settings hears of it, within a Redis round trip. */
 void cluster_settings_changed(struct cluster *cl, unsigned worker, const char *uid);
+
+/* Ends uid's sessions (sid, or all when "") on every other node, with
+ * reason (NULL = none): their hooks.kick runs within a Redis round trip. */
+void cluster_kick(struct cluster *cl, unsigned worker, const char *uid, const char *sid,
+                  const char *reason);
 
 /* uid's watch bucket (pure). */
 unsigned cluster_bucket_of(const char *uid);

@@ -359,11 +359,23 @@ void cu__settings_written(struct engine *e, const char *uid)
         cluster_settings_changed(e->env->cluster, e->w->id, uid);
 }
 
+static void on_kick(void *wctx, const char *uid, const char *sid, const char *reason)
+{
+    engine__kick(wctx, uid, sid, reason[0] ? reason : NULL);
+}
+
+void cu__kick(struct engine *e, const char *uid, const char *sid, const char *reason)
+{
+    if (cu__on(e))
+        cluster_kick(e->env->cluster, e->w->id, uid, sid, reason);
+}
+
 static const struct cluster_hooks hooks = {
     .view = on_view,
     .resync = on_resync,
     .health = on_health,
     .settings = on_settings,
+    .kick = on_kick,
 };
 
 void cu__attach(struct engine *e)

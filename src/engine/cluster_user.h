@@ -43,6 +43,9 @@ bool cu__ready(struct engine *e, struct emsg *em, const char *uid);
  * else the local presence core's. *degraded (may be NULL) says whether it
  * is an estimate made while Redis was unreachable. */
 void cu__truth(struct engine *e, const char *uid, struct presence_view *out, bool *degraded);
+/* An admin kick of uid's sessions (sid, or all when "") made here: the
+ * other nodes end theirs too. */
+void cu__kick(struct engine *e, const char *uid, const char *sid, const char *reason);
 /* uid's settings were written here: the other nodes drop their copies. */
 void cu__settings_written(struct engine *e, const char *uid);
 /* The first local watcher of uid on this node's owner (on) or the last one

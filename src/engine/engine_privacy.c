@@ -560,21 +560,25 @@ static void replay(struct engine *e, struct puser *pu)
 
 /* A watcher's relation bits follow a fresh read of its relation (after a
  * change made on another node, engine__privacy_reload()). */
-static void sync_subv(struct engine *e, struct puser *pu, const struct prel *rel)
+static bool sync_subv(struct engine *e, struct puser *pu, const struct prel *rel)
 {
     struct sub *s = watch__find_sub(e, pu->uid);
     struct list *pos;
+    bool changed = false;
 
     if (!s)
-        return;
+        return false;
     list_foreach(pos, &s->viewers)
     {
         struct subv *v = container_of(pos, struct subv, link);
-        if (strcmp(v->viewer, rel->viewer) == 0) {
+        if (strcmp(v->viewer, rel->viewer) == 0 &&
+            (v->contact != rel->contact || v->blocked != rel->blocked)) {
             v->contact = rel->contact;
             v->blocked = rel->blocked;
+            changed = true;
         }
     }
+    return changed;
 }
 
 static void load_done(void *ctx, int status, const struct store_result *r)
@@ -583,6 +587,7 @@ static void load_done(void *ctx, int status, const struct store_result *r)
     struct engine *e = ld->e;
     struct puser *pu = e->closing ? NULL : find_puser(e, ld->uid);
     struct store_privacy p = status < 0 ? privacy_most_private() : r->privacy;
+    bool resync = false;
 
     if (!pu) {
         free(ld);
@@ -602,12 +607,13 @@ static void load_done(void *ctx, int status, const struct store_result *r)
             rel->failed_at = pu_x(pu)->failed_at;
             rel->contact = status == 0 && r->is_contact;
             rel->blocked = status < 0 || r->blocked;
-            if (rel->sync)
-                sync_subv(e, pu, rel);
+            resync = rel->sync && sync_subv(e, pu, rel);
         }
     }
     free(ld);
     settings_apply(e, pu, &p);
+    if (resync)
+        reclassify(e, pu); /* a relation changed on another node */
     if (pu_loads(pu) == 0)
         replay(e, pu);
 }
@@ -1075,22 +1081,30 @@ void engine__op_privacy(struct engine *e, struct emsg *req)
     release_hold(e, conn); /* req belongs to the store request now */
 }
 
-static void admin_kick(struct engine *e, struct emsg *req)
+size_t engine__kick(struct engine *e, const char *uid, const char *sid, const char *reason)
 {
     struct presence_session_info si[SESSIONS_MAX];
     char sids[SESSIONS_MAX][PRESENCE_ID_MAX + 1];
-    size_t n = presence_list_sessions(e->pres, req->uid, si, SESSIONS_MAX), kicked = 0;
+    size_t n = presence_list_sessions(e->pres, uid, si, SESSIONS_MAX), kicked = 0;
     uint64_t now = loop_now(e->w->loop);
 
     n = MIN(n, (size_t)SESSIONS_MAX);
     for (size_t i = 0; i < n; i++) /* ids are borrowed: copy before ending any */
         copy_id(sids[i], si[i].sid);
-    e->kick_reason = req->text;
+    e->kick_reason = reason;
     for (size_t i = 0; i < n; i++)
-        if ((!req->sid[0] || strcmp(req->sid, sids[i]) == 0) &&
+        if ((!sid[0] || strcmp(sid, sids[i]) == 0) &&
             presence_session_kick(e->pres, sids[i], now) == 0)
             kicked++;
     e->kick_reason = NULL;
+    return kicked;
+}
+
+static void admin_kick(struct engine *e, struct emsg *req)
+{
+    size_t kicked = engine__kick(e, req->uid, req->sid, req->text);
+
+    cu__kick(e, req->uid, req->sid, req->text); /* and on the other nodes */
     admin_changed(e, req, "kicked", kicked);
 }
 

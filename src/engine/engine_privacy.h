@@ -53,4 +53,8 @@ engine_op_fn engine__op_admin;      /* OP_ADMIN: an admin call on a user */
  * in). */
 void engine__privacy_reload(struct engine *e, const char *uid);
 
+/* Ends uid's sessions on this worker (sid, or all when ""), with reason
+ * (NULL: none) in their session_ended; returns how many ended. */
+size_t engine__kick(struct engine *e, const char *uid, const char *sid, const char *reason);
+
 #endif
