@@ -1,6 +1,7 @@
 # presenced - one hand-written GNU Makefile (Linux only).
 #
 #   make run        install what is missing, build, start with embedded defaults
+#   make run-cluster   the same, as three nodes over Redis and PostgreSQL
 #   make test       install what is missing, then every test (C under ASan+UBSan)
 #   make            release build (-O2 -g) into build/release/presenced
 #   make asan       ASan+UBSan build (also the test build: it has the echo endpoint)
@@ -135,6 +136,13 @@ setup:
 run: setup
 	$(MAKE) all
 	$(O)/presenced $(ARGS)
+
+# Three nodes on loopback (ports 7401-7403) over one Redis and one
+# throwaway PostgreSQL, the demo page on each; Ctrl-C stops everything.
+.PHONY: run-cluster
+run-cluster: setup
+	$(MAKE) all
+	PRESENCED_BIN=$(CURDIR)/$(O)/presenced scripts/run-cluster.sh
 
 test: setup
 	$(MAKE) fmt-check

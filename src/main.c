@@ -31,6 +31,7 @@
 #include "http.h"
 #include "httpd.h"
 #include "log.h"
+#include "metrics.h"
 #include "native.h"
 #include "net.h"
 #include "quota.h"
@@ -199,6 +200,44 @@ static const struct worker_hooks hooks = {
     .stop = hook_stop,
 };
 
+/* The dependencies /readyz names when degraded and /metrics gauges:
+ * redis while any shard is unreachable (cluster.h), the store while its
+ * database is unreachable (PostgreSQL down, store.h) or faulted. */
+static bool redis_up(void *data)
+{
+    return !cluster_degraded(data);
+}
+
+static bool store_up(void *data)
+{
+    return store_is_reachable(data) && store_is_healthy(data);
+}
+
+static void metric_one(struct buf *out, const char *name, const char *type, const char *help,
+                       uint64_t v)
+{
+    metrics_render_head(out, name, type, help);
+    metrics_render_sample(out, name, NULL, v);
+}
+
+/* /metrics with redis set: the node's cluster counters (cluster.h). */
+static void cluster_metrics(void *data, struct buf *out)
+{
+    struct cluster_stats st;
+
+    cluster_get_stats(data, &st);
+    metric_one(out, "presenced_cluster_puts_total", "counter",
+               "Contributions put to Redis (a user's local view changed on this node).", st.puts);
+    metric_one(out, "presenced_cluster_gets_total", "counter", "Global views read from Redis.",
+               st.gets);
+    metric_one(out, "presenced_cluster_views_received_total", "counter",
+               "Changed global views received on watch-bucket channels.", st.views_in);
+    metric_one(out, "presenced_cluster_nodes_swept_total", "counter",
+               "Dead node epochs this node swept.", st.swept);
+    metric_one(out, "presenced_cluster_nodes_live", "gauge",
+               "Nodes with a live lease in the last renewal reply.", st.nodes_live);
+}
+
 /* /readyz: 503 store_unhealthy once the store refuses writes for good
  * (its SQLite file deleted or replaced, store.h). */
 static bool store_check(void *data, const char **code, const char **message)
@@ -259,6 +298,11 @@ static int start(struct server *srv)
     env.observer_rate = observer_rate_new(&srv->cfg);
     env.observer_quota = observer_quota_new();
     health_add_check(store_check, env.store);
+    if (env.cluster) {
+        health_add_dependency("redis", redis_up, env.cluster);
+        health_add_metrics(cluster_metrics, env.cluster);
+    }
+    health_add_dependency("store", store_up, env.store);
     compose_routes();
     srv->hooks = &hooks;
     if (server_start(srv) == 0)

@@ -2,7 +2,8 @@
 /*
  * metrics.c - Prometheus text exposition (format 0.0.4) of the per-worker
  * metrics: one HELP/TYPE block per metric, one sample per worker labelled
- * worker="N", WebSocket closes additionally labelled code="NNNN".
+ * worker="N", WebSocket closes additionally labelled code="NNNN"; and
+ * the head and sample lines of process-wide metrics for other modules.
  */
 #include "metrics.h"
 
@@ -129,4 +130,17 @@ void metrics_render(struct buf *out, struct metrics *const *w, unsigned n)
         }
     }
     render_closes(out, w, n);
+}
+
+void metrics_render_head(struct buf *out, const char *name, const char *type, const char *help)
+{
+    buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+void metrics_render_sample(struct buf *out, const char *name, const char *labels, uint64_t v)
+{
+    if (labels)
+        buf_printf(out, "%s{%s} %" PRIu64 "\n", name, labels, v);
+    else
+        buf_printf(out, "%s %" PRIu64 "\n", name, v);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * metrics.h - per-worker counters and gauges, rendered in Prometheus text.
+ * metrics.h - per-worker counters and gauges, rendered in Prometheus text,
+ * and the helpers that render a process-wide metric beside them.
  *
  * Each worker owns one struct metrics and is its only writer; the /metrics
  * handler (on any worker) reads every worker's struct. Fields are relaxed
@@ -68,5 +69,14 @@ struct metrics {
 void metrics_count_close(struct metrics *m, unsigned code);
 /* Appends the Prometheus text for n workers' metrics to out. */
 void metrics_render(struct buf *out, struct metrics *const *per_worker, unsigned n);
+
+/* Process-wide metrics that are no worker's (the dependency gauges, the
+ * cluster's counters): one head per metric, then its samples. name is the
+ * full metric name (a counter's ends in _total), type "counter" or
+ * "gauge", help one line of text without a newline. */
+void metrics_render_head(struct buf *out, const char *name, const char *type, const char *help);
+/* One sample of name: labels is the text between the braces (e.g.
+ * dependency="redis", values already escaped) or NULL for none. */
+void metrics_render_sample(struct buf *out, const char *name, const char *labels, uint64_t v);
 
 #endif

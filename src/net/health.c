@@ -2,12 +2,14 @@
 /*
  * health.c - /healthz, /readyz and /metrics (health.h). They read the
  * runtime's server (readiness, the connection count, every worker's
- * counters), which sits below net; nothing of the application. /metrics
- * needs a bearer key unless the server runs in development mode
- * (metrics_allowed()).
+ * counters), which sits below net, and what upper layers registered
+ * before the workers started (checks, dependencies, metrics sources):
+ * nothing of the application directly. /metrics needs a bearer key unless
+ * the server runs in development mode (metrics_allowed()).
  */
 #include "health.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +44,56 @@ void health_add_check(health_check_fn *fn, void *data)
     checks[nchecks++].data = data;
 }
 
+static struct {
+    const char *name;
+    health_dep_fn *fn;
+    void *data;
+} deps[HEALTH_DEPS_MAX];
+static size_t ndeps;
+
+void health_add_dependency(const char *name, health_dep_fn *fn, void *data)
+{
+    if (ndeps == HEALTH_DEPS_MAX)
+        fatalx("health", "more than %d dependencies", HEALTH_DEPS_MAX);
+    /* Names go into JSON and label values unescaped. */
+    assert(name[0] && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_") == strlen(name));
+    deps[ndeps].name = name;
+    deps[ndeps].fn = fn;
+    deps[ndeps++].data = data;
+}
+
+static struct {
+    health_metrics_fn *fn;
+    void *data;
+} sources[HEALTH_METRICS_MAX];
+static size_t nsources;
+
+void health_add_metrics(health_metrics_fn *fn, void *data)
+{
+    if (nsources == HEALTH_METRICS_MAX)
+        fatalx("health", "more than %d metrics sources", HEALTH_METRICS_MAX);
+    sources[nsources].fn = fn;
+    sources[nsources++].data = data;
+}
+
+/* The ready body: {"status":"ready"}, or with "degraded":["redis",...]
+ * naming every dependency that is down, in the order they were added. */
+static void respond_ready(struct conn *c)
+{
+    struct buf out = {0};
+    size_t down = 0;
+
+    buf_append_str(&out, "{\"status\":\"ready\"");
+    for (size_t i = 0; i < ndeps; i++) {
+        if (deps[i].fn(deps[i].data))
+            continue;
+        buf_printf(&out, "%s\"%s\"", down++ ? "," : ",\"degraded\":[", deps[i].name);
+    }
+    buf_append_str(&out, down ? "]}\n" : "}\n");
+    httpd_respond(c, 200, "application/json", "Cache-Control: no-store\r\n", out.data, out.len);
+    buf_release(&out);
+}
+
 static void get_readyz(struct conn *c, const struct http_request *req, struct net_ctx *nc)
 {
     struct server *srv = nc->worker->srv;
@@ -55,8 +107,7 @@ static void get_readyz(struct conn *c, const struct http_request *req, struct ne
         }
     }
     if (server_ready(srv)) {
-        httpd_respond(c, 200, "application/json", "Cache-Control: no-store\r\n",
-                      "{\"status\":\"ready\"}\n", 19);
+        respond_ready(c);
         return;
     }
     httpd_error(c, 503, atomic_load(&srv->shutting_down) ? "shutting_down" : "starting",
@@ -73,6 +124,24 @@ static bool metrics_allowed(const struct config *cfg, const struct http_request 
     if (!cfg->metrics_key[0] && !cfg->admin_api_key[0] && strcmp(cfg->auth, "none") == 0)
         return true;
     return http_bearer_is(req, cfg->metrics_key) || http_bearer_is(req, cfg->admin_api_key);
+}
+
+/* What no worker owns: presenced_dependency_up per dependency, then the
+ * upper layers' sources. */
+static void render_process_wide(struct buf *out)
+{
+    char label[64];
+
+    if (ndeps)
+        metrics_render_head(out, "presenced_dependency_up", "gauge",
+                            "1 while the dependency answers, 0 while the node runs degraded "
+                            "without it.");
+    for (size_t i = 0; i < ndeps; i++) {
+        snprintf(label, sizeof(label), "dependency=\"%s\"", deps[i].name);
+        metrics_render_sample(out, "presenced_dependency_up", label, deps[i].fn(deps[i].data));
+    }
+    for (size_t i = 0; i < nsources; i++)
+        sources[i].fn(sources[i].data, out);
 }
 
 static void get_metrics(struct conn *c, const struct http_request *req, struct net_ctx *nc)
@@ -94,6 +163,7 @@ static void get_metrics(struct conn *c, const struct http_request *req, struct n
                "# HELP presenced_connections Open connections in the process.\n"
                "# TYPE presenced_connections gauge\npresenced_connections %u\n",
                atomic_load(&srv->conns));
+    render_process_wide(&out);
     httpd_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", NULL, out.data, out.len);
     buf_release(&out);
 }

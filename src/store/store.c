@@ -63,6 +63,7 @@ struct store {
     struct req_list queue; /* submitted, not yet taken by the thread */
     bool closing;
     atomic_int fault;    /* 0, or the first error check() returned: for good */
+    atomic_int outage;   /* 0, or STORE_E_IO: the last attempt found no database */
     uint64_t checked_at; /* time_mono_ms() of the last check; thread only */
 };
 
@@ -273,6 +274,7 @@ static void run_write_group(struct store *s, struct req *first, size_t n)
 static void run_batch(struct store *s, struct req *r)
 {
     int down = s->be->ready ? s->be->ready(s->db) : 0;
+    bool io = down == STORE_E_IO;
 
     while (r) {
         struct req *next;
@@ -293,9 +295,24 @@ static void run_batch(struct store *s, struct req *r)
         }
         for (; n--; r = next) {
             next = r->next;
+            io = io || r->status == STORE_E_IO;
             inbox_post(r->inbox, r);
         }
     }
+    atomic_store_explicit(&s->outage, io ? STORE_E_IO : 0, memory_order_relaxed);
+}
+
+/* While idle, asks the backend whether it could run a batch (a PostgreSQL
+ * connection lost or back: ready() reconnects), so that store_is_reachable()
+ * follows an outage of an idle store too. */
+static void probe_ready(struct store *s)
+{
+    int down;
+
+    if (!s->be->ready)
+        return;
+    down = s->be->ready(s->db);
+    atomic_store_explicit(&s->outage, down == STORE_E_IO ? STORE_E_IO : 0, memory_order_relaxed);
 }
 
 /* CLOCK_MONOTONIC (the condition variable's clock) in ms from now. */
@@ -317,7 +334,9 @@ static struct timespec deadline_in(uint64_t ms)
  * Takes whatever is queued and runs it; waits at most CHECK_MS for more,
  * and checks the backend whenever CHECK_MS passed without a check, so that
  * a database deleted under an idle or read-only store is found within
- * about a second (store_is_healthy()), not at the next write.
+ * about a second (store_is_healthy()), not at the next write. An idle
+ * store also asks ready() then, so that a PostgreSQL server lost or back
+ * shows in store_is_reachable() within about a second too.
  */
 static void *store_thread(void *arg)
 {
@@ -341,8 +360,11 @@ static void *store_thread(void *arg)
             run_batch(s, batch);
         else if (closing)
             return NULL; /* closing and nothing left */
-        if (time_mono_ms() - s->checked_at >= CHECK_MS)
-            check_fault(s);
+        if (time_mono_ms() - s->checked_at < CHECK_MS)
+            continue;
+        check_fault(s);
+        if (!batch)
+            probe_ready(s);
     }
 }
 
@@ -435,6 +457,11 @@ bool store_is_healthy(const struct store *s)
 int store_fault(const struct store *s)
 {
     return atomic_load_explicit(&((struct store *)s)->fault, memory_order_acquire);
+}
+
+bool store_is_reachable(const struct store *s)
+{
+    return atomic_load_explicit(&((struct store *)s)->outage, memory_order_relaxed) == 0;
 }
 
 const char *store_strerror(int status)

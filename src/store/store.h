@@ -22,10 +22,10 @@
  *
  * PostgreSQL: a lost connection is not retried within the requests that
  * found it lost; they complete with STORE_E_IO (reads fail closed). The
- * next batch of requests (everything queued by then) reconnects first, so
- * an outage costs errors, not a hang, and ends by itself when the server is
- * back. Bounds, each overridable in the URI: connect_timeout=5 (seconds per
- * attempt), tcp_user_timeout=30000 and keepalives for a server that
+ * next batch of requests (everything queued by then) reconnects first, and
+ * so does an idle store about once a second, so an outage costs errors,
+ * not a hang, and ends by itself when the server is back. Bounds, each overridable in the URI:
+ * connect_timeout=5 (seconds per attempt), tcp_user_timeout=30000 and keepalives for a server that
  * vanished under a query, options "-c statement_timeout=30s -c
  * lock_timeout=5s" (a URI that sets options replaces both). Tables are
  * presenced_privacy, presenced_contacts, presenced_blocks,
@@ -158,6 +158,16 @@ bool store_is_healthy(const struct store *s);
 /* Why not: 0 while healthy, else the status every write now completes with
  * (for store_strerror()). Any thread; never blocks. */
 int store_fault(const struct store *s);
+
+/*
+ * Whether the database answered the last attempt to use it: false from a
+ * batch of requests that found it unreachable (a request or the reconnect
+ * before the batch failed with STORE_E_IO) until a batch or the idle check
+ * (about once a second, PostgreSQL: a lost connection is reconnected then)
+ * reaches it again. Not a fault: requests go on being tried. Any thread;
+ * never blocks.
+ */
+bool store_is_reachable(const struct store *s);
 
 /* Describes a status from a completion or a submit call. */
 const char *store_strerror(int status);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_metrics.c - Prometheus rendering: HELP/TYPE per metric, one sample
- * per worker, counters suffixed _total, closes by code with "other".
+ * per worker, counters suffixed _total, closes by code with "other", and
+ * the lines of a process-wide metric.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -81,12 +82,32 @@ static void test_every_line_is_well_formed(void **state)
     free(text);
 }
 
+/* A process-wide metric: its head once, then unlabelled or labelled samples. */
+static void test_process_wide_metric(void **state)
+{
+    struct buf out = {0};
+
+    (void)state;
+    metrics_render_head(&out, "presenced_dependency_up", "gauge", "Up or not.");
+    metrics_render_sample(&out, "presenced_dependency_up", "dependency=\"redis\"", 0);
+    metrics_render_sample(&out, "presenced_dependency_up", "dependency=\"store\"", 1);
+    metrics_render_sample(&out, "presenced_cluster_nodes_live", NULL, 3);
+    buf_append(&out, "", 1);
+    assert_string_equal(out.data, "# HELP presenced_dependency_up Up or not.\n"
+                                  "# TYPE presenced_dependency_up gauge\n"
+                                  "presenced_dependency_up{dependency=\"redis\"} 0\n"
+                                  "presenced_dependency_up{dependency=\"store\"} 1\n"
+                                  "presenced_cluster_nodes_live 3\n");
+    buf_release(&out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_samples_per_worker),
         cmocka_unit_test(test_closes_by_code),
         cmocka_unit_test(test_every_line_is_well_formed),
+        cmocka_unit_test(test_process_wide_metric),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

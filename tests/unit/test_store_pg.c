@@ -472,6 +472,40 @@ static void test_outage_fails_closed_then_recovers(void **state)
     assert_true(relations(f, "alice", "new").r.is_contact);
 }
 
+/* Polls store_is_reachable() for up to 5 s until it says want. */
+static bool reachable_within_5s(const struct store *s, bool want)
+{
+    for (int i = 0; i < 500; i++) {
+        if (store_is_reachable(s) == want)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+/*
+ * store_is_reachable() (what /readyz's "degraded" and /metrics read)
+ * follows an outage of an idle store: no request is needed to notice
+ * that the server stopped, nor that it is back.
+ */
+static void test_reachable_follows_an_idle_outage(void **state)
+{
+    struct fix *f = *state;
+
+    CONTACTS(store_contacts_add, f, "alice", "bob");
+    assert_true(store_is_reachable(f->s));
+    cluster("stop");
+    assert_true(reachable_within_5s(f->s, false));
+    assert_true(store_is_healthy(f->s)); /* an outage is not a fault */
+    assert_int_equal(relations_any(f, "alice", "bob").status, STORE_E_IO);
+    assert_false(store_is_reachable(f->s));
+    cluster("start");
+    admin_connect();
+    assert_true(reachable_within_5s(f->s, true));
+    assert_true(relations(f, "alice", "bob").r.is_contact);
+    assert_true(store_is_reachable(f->s));
+}
+
 /* ---- durability under SIGKILL ---- */
 
 /* Acknowledged writes survive kill -9: a new connection finds them all. */
@@ -520,6 +554,7 @@ int main(void)
         cmocka_unit_test(test_unreachable_at_open),
         cmocka_unit_test_setup_teardown(test_terminated_connection_reconnects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outage_fails_closed_then_recovers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reachable_follows_an_idle_outage, setup, teardown),
         cmocka_unit_test(test_durability_kill9),
     };
     int rc;
