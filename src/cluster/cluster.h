@@ -28,7 +28,10 @@
  * dead, and after orphan_grace_ms more one surviving node sweeps it: it
  * removes the dead epoch's contributions, which publishes the users who
  * had no other session as offline. Scripts drop dead epochs' fields as
- * they meet them. A node that restarts is a new epoch.
+ * they meet them. A node that restarts is a new epoch; so is a node that
+ * finds, back from an outage of its own, that its lease was swept (or is
+ * being swept, or Redis lost it): it then puts every local user again
+ * under the new epoch (hooks.health, up).
  *
  * Settings. A node that wrote a user's settings to the shared store
  * publishes the user id on pd:<app>:{c}:set, which every node subscribes
@@ -126,7 +129,9 @@ void cluster_settings_changed(struct cluster *cl, unsigned worker, const char *u
 
 /* uid's watch bucket (pure). */
 unsigned cluster_bucket_of(const char *uid);
-/* This node's "<node-id>.<epoch>" (stable for the process's life). */
+/* This node's "<node-id>.<epoch>". Home worker's thread: it changes when
+ * the node finds its lease swept while it was cut off (node.c) and takes
+ * a new epoch. */
 const char *cluster_self(const struct cluster *cl);
 /* True while some shard is unreachable (any thread). */
 bool cluster_degraded(const struct cluster *cl);
