@@ -85,7 +85,9 @@ struct cluster_hooks {
      * missed; get the watched users of that bucket again. */
     void (*resync)(void *wctx, unsigned bucket);
     /* Redis as a whole became reachable (up) or not. When up again, put
-     * every local user again (their contributions may be gone). */
+     * every local user again (their contributions may be gone). Also
+     * sent (up) after the node took a new epoch because its lease was
+     * swept (node.c): the puts then go under the new epoch. */
     void (*health)(void *wctx, bool up);
     /* Another node changed uid's privacy settings, contacts or blocks:
      * drop what is cached of them. Runs on the worker that owns uid. */
