@@ -268,6 +268,7 @@ static int cluster_make(const struct server *srv, struct cluster **out)
     }
     redis_options_init(&cc.redis);
     cc.redis.timeout_ms = (uint32_t)cfg->redis_timeout_ms;
+    cc.redis.linger_ms = (uint32_t)cfg->cluster_linger_ms;
     if (cfg->node_id[0])
         snprintf(cc.node_id, sizeof(cc.node_id), "%s", cfg->node_id);
     else if (gethostname(cc.node_id, sizeof(cc.node_id) - 1) != 0 || !cc.node_id[0])

@@ -272,6 +272,9 @@ const struct config_def config_defs[] = {
     ROW_INT64("cluster-orphan-grace-ms", cluster_orphan_grace_ms, 0, 600000, 10000,
               "A dead node's users stay online this much longer before they are swept, so that "
               "clients reconnecting to another node cause no event."),
+    ROW_INT64("cluster-linger-ms", cluster_linger_ms, 0, 600000, 30000,
+              "A watch-bucket channel nobody on this node watches any more is unsubscribed after "
+              "this long (a watcher that comes back meanwhile costs no resubscription)."),
     /* shutdown */
     ROW_INT64("shutdown-drain-ms", shutdown_drain_ms, 0, 600000, 5000,
               "Time given on SIGTERM to flush queued output before exit; raise it if clients miss "

@@ -154,6 +154,11 @@ static void broadcast(struct cluster *cl, enum cl_op op, unsigned bucket, bool u
     }
 }
 
+void cl__reassert(struct cluster *cl)
+{
+    broadcast(cl, CL_HEALTH, 0, true);
+}
+
 static void send_view(struct cluster *cl, unsigned to, const char *uid, int err, const char *json,
                       size_t len, bool own)
 {
@@ -504,17 +509,23 @@ void cluster_kick(struct cluster *cl, unsigned worker, const char *uid, const ch
 
 /* ---- life ---- */
 
+void cl__pick_epoch(struct cluster *cl)
+{
+    uint64_t epoch;
+
+    if (getrandom(&epoch, sizeof(epoch), 0) != (ssize_t)sizeof(epoch))
+        fatal("cluster", "getrandom");
+    snprintf(cl->self, sizeof(cl->self), "%s.%016llx", cl->cfg.node_id, (unsigned long long)epoch);
+}
+
 struct cluster *cluster_new(const struct cluster_config *cfg, unsigned nworkers)
 {
     struct cluster *cl = xcalloc(1, sizeof(*cl));
-    uint64_t epoch;
 
     cl->cfg = *cfg;
     cl->nworkers = nworkers;
     cl->ws = xcalloc(nworkers, sizeof(*cl->ws));
-    if (getrandom(&epoch, sizeof(epoch), 0) != (ssize_t)sizeof(epoch))
-        fatal("cluster", "getrandom");
-    snprintf(cl->self, sizeof(cl->self), "%s.%016llx", cfg->node_id, (unsigned long long)epoch);
+    cl__pick_epoch(cl);
     atomic_store(&cl->degraded, true); /* until every shard answered */
     worker_on_msg(WORKER_MSG_CLUSTER, on_bus);
     return cl;

@@ -28,7 +28,10 @@
  * dead, and after orphan_grace_ms more one surviving node sweeps it: it
  * removes the dead epoch's contributions, which publishes the users who
  * had no other session as offline. Scripts drop dead epochs' fields as
- * they meet them. A node that restarts is a new epoch.
+ * they meet them. A node that restarts is a new epoch; so is a node that
+ * finds, back from an outage of its own, that its lease was swept (or is
+ * being swept, or Redis lost it): it then puts every local user again
+ * under the new epoch (hooks.health, up).
  *
  * Control. Every node subscribes to pd:<app>:{c}:ctl. A node that wrote a
  * user's settings to the shared store announces it there, and each other
@@ -84,7 +87,9 @@ struct cluster_hooks {
      * missed; get the watched users of that bucket again. */
     void (*resync)(void *wctx, unsigned bucket);
     /* Redis as a whole became reachable (up) or not. When up again, put
-     * every local user again (their contributions may be gone). */
+     * every local user again (their contributions may be gone). Also
+     * sent (up) after the node took a new epoch because its lease was
+     * swept (node.c): the puts then go under the new epoch. */
     void (*health)(void *wctx, bool up);
     /* Another node changed uid's privacy settings, contacts or blocks:
      * drop what is cached of them. Runs on the worker that owns uid. */
@@ -137,7 +142,9 @@ void cluster_kick(struct cluster *cl, unsigned worker, const char *uid, const ch
 
 /* uid's watch bucket (pure). */
 unsigned cluster_bucket_of(const char *uid);
-/* This node's "<node-id>.<epoch>" (stable for the process's life). */
+/* This node's "<node-id>.<epoch>". Home worker's thread: it changes when
+ * the node finds its lease swept while it was cut off (node.c) and takes
+ * a new epoch. */
 const char *cluster_self(const struct cluster *cl);
 /* True while some shard is unreachable (any thread). */
 bool cluster_degraded(const struct cluster *cl);

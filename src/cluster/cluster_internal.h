@@ -32,12 +32,15 @@ struct cl_dead {
     uint64_t deadline;  /* Redis ms its lease ended */
     uint64_t seen_dead; /* loop ms since which this node saw it dead, renewing its own */
     bool restarted;     /* this node's own previous epoch: no grace */
+    bool prev;          /* this process's previous epoch (swept while away): listed at
+                           once, swept after the grace, kept until swept */
     bool sweeping;      /* this node's claim or sweep is in flight */
 };
 
 struct cl_node {
     struct wheel_timer renew_timer;
     bool renewing; /* a renewal is in flight */
+    bool renewed;  /* this epoch's lease was registered: its loss means swept */
     struct cl_dead dead[CLUSTER_DEAD_MAX];
     unsigned ndead;
     struct buf dead_list; /* "m1,m2": the dead past their grace, for scripts */
@@ -69,6 +72,11 @@ void cl__node_index(const struct cluster *cl, const char *member, char out[CLUST
  * to tell (its hooks.view, own = true), or -1 for none. */
 void cl__put(struct cluster *cl, const char *uid, const char *field, const char *contrib,
              uint64_t seen, int reply_to);
+
+/* This start's or a new random epoch: cl->self = "<node-id>.<epoch>". */
+void cl__pick_epoch(struct cluster *cl);
+/* Tells every worker to put its local users again (hooks.health, up). */
+void cl__reassert(struct cluster *cl);
 
 /* node.c: the lease (home only). */
 void cl__node_start(struct cluster *cl);

@@ -12,7 +12,18 @@
  * frozen while this node is cut off: a paused Redis makes every lease
  * look old when it resumes, and the others renew theirs within renew_ms,
  * long before a grace is over). A member with this node's id and another
- * epoch is this node's previous life: sweepable at once.
+ * epoch is this node's previous life: sweepable at once. A member seen
+ * dead that renews again (it was slow, or everyone was cut off by a
+ * paused Redis) is alive again and forgotten.
+ *
+ * Swept while away. A node cut off alone for longer than lease + grace
+ * is swept by the others. Back, its renewal finds its member gone (or a
+ * sweeper's claim on it, or Redis lost everything) and does not renew
+ * it: the node takes a new epoch, registers that, and has every worker
+ * put its local users again. The old epoch is passed to every user
+ * script at once (so each put drops the old field as it writes the new
+ * one: no flap), and swept by this node after the grace, by when every
+ * local user was put again, as a backstop for what else it left.
  *
  * Sweepable epochs are passed to every user script (which drops their
  * contributions as it meets them) and swept: the first node to claim
@@ -54,6 +65,18 @@ static bool sweepable(const struct cluster *cl, const struct cl_dead *d, uint64_
     return d->restarted || now >= d->seen_dead + cl->cfg.orphan_grace_ms;
 }
 
+/* Whether scripts drop d's fields now: once sweepable, or at once for
+ * this process's previous epoch. */
+static bool listed(const struct cluster *cl, const struct cl_dead *d, uint64_t now)
+{
+    return d->prev || sweepable(cl, d, now);
+}
+
+static void dead_remove(struct cluster *cl, struct cl_dead *d)
+{
+    *d = cl->node.dead[--cl->node.ndead];
+}
+
 static void rebuild_dead_list(struct cluster *cl)
 {
     struct cl_node *nd = &cl->node;
@@ -61,7 +84,7 @@ static void rebuild_dead_list(struct cluster *cl)
 
     nd->dead_list.len = 0;
     for (unsigned i = 0; i < nd->ndead; i++) {
-        if (!sweepable(cl, &nd->dead[i], now))
+        if (!listed(cl, &nd->dead[i], now))
             continue;
         if (nd->dead_list.len)
             buf_append(&nd->dead_list, ",", 1);
@@ -85,12 +108,24 @@ static void dead_prune(struct cluster *cl, const redisReply *members)
         bool present = false;
         for (size_t j = 0; j + 1 < members->elements; j += 2)
             present |= strcmp(members->element[j]->str, nd->dead[i].member) == 0;
-        if (present || nd->dead[i].sweeping) {
+        if (present || nd->dead[i].sweeping || nd->dead[i].prev) {
             i++;
             continue;
         }
-        nd->dead[i] = nd->dead[--nd->ndead];
+        dead_remove(cl, &nd->dead[i]);
     }
+}
+
+/* m renewed its lease: if it was seen dead, it is alive again (unless
+ * its sweep already began: then it finds that and takes a new epoch). */
+static void dead_alive(struct cluster *cl, const char *m)
+{
+    struct cl_dead *d = dead_find(cl, m);
+
+    if (!d || d->sweeping || d->prev || d->restarted)
+        return;
+    log_info("cluster", "node %s renewed its lease again", m);
+    dead_remove(cl, d);
 }
 
 static void dead_note(struct cluster *cl, const char *m, uint64_t deadline)
@@ -133,6 +168,10 @@ static void sweep_end(struct sweep *s, bool done)
     if (done) {
         atomic_fetch_add_explicit(&s->cl->swept, 1, memory_order_relaxed);
         log_info("cluster", "swept node %s", s->member);
+        if (d && d->prev) { /* nobody else knows of it: done with it */
+            dead_remove(s->cl, d);
+            rebuild_dead_list(s->cl);
+        }
     }
     free(s);
 }
@@ -229,6 +268,40 @@ static void renew_arm(struct cluster *cl)
     loop_timer_start(cl->loop, &cl->node.renew_timer, cl->cfg.renew_ms);
 }
 
+/* Our epoch was swept while we were cut off (or Redis lost it): a new
+ * one, registered at once; the old one is listed for every script now
+ * and swept after the grace (see the file comment); every local user is
+ * put again. */
+static void new_epoch(struct cluster *cl)
+{
+    struct cl_node *nd = &cl->node;
+    struct cl_dead *d;
+    char old[CLUSTER_SELF_MAX + 1];
+
+    strcpy(old, cl->self);
+    cl__pick_epoch(cl);
+    log_warnx("cluster", "lease of %s was swept while this node was cut off: now %s", old,
+              cl->self);
+    nd->renewed = false;
+    d = dead_find(cl, old);
+    if (!d && nd->ndead == CLUSTER_DEAD_MAX) /* full: the oldest gives way */
+        dead_remove(cl, &nd->dead[0]);
+    if (!d) {
+        d = &nd->dead[nd->ndead++];
+        memset(d, 0, sizeof(*d));
+        strcpy(d->member, old);
+        /* the sweep's last seen of what it ends; every local user is put
+         * again meanwhile, so this is only a backstop's guess */
+        d->deadline = time_wall_ms() + cl->cfg.lease_ms;
+    }
+    d->prev = true;
+    d->restarted = false;
+    d->seen_dead = loop_now(cl->loop);
+    rebuild_dead_list(cl);
+    cl__reassert(cl);
+    loop_timer_start(cl->loop, &nd->renew_timer, 0);
+}
+
 /* Our renewal failed: nothing we saw about the others can be trusted. */
 static void renew_failed(struct cluster *cl)
 {
@@ -248,20 +321,30 @@ static void renewed(void *ctx, const redisReply *r, int err)
     if (!cl->r)
         return;
     cl->node.renewing = false;
-    if (err || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        r->element[1]->type != REDIS_REPLY_ARRAY) {
+    if (err || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY ||
+        r->element[2]->type != REDIS_REPLY_STRING) {
         renew_failed(cl);
         return;
     }
-    now = strtoull(r->element[0]->str ? r->element[0]->str : "0", NULL, 10);
+    if (strcmp(r->element[2]->str, "gone") == 0) {
+        new_epoch(cl);
+        return;
+    }
+    cl->node.renewed = true;
+    now = strtoull(r->element[0]->str, NULL, 10);
     m = r->element[1];
     for (size_t j = 0; j + 1 < m->elements; j += 2) {
         uint64_t deadline = strtoull(m->element[j + 1]->str, NULL, 10);
         const char *who = m->element[j]->str;
-        if (strcmp(who, cl->self) != 0 && (deadline < now || same_node(cl, who)))
-            dead_note(cl, who, deadline);
-        else
+        if (strcmp(who, cl->self) == 0) {
             live++;
+        } else if (deadline < now || same_node(cl, who)) {
+            dead_note(cl, who, deadline);
+        } else {
+            live++;
+            dead_alive(cl, who);
+        }
     }
     atomic_store_explicit(&cl->nodes_live, live, memory_order_relaxed);
     dead_prune(cl, m);
@@ -272,10 +355,10 @@ static void renewed(void *ctx, const redisReply *r, int err)
 static void renew(struct wheel_timer *t, uint64_t now)
 {
     struct cluster *cl = container_of(t, struct cluster, node.renew_timer);
-    char nodes[CLUSTER_KEY_MAX], lease[16];
-    const char *keys[1] = {nodes};
-    const char *args[2] = {cl->self, lease};
-    size_t kl[1], al[2];
+    char nodes[CLUSTER_KEY_MAX], claim[CLUSTER_KEY_MAX], lease[16];
+    const char *keys[2] = {nodes, claim};
+    const char *args[3] = {cl->self, lease, cl->node.renewed ? "1" : "0"};
+    size_t kl[2], al[3];
 
     (void)now;
     renew_arm(cl);
@@ -284,12 +367,14 @@ static void renew(struct wheel_timer *t, uint64_t now)
         return;
     }
     snprintf(nodes, sizeof(nodes), "pd:%s:{c}:nodes", cl->cfg.app);
+    snprintf(claim, sizeof(claim), "pd:%s:{c}:sweep:%s", cl->cfg.app, cl->self);
     snprintf(lease, sizeof(lease), "%u", cl->cfg.lease_ms);
     kl[0] = strlen(nodes);
-    al[0] = strlen(args[0]);
-    al[1] = strlen(lease);
+    kl[1] = strlen(claim);
+    for (int i = 0; i < 3; i++)
+        al[i] = strlen(args[i]);
     cl->node.renewing = true;
-    if (redis_eval(cl->r, cl->s_renew, 1, keys, kl, 2, args, al, renewed, cl) != 0) {
+    if (redis_eval(cl->r, cl->s_renew, 2, keys, kl, 3, args, al, renewed, cl) != 0) {
         cl->node.renewing = false;
         renew_failed(cl);
     }

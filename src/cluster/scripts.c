@@ -64,8 +64,16 @@ const char script_user_put[] =
     "redis.call('PEXPIRE', KEYS[2], keep)\n"
     "return {1, v}\n";
 
+/* KEYS: {c}:nodes, {c}:sweep:<self>; ARGV: self, lease ms, "1" once this
+ * epoch's lease was registered. A registered lease that is gone (swept, or
+ * Redis lost its data) or claimed by a sweeper is not renewed: "gone". */
 const char script_node_renew[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local F = function(v) return string.format('%.0f', v) end\n"
+    "if ARGV[3] == '1' and (not redis.call('ZSCORE', KEYS[1], ARGV[1]) or\n"
+    "    redis.call('EXISTS', KEYS[2]) == 1) then\n"
+    "  return {F(now), {}, 'gone'}\n"
+    "end\n"
     "redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
-    "return {string.format('%.0f', now), redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')}\n";
+    "return {F(now), redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES'), 'ok'}\n";

@@ -14,9 +14,14 @@
  *   one, stores it with ver = max(ver + 1, Redis time ms << 10).
  *   Returns {changed (0|1), view JSON}.
  * SCRIPT_NODE_RENEW
- *   KEYS: pd:<app>:{c}:nodes (zset: <node>.<epoch> -> lease deadline)
- *   ARGV: self, lease ms
- *   Returns {Redis time ms, {member, deadline, member, deadline, ...}}.
+ *   KEYS: pd:<app>:{c}:nodes (zset: <node>.<epoch> -> lease deadline),
+ *         pd:<app>:{c}:sweep:<self> (a sweeper's claim on this epoch)
+ *   ARGV: self, lease ms, "1" when this epoch's lease was registered
+ *         before (else "0")
+ *   Returns {Redis time ms, {member, deadline, member, deadline, ...}, "ok"},
+ *   or {Redis time ms, {}, "gone"} without renewing when ARGV[3] is "1"
+ *   and self is no longer a member (swept, or Redis lost its data) or a
+ *   sweeper claimed it: the epoch is dead, the node must take a new one.
  */
 #ifndef SCRIPTS_H
 #define SCRIPTS_H

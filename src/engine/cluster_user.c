@@ -4,7 +4,17 @@
  *
  * struct gview, one per user this worker owns and needs the global view
  * of, lives in e->gviews while the user has local sessions (local), local
- * watchers (watched) or parked requests; otherwise it goes.
+ * watchers (watched), parked requests, puts in flight or a contribution
+ * Redis may not have (dirty); otherwise it goes.
+ *
+ * Degraded. A put that fails (Redis unreachable or too slow) makes the
+ * user dirty and shows the local change at once as an estimate (merged
+ * with what is known of the other nodes); every dirty or local user is
+ * put again when Redis is back (hooks.health), and the estimate gives way
+ * to the first view Redis answers. An estimate's version is the last one
+ * shown plus one (the user's own presence shows versions, which must not
+ * go back), so what Redis answers is compared with real_ver, the last
+ * version Redis gave, not with the estimate's.
  */
 #include "cluster_user.h"
 
@@ -31,7 +41,10 @@ struct gview {
     bool local;         /* this node has a contribution for the user */
     bool watched;       /* local watchers: the bucket is subscribed */
     bool degraded;      /* v is an estimate made while Redis was unreachable */
+    bool dirty;         /* a put failed: Redis may not have this node's contribution */
+    unsigned puts_out;  /* puts whose reply has not come back */
     unsigned local_n;   /* sessions in this node's last contribution */
+    uint64_t real_ver;  /* the last version Redis gave (v.ver may be an estimate's) */
     uint64_t failed_at; /* loop ms of the last failed get: answer from what is known */
     struct contrib_view v;
 };
@@ -59,9 +72,24 @@ static struct gview *get(struct engine *e, const char *uid)
     return g;
 }
 
+/* The view cu__ready() found for the request being answered now: kept
+ * until this worker's next cu__ready(), so that the answer (cu__truth(),
+ * cu__watch()) still finds it even when nothing else keeps it. One per
+ * thread (a worker runs one engine). */
+static _Thread_local struct {
+    const struct engine *e;
+    char uid[PRESENCE_ID_MAX + 1];
+} held;
+
+static bool is_held(const struct engine *e, const struct gview *g)
+{
+    return held.e == e && strcmp(held.uid, g->uid) == 0;
+}
+
 static void drop_if_unused(struct engine *e, struct gview *g)
 {
-    if (g->local || g->watched || !list_empty(&g->parked) || g->asked)
+    if (is_held(e, g) || g->local || g->watched || !list_empty(&g->parked) || g->asked ||
+        g->dirty || g->puts_out)
         return;
     hmap_remove(&e->gviews, &g->node);
     free(g);
@@ -123,15 +151,15 @@ void cu__truth(struct engine *e, const char *uid, struct presence_view *out, boo
 {
     struct gview *g = cu__on(e) ? find(e, uid) : NULL;
 
+    /* While Redis is unreachable even a view that came from it is only
+     * the last known one. */
     if (degraded)
-        *degraded = g ? g->degraded : false;
+        *degraded = cu__on(e) && ((g && g->degraded) || cluster_degraded(e->env->cluster));
     if (g && g->known) {
         to_presence(e, g, out);
         return;
     }
     presence_get_user(e->pres, uid, loop_now(e->w->loop), out);
-    if (degraded && cu__on(e))
-        *degraded = cluster_degraded(e->env->cluster);
 }
 
 /* Runs the requests that waited for g's view. */
@@ -228,6 +256,7 @@ static void put(struct engine *e, struct gview *g, const struct presence_view *c
     }
     cluster_user_put(e->env->cluster, e->w->id, g->uid, n ? b.data : NULL,
                      to_wall(wall_offset(e), cur->last_seen ? cur->last_seen : cur->now));
+    g->puts_out++;
     buf_release(&b);
     if (cluster_degraded(e->env->cluster))
         estimate(e, g, cur, n);
@@ -245,15 +274,29 @@ void cu__local_change(struct engine *e, const struct presence_view *cur)
 
 /* ---- reads and watchers ---- */
 
+/* The last held view goes unless something else keeps it. */
+static void unhold(struct engine *e)
+{
+    struct gview *g;
+
+    if (held.e != e)
+        return;
+    held.e = NULL;
+    if ((g = find(e, held.uid)))
+        drop_if_unused(e, g);
+}
+
 bool cu__ready(struct engine *e, struct emsg *em, const char *uid)
 {
     struct gview *g;
 
     if (!cu__on(e))
         return true;
+    unhold(e);
     g = get(e, uid);
     if (g->known || g->local || (g->failed_at && loop_now(e->w->loop) - g->failed_at < RETRY_MS)) {
-        drop_if_unused(e, g);
+        held.e = e;
+        copy_id(held.uid, g->uid);
         return true;
     }
     em->parked = true;
@@ -283,6 +326,37 @@ void cu__watch(struct engine *e, const char *uid, bool on)
 
 /* ---- the cluster's hooks ---- */
 
+/* A put of g failed: Redis may not have what this node holds of the
+ * user. The local state is shown at once as an estimate, and put again
+ * when Redis is back (on_health). */
+static void put_failed(struct engine *e, struct gview *g)
+{
+    struct presence_view cur;
+
+    g->dirty = true;
+    if (g->degraded) /* put() showed the latest local state already */
+        return;
+    presence_get_user(e->pres, g->uid, loop_now(e->w->loop), &cur);
+    estimate(e, g, &cur, cur.status != PRESENCE_OFFLINE ? g->local_n : 0);
+}
+
+/* A view from Redis: taken when newer than the last one Redis gave, or,
+ * for the reply to this node's own put while an estimate is shown, when
+ * as new (the put changed nothing: the estimate was right). */
+static void take_view(struct engine *e, struct gview *g, struct contrib_view *nv, bool own)
+{
+    bool newer =
+        !g->known || nv->ver > g->real_ver || (own && g->degraded && nv->ver == g->real_ver);
+
+    if (!newer)
+        return;
+    g->real_ver = nv->ver;
+    if (g->known && nv->ver <= g->v.ver) /* an estimate showed a larger one */
+        nv->ver = g->v.ver + 1;
+    g->degraded = false;
+    apply(e, g, nv, own);
+}
+
 static void on_view(void *wctx, const char *uid, int err, const char *json, size_t len, bool own)
 {
     struct engine *e = wctx;
@@ -291,11 +365,14 @@ static void on_view(void *wctx, const char *uid, int err, const char *json, size
 
     if (!g)
         return; /* nobody here needs it any more */
+    if (own && g->puts_out)
+        g->puts_out--;
     if (!own)
         g->asked = false;
-    if (err < 0) {
-        if (!own)
-            g->failed_at = loop_now(e->w->loop) | 1;
+    if (err < 0 && own) {
+        put_failed(e, g);
+    } else if (err < 0) {
+        g->failed_at = loop_now(e->w->loop) | 1;
     } else if (!json) { /* nothing stored: never online, or long gone */
         if (!g->known && !g->local) {
             memset(&nv, 0, sizeof(nv));
@@ -304,9 +381,10 @@ static void on_view(void *wctx, const char *uid, int err, const char *json, size
     } else if (contrib_view_decode(json, len, &nv) != 0) {
         log_warnx("cluster", "malformed view of %s", uid);
         g->failed_at = loop_now(e->w->loop) | 1;
-    } else if (!g->known || nv.ver > g->v.ver) {
-        g->degraded = false;
-        apply(e, g, &nv, own);
+    } else {
+        if (own)
+            g->dirty = false;
+        take_view(e, g, &nv, own);
     }
     release(e, g);
     if ((g = find(e, uid)))
@@ -341,7 +419,7 @@ static void on_health(void *wctx, bool up)
     for (n = hmap_first(&e->gviews, &it); n; n = hmap_next(&e->gviews, n, &it)) {
         struct gview *g = container_of(n, struct gview, node);
         struct presence_view cur;
-        if (!g->local && !g->degraded)
+        if (!g->local && !g->dirty && !g->degraded)
             continue;
         presence_get_user(e->pres, g->uid, loop_now(e->w->loop), &cur);
         put(e, g, &cur);
@@ -391,6 +469,8 @@ void cu__detach(struct engine *e)
 
     if (!cu__on(e))
         return;
+    if (held.e == e)
+        held.e = NULL;
     cluster_detach(e->env->cluster, e->w->id);
     for (n = hmap_first(&e->gviews, &it); n; n = next) {
         struct gview *g = container_of(n, struct gview, node);

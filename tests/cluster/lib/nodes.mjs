@@ -100,3 +100,23 @@ export function fnv1a64(s) {
   return h.toString(16).padStart(16, '0');
 }
 export function userKey(user, app = 'app') { return `pd:${app}:{u:${fnv1a64(user)}}:a`; }
+
+// GET /v1/presence of one user on node: the user object and how long the
+// answer took (ms).
+export async function readPresence(node, user) {
+  const t0 = Date.now();
+  const r = await fetch(`${node.url}/v1/presence?user=${encodeURIComponent(user)}`, { signal: AbortSignal.timeout(10000) });
+  const u = (await r.json()).users[0];
+  return { ...u, took: Date.now() - t0 };
+}
+
+// Whether a presence object says offline (the statuses a watcher sees).
+export const isOffline = (p) => p.status === 'offline';
+
+// The watch-bucket channel of a user (docs/cluster.md):
+// pd:<app>:{w:<FNV-1a-64(uid) mod 1024>}.
+export function bucketChannel(user, app = 'app') {
+  let h = 0xcbf29ce484222325n;
+  for (const b of Buffer.from(user)) { h ^= BigInt(b); h = (h * 0x100000001b3n) & 0xffffffffffffffffn; }
+  return `pd:${app}:{w:${h % 1024n}}`;
+}
