@@ -122,7 +122,7 @@ async function run(topo) {
   const nodes = [];
   for (let i = 0; i < nn; i++) {
     nodes.push(await startNode(url, `w7n${i}`, ['--heartbeat-min-ms', '1000',
-      '--heartbeat-interval-ms', '2000', '--presence-debounce-ms', DEBOUNCE, '--session-ttl-ms', '10000', '--max-connections', '19000',
+      '--heartbeat-interval-ms', '2000', '--presence-debounce-ms', DEBOUNCE, '--session-ttl-ms', '300000', '--max-connections', '19000',
       '--max-connections-per-address', '0', '--max-pending-per-address', '0', '--query-rate', '100000',
       '--query-burst', '100000', '--observer-query-rate', '0', '--msg-rate-status', '1000']));
   }
@@ -217,7 +217,7 @@ const { io: sioConnect } = require('socket.io-client');
 function startPeer(redisUrl) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(here, 'peers/socketio-presence.mjs'), '--port', '0',
-      '--redis', redisUrl, '--ttl-ms', '10000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      '--redis', redisUrl, '--ttl-ms', '300000'], { stdio: ['ignore', 'pipe', 'inherit'] });
     const t = setTimeout(() => reject(new Error('peer did not start')), 10000);
     child.stdout.on('data', (d) => {
       const m = /listening on (\d+)/.exec(String(d));

@@ -308,6 +308,17 @@ bool cu__ready(struct engine *e, struct emsg *em, const char *uid)
     return false;
 }
 
+bool cu__in_order(struct engine *e, struct emsg *em, const char *uid)
+{
+    struct gview *g = cu__on(e) ? find(e, uid) : NULL;
+
+    if (!g || list_empty(&g->parked))
+        return true;
+    em->parked = true;
+    list_insert_tail(&g->parked, &em->park);
+    return false;
+}
+
 void cu__watch(struct engine *e, const char *uid, bool on)
 {
     struct gview *g;

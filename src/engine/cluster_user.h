@@ -39,6 +39,10 @@ void cu__local_change(struct engine *e, const struct presence_view *cur);
  * runs it again once the view is in) and returns false. Always true when
  * not clustered. */
 bool cu__ready(struct engine *e, struct emsg *em, const char *uid);
+/* False, after parking em behind them, when requests about uid wait for
+ * its global view (so that an unwatch runs after the watch before it);
+ * else true. Always true when not clustered. */
+bool cu__in_order(struct engine *e, struct emsg *em, const char *uid);
 /* uid's view as watchers and reads see it: the global one when known,
  * else the local presence core's. *degraded (may be NULL) says whether it
  * is an estimate made while Redis was unreachable. */

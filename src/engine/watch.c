@@ -511,7 +511,8 @@ static void op_watch(struct engine *e, struct emsg *req, bool on)
     if (!engine__privacy_ready(e, req, req->uid, on ? req->viewer : NULL))
         return;
     if (!on) {
-        unwatch(e, req->uid, req->viewer, from);
+        if (cu__in_order(e, req, req->uid)) /* behind a watch waiting for the view */
+            unwatch(e, req->uid, req->viewer, from);
         return;
     }
     if (!cu__ready(e, req, req->uid))
