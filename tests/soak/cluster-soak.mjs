@@ -821,7 +821,7 @@ function tick() {
 async function main() {
   console.log(`cluster-soak: seed=${SEED} seconds=${SECONDS} nodes=${N_NODES} actors=${N_ACTORS} ttl=${TTL} ` +
     `grace=${GRACE} debounce=${DEBOUNCE} lease=${LEASE} orphan-grace=${ORPHAN} slack=${SLACK}`);
-  console.log(`cluster-soak: reproduce with: node tests/soak/cluster-soak.mjs --seed ${SEED} --seconds ${SECONDS}`);
+  console.log(`cluster-soak: reproduce with: node tests/soak/cluster-soak.mjs --seed ${SEED} --seconds ${SECONDS}${CHAOS ? ` --chaos ${CHAOS}` : ''}`);
   redis = await startRedis();
   resp = new Resp(redis.port);
   for (const n of nodes) await bootNode(n);
@@ -913,7 +913,7 @@ async function main() {
   if (kl.length) console.log(`cluster-soak: a killed node's users offline elsewhere after ${kl[0]}..${kl[kl.length - 1]} ms (median ${kl[kl.length >> 1]}, n=${kl.length}, bound ${KILL_HI + W})`);
   console.log(`cluster-soak: checks ${Object.entries(stats).sort().map(([k, n]) => `${k}=${n}`).join(' ')}`);
   if (failures.size === 0) { console.log(`cluster-soak: ok seed=${SEED}`); return 0; }
-  console.log(`\ncluster-soak: FAILED seed=${SEED} (reproduce: node tests/soak/cluster-soak.mjs --seed ${SEED} --seconds ${SECONDS})`);
+  console.log(`\ncluster-soak: FAILED seed=${SEED} (reproduce: node tests/soak/cluster-soak.mjs --seed ${SEED} --seconds ${SECONDS}${CHAOS ? ` --chaos ${CHAOS}` : ''})`);
   for (const [inv, f] of failures) console.log(`  ${inv}: ${f.count} failure(s); first: ${f.first[0]}`);
   return 1;
 }
