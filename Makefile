@@ -72,7 +72,7 @@ FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(O)/fuzz/%)
 test_mod   = $(patsubst test_%,%,$(1))
 test_layer = $(or $(TEST_LAYER_$(1)),$(patsubst src/%/,%,$(dir $(firstword $(wildcard $(foreach l,$(LAYERS),src/$(l)/$(call test_mod,$(1)).c))))),$(firstword $(foreach l,$(LAYERS),$(if $(filter $(l),$(subst _, ,$(call test_mod,$(1)))),$(l)))))
 
-.PHONY: all asan clang-check run test unit fuzz fuzz-bins fuzz-build setup fmt fmt-check clean bench bench-quick soak
+.PHONY: all asan clang-check run test unit fuzz fuzz-bins fuzz-build setup fmt fmt-check clean bench bench-quick soak soak-cluster
 
 all: $(O)/presenced
 
@@ -165,6 +165,13 @@ bench-quick: setup
 soak: setup
 	$(MAKE) BUILD=asan all
 	node tests/soak/soak.mjs --seed "$(SEED)" --minutes "$(or $(MINUTES),10)"
+
+# The seeded chaos soak of three nodes on one Redis (tests/soak/cluster-soak.mjs)
+# with a PostgreSQL of its own (tests/cluster/run.sh): make soak-cluster SEED=n
+# MINUTES=m (no SEED: a random one; the seed is printed at the start and on failure).
+soak-cluster: setup
+	$(MAKE) BUILD=asan all
+	tests/cluster/run.sh node tests/soak/cluster-soak.mjs --seed "$(SEED)" --minutes "$(or $(MINUTES),10)"
 
 FMT_FILES := $(wildcard src/*.c $(foreach d,$(LAYERS) testing,src/$(d)/*.c src/$(d)/*.h) tests/unit/*.c tests/unit/*.h tests/fuzz/*.c)
 fmt:

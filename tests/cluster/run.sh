@@ -3,8 +3,9 @@
 # presenced nodes over real Redis (standalone shards and a 3-master
 # Cluster, started by each test on free loopback ports) and one PostgreSQL
 # settings store, started here (tests/pg/cluster.sh) and removed on exit.
-# Run from the repository root after `make BUILD=asan all unit`; arguments,
-# if any, are the test files to run (default: every tests/cluster/*.test.mjs).
+# Run from the repository root after `make BUILD=asan all unit`. With
+# arguments, runs that command instead, with the same PostgreSQL (e.g.
+# tests/cluster/run.sh node --test tests/cluster/topology.test.mjs).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 root=$(pwd)
@@ -29,8 +30,9 @@ trap 'exit 130' INT TERM
 t0=$(date +%s)
 "$cluster" up || { echo "tests/cluster: cannot start postgresql" >&2; exit 1; }
 rc=0
-files=("$@")
-[ ${#files[@]} -gt 0 ] || files=(tests/cluster/*.test.mjs)
-node --test --test-concurrency=1 "${files[@]}" || rc=1
+if [ $# -gt 0 ]; then "$@" || rc=1; else # a command (make soak-cluster), or the suite:
+node --test --test-concurrency=1 tests/cluster/*.test.mjs || rc=1
+node tests/soak/cluster-soak.mjs --seed 1 --seconds 30 || rc=1
+fi
 echo "tests/cluster: $([ $rc -eq 0 ] && echo passed || echo FAILED) in $(($(date +%s) - t0)) s"
 exit $rc
