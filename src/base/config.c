@@ -275,6 +275,9 @@ const struct config_def config_defs[] = {
     ROW_INT64("cluster-linger-ms", cluster_linger_ms, 0, 600000, 30000,
               "A watch-bucket channel nobody on this node watches any more is unsubscribed after "
               "this long (a watcher that comes back meanwhile costs no resubscription)."),
+    ROW_INT64("cluster-reassert-ms", cluster_reassert_ms, 0, 86400000, 600000,
+              "Every node puts its users again and reads its watched users again over this "
+              "period, spread out, to repair what pub/sub may have lost (0: never)."),
     /* shutdown */
     ROW_INT64("shutdown-drain-ms", shutdown_drain_ms, 0, 600000, 5000,
               "Time given on SIGTERM to flush queued output before exit; raise it if clients miss "

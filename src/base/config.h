@@ -107,6 +107,7 @@ struct config {
     int64_t cluster_lease_ms;        /* a lease older than this: node dead */
     int64_t cluster_orphan_grace_ms; /* then this long before its users are swept */
     int64_t cluster_linger_ms;       /* a bucket unwatched this long is unsubscribed */
+    int64_t cluster_reassert_ms;     /* anti-entropy period, 0 = off */
     /* shutdown */
     int64_t shutdown_drain_ms; /* SIGTERM: time to flush before exit */
     /* testing */

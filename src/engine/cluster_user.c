@@ -46,6 +46,7 @@ struct gview {
     unsigned local_n;   /* sessions in this node's last contribution */
     uint64_t real_ver;  /* the last version Redis gave (v.ver may be an estimate's) */
     uint64_t failed_at; /* loop ms of the last failed get: answer from what is known */
+    uint32_t pass;      /* the last anti-entropy pass that refreshed it */
     struct contrib_view v;
 };
 
@@ -459,6 +460,60 @@ void cu__kick(struct engine *e, const char *uid, const char *sid, const char *re
         cluster_kick(e->env->cluster, e->w->id, uid, sid, reason);
 }
 
+/*
+ * Anti-entropy (cluster-reassert-ms): over each period every user this
+ * worker puts is put again (a no-op in Redis when nothing changed: the
+ * script publishes only a changed view) and every watched user is read
+ * again, so that what pub/sub lost, or a write Redis lost without telling,
+ * is repaired within one period. The pass is sliced: each second takes
+ * its share of the users not refreshed in this pass yet, so the commands
+ * are spread over the period instead of coming in one burst.
+ */
+#define REASSERT_TICK_MS 1000
+
+static void reassert_one(struct engine *e, struct gview *g)
+{
+    struct presence_view cur;
+
+    g->pass = e->reassert_pass;
+    if (g->watched && !g->asked && !g->local) {
+        g->asked = true;
+        cluster_user_get(e->env->cluster, e->w->id, g->uid);
+    }
+    if (g->local) { /* its reply refreshes the view too */
+        presence_get_user(e->pres, g->uid, loop_now(e->w->loop), &cur);
+        put(e, g, &cur);
+    }
+}
+
+static void reassert_tick(struct wheel_timer *t, uint64_t now)
+{
+    struct engine *e = container_of(t, struct engine, reassert_timer);
+    uint64_t period = (uint64_t)e->w->srv->cfg.cluster_reassert_ms;
+    size_t budget = (e->gviews.count * REASSERT_TICK_MS + period - 1) / period, left = 0;
+    struct hmap_node *n;
+    size_t it;
+
+    loop_timer_start(e->w->loop, t, REASSERT_TICK_MS);
+    if (cluster_degraded(e->env->cluster)) /* health's put-again covers it */
+        return;
+    for (n = hmap_first(&e->gviews, &it); n; n = hmap_next(&e->gviews, n, &it)) {
+        struct gview *g = container_of(n, struct gview, node);
+        if (g->pass == e->reassert_pass)
+            continue;
+        if (budget == 0) {
+            left++;
+            break;
+        }
+        budget--;
+        reassert_one(e, g);
+    }
+    if (left == 0 && now - e->reassert_began >= period) { /* all done: the next pass */
+        e->reassert_pass++;
+        e->reassert_began = now;
+    }
+}
+
 static const struct cluster_hooks hooks = {
     .view = on_view,
     .resync = on_resync,
@@ -469,8 +524,15 @@ static const struct cluster_hooks hooks = {
 
 void cu__attach(struct engine *e)
 {
-    if (cu__on(e))
-        cluster_attach(e->env->cluster, e->w, &hooks, e);
+    if (!cu__on(e))
+        return;
+    cluster_attach(e->env->cluster, e->w, &hooks, e);
+    if (e->w->srv->cfg.cluster_reassert_ms > 0) {
+        e->reassert_pass = 1;
+        e->reassert_began = loop_now(e->w->loop);
+        wheel_timer_init(&e->reassert_timer, reassert_tick);
+        loop_timer_start(e->w->loop, &e->reassert_timer, REASSERT_TICK_MS);
+    }
 }
 
 void cu__detach(struct engine *e)
@@ -480,6 +542,7 @@ void cu__detach(struct engine *e)
 
     if (!cu__on(e))
         return;
+    wheel_del(&e->reassert_timer);
     if (held.e == e)
         held.e = NULL;
     cluster_detach(e->env->cluster, e->w->id);

@@ -50,8 +50,11 @@ struct engine {
     uint64_t sub_gen;             /* room subscription generations (engine_room_client.c) */
     uint32_t join_ids;            /* room links' join numbers (engine_room_client.c) */
     /* many nodes (cluster_user.c) */
-    struct hmap gviews; /* struct gview by uid: global views of owned users */
-    bool cluster_gone;  /* engine_free began: no more cluster requests */
+    struct hmap gviews;                /* struct gview by uid: global views of owned users */
+    bool cluster_gone;                 /* engine_free began: no more cluster requests */
+    struct wheel_timer reassert_timer; /* the anti-entropy pass, a slice a second */
+    uint32_t reassert_pass;            /* the pass in progress (gview.pass) */
+    uint64_t reassert_began;           /* loop ms the pass began */
     /* durable last seen (lastseen.c) */
     struct ls_engine *lastseen;
     /* privacy (engine_privacy.c) */
