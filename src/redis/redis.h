@@ -57,6 +57,9 @@
  *
  * Memory: bounded by queued commands; a command queued while its master
  * has more than max_pending waiting fails at once with REDIS_E_FULL.
+ * The servers are trusted: hiredis 0.14.1 allocates what a reply's array
+ * header announces (it has no element limit before 1.0), so only a real
+ * Redis may be named in the topology.
  */
 #ifndef REDIS_H
 #define REDIS_H
