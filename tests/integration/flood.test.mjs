@@ -144,16 +144,21 @@ test('a paused connection is read again: its last patch applies', async () => {
   try {
     const ws = new WebSocket(`${srv.wsUrl}/v1/ws?user=patcher`);
     const acks = new Set();
+    const types = new Set();
     let seen = null; // the patcher's own metadata as the room's deltas show it
     ws.on('message', (d) => {
       const m = JSON.parse(d);
+      types.add(m.type);
       if (m.ref !== undefined) acks.add(m.ref);
+      if (m.type === 'error') acks.add(`error:${m.ref}:${m.code}`);
       for (const e of [...(m.patches || []), ...(m.joins || []), ...(m.members || [])])
         if (e.user === 'patcher') seen = e.meta;
     });
     await new Promise((res) => ws.once('open', res));
+    while (!types.has('welcome')) await new Promise((res) => setTimeout(res, 10)); // a session first
     ws.send(JSON.stringify({ type: 'join', room: 'pr', ref: 'j' }));
     while (!acks.has('j')) await new Promise((res) => setTimeout(res, 10));
+    assert.ok(types.has('room_joined'), `joined (${[...acks].join(' ')})`);
     const N = 20000;
     for (let i = 1; i <= N; i++) ws.send(JSON.stringify({ type: 'patch', room: 'pr', meta: { x: i }, ...(i === N ? { ref: 'last' } : {}) }));
     const deadline = Date.now() + 20000 * MULT;
