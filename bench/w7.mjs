@@ -93,6 +93,18 @@ async function heartbeats(ports, beat) {
   return { s0, s1: redisStats(ports), beats: rounds * USERS, hbSecs: (Date.now() - t0) / 1000 };
 }
 
+// The delivery fields of a result: the transition phase's latencies
+// (steady), the burst's (burst) and its duration.
+function deliveries(steady, burst, burstSecs) {
+  return {
+    same_p50_ms: pct(steady.same, 50), same_p99_ms: pct(steady.same, 99),
+    cross_p50_ms: pct(steady.cross, 50), cross_p99_ms: pct(steady.cross, 99),
+    burst_cross_p99_ms: pct(burst.cross, 99),
+    burst_ops: BURST, burst_ops_per_s: BURST / burstSecs,
+    delivered_same: steady.same.length, delivered_cross: steady.cross.length,
+  };
+}
+
 // ---- clients ----
 function open(node, user) {
   return new Promise((resolve, reject) => {
@@ -200,11 +212,7 @@ async function run(topo) {
     redis_bytes_per_user: (s1.mem - sPre.mem) / USERS,
     transitions: sent, redis_cmds_per_transition: trCmds / sent,
     redis_cmds_in_scripts_per_transition: (trAll - trCmds) / sent,
-    same_p50_ms: pct(steady.same, 50), same_p99_ms: pct(steady.same, 99),
-    cross_p50_ms: pct(steady.cross, 50), cross_p99_ms: pct(steady.cross, 99),
-    burst_cross_p99_ms: pct(lat.cross, 99),
-    burst_ops: BURST, burst_ops_per_s: BURST / burstSecs,
-    delivered_same: steady.same.length, delivered_cross: steady.cross.length,
+    ...deliveries(steady, lat, burstSecs),
   };
   for (const u of users) u.ws.terminate();
   for (const w of watchers) w.terminate();
@@ -295,11 +303,7 @@ async function runSio() {
     redis_bytes_per_user: Math.max(0, s1.mem - sPre.mem) / USERS, // it keeps no state in Redis
     transitions: sent, redis_cmds_per_transition: (s3.cmds - s2.cmds) / sent,
     redis_cmds_in_scripts_per_transition: 0,
-    same_p50_ms: pct(steady.same, 50), same_p99_ms: pct(steady.same, 99),
-    cross_p50_ms: pct(steady.cross, 50), cross_p99_ms: pct(steady.cross, 99),
-    burst_cross_p99_ms: pct(lat.cross, 99),
-    burst_ops: BURST, burst_ops_per_s: BURST / burstSecs,
-    delivered_same: steady.same.length, delivered_cross: steady.cross.length,
+    ...deliveries(steady, lat, burstSecs),
   };
   for (const u of users) u.s.disconnect();
   for (const w of watchers) w.disconnect();
