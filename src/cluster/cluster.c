@@ -219,6 +219,8 @@ static void put_done(void *ctx, const redisReply *r, int err)
                   r->type == REDIS_REPLY_ERROR ? r->str : "");
         err = REDIS_E_PROTO;
     }
+    log_debug("cluster", "put %s: err %d changed %d %.*s", q->uid, err, changed,
+              v ? (int)v->len : 0, v ? v->str : "");
     if (err != REDIS_E_CLOSED) {
         if (v && changed)
             publish_view(cl, q->uid, v->str, v->len);
@@ -274,6 +276,8 @@ static void get_done(void *ctx, const redisReply *r, int err)
 
     if (!err && !str && r->type != REDIS_REPLY_NIL)
         err = REDIS_E_PROTO;
+    log_debug("cluster", "get %s: err %d %.*s", q->uid, err, str ? (int)r->len : 0,
+              str ? r->str : "");
     if (err != REDIS_E_CLOSED)
         send_view(q->cl, (unsigned)q->reply_to, q->uid, err, str ? r->str : NULL, str ? r->len : 0,
                   false);
@@ -323,6 +327,7 @@ static void on_subscribed(void *ctx, const char *ch, size_t len)
     struct cluster *cl = ctx;
     int b = channel_bucket(cl, ch, len);
 
+    log_debug("cluster", "subscribed %.*s", (int)len, ch);
     if (b >= 0)
         broadcast(cl, CL_RESYNC, (unsigned)b, true);
 }
@@ -373,6 +378,7 @@ static void on_message(void *ctx, const char *ch, size_t clen, const char *msg, 
         return;
     }
     atomic_fetch_add_explicit(&cl->views_in, 1, memory_order_relaxed);
+    log_debug("cluster", "message %.*s", (int)mlen, msg);
     send_view(cl, bus_route(cl->bus, v.uid, strlen(v.uid)), v.uid, 0, msg, mlen, false);
 }
 

@@ -153,7 +153,6 @@ struct cluster_stats {
     uint64_t puts, gets, views_in; /* requests and published views received */
     uint64_t swept;                /* dead epochs swept by this node */
     unsigned nodes_live;           /* in the last lease reply */
-    struct redis_stats redis;
 };
 /* A copy of the counters (any thread; approximately consistent). */
 void cluster_get_stats(const struct cluster *cl, struct cluster_stats *out);

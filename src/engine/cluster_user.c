@@ -42,6 +42,7 @@ struct gview {
     bool watched;       /* local watchers: the bucket is subscribed */
     bool degraded;      /* v is an estimate made while Redis was unreachable */
     bool dirty;         /* a put failed: Redis may not have this node's contribution */
+    bool stale;         /* watched, and the last get failed: read again (reget()) */
     unsigned puts_out;  /* puts whose reply has not come back */
     unsigned local_n;   /* sessions in this node's last contribution */
     uint64_t real_ver;  /* the last version Redis gave (v.ver may be an estimate's) */
@@ -385,6 +386,7 @@ static void on_view(void *wctx, const char *uid, int err, const char *json, size
         put_failed(e, g);
     } else if (err < 0) {
         g->failed_at = loop_now(e->w->loop) | 1;
+        g->stale = g->watched;
     } else if (!json) { /* nothing stored: never online, or long gone */
         if (!g->known && !g->local) {
             memset(&nv, 0, sizeof(nv));
@@ -396,11 +398,21 @@ static void on_view(void *wctx, const char *uid, int err, const char *json, size
     } else {
         if (own)
             g->dirty = false;
+        else
+            g->stale = false;
         take_view(e, g, &nv, own);
     }
     release(e, g);
     if ((g = find(e, uid)))
         drop_if_unused(e, g);
+}
+
+/* Reads a watched user's view again. A get already out does not stand
+ * for this one: it may have been written before what is read now. */
+static void reget(struct engine *e, struct gview *g)
+{
+    g->asked = true;
+    cluster_user_get(e->env->cluster, e->w->id, g->uid);
 }
 
 static void on_resync(void *wctx, unsigned bucket)
@@ -411,15 +423,17 @@ static void on_resync(void *wctx, unsigned bucket)
 
     for (n = hmap_first(&e->gviews, &it); n; n = hmap_next(&e->gviews, n, &it)) {
         struct gview *g = container_of(n, struct gview, node);
-        if (g->watched && !g->asked && cluster_bucket_of(g->uid) == bucket) {
-            g->asked = true;
-            cluster_user_get(e->env->cluster, e->w->id, g->uid);
-        }
+        if (g->watched && cluster_bucket_of(g->uid) == bucket)
+            reget(e, g);
     }
 }
 
 /* Redis is back: this node's contributions may be gone (data lost, or
- * this epoch swept): put every one again. */
+ * this epoch swept): put every one again. Every watched user of another
+ * node is read again: a view published while this node's subscription
+ * was being restored may have been missed, and the resync of a
+ * resubscribed bucket may have failed (its gets queued for a command
+ * connection that was not back yet). */
 static void on_health(void *wctx, bool up)
 {
     struct engine *e = wctx;
@@ -431,6 +445,8 @@ static void on_health(void *wctx, bool up)
     for (n = hmap_first(&e->gviews, &it); n; n = hmap_next(&e->gviews, n, &it)) {
         struct gview *g = container_of(n, struct gview, node);
         struct presence_view cur;
+        if (g->watched && !g->local)
+            reget(e, g);
         if (!g->local && !g->dirty && !g->degraded)
             continue;
         presence_get_user(e->pres, g->uid, loop_now(e->w->loop), &cur);
@@ -499,6 +515,8 @@ static void reassert_tick(struct wheel_timer *t, uint64_t now)
         return;
     for (n = hmap_first(&e->gviews, &it); n; n = hmap_next(&e->gviews, n, &it)) {
         struct gview *g = container_of(n, struct gview, node);
+        if (g->stale && !g->asked) /* a failed read is retried every tick */
+            reget(e, g);
         if (g->pass == e->reassert_pass)
             continue;
         if (budget == 0) {

@@ -40,6 +40,15 @@ async function waitStatus(w, user, status, ms, what) {
   return Date.now() - t0;
 }
 
+// The nodes' logs (at debug level: views, puts and gets), for a failure's
+// report.
+function dumpLogs(nodes) {
+  for (const [name, n] of Object.entries(nodes)) {
+    console.log(`# --- node ${name} log (last 150 lines)`);
+    for (const l of n.stderr.split('\n').slice(-150)) console.log(`# ${l}`);
+  }
+}
+
 function trackCloses(clients) {
   const closes = [];
   for (const [name, c] of Object.entries(clients)) c.closed.then((x) => closes.push(`${name}: ${x.code}`));
@@ -48,8 +57,8 @@ function trackCloses(clients) {
 
 test('SIGSTOP Redis for 30 s: nobody disconnected, nobody offline, reads answer at once flagged degraded, converged 15 s after SIGCONT', async () => {
   const redis = await startRedis();
-  const a = await startNode(redis.url, 'a');
-  const b = await startNode(redis.url, 'b');
+  const a = await startNode(redis.url, 'a', ['--log-level', 'debug']);
+  const b = await startNode(redis.url, 'b', ['--log-level', 'debug']);
   try {
     const ua = uid('ua'), ua2 = uid('ua2'), ub = uid('ub'), stranger = uid('never');
     const users = [ua, ua2, ub];
@@ -119,6 +128,9 @@ test('SIGSTOP Redis for 30 s: nobody disconnected, nobody offline, reads answer 
     assert.deepEqual(closes, [], 'no client disconnected');
     console.log(`# rebuilt ${rebuilt} ms after SIGCONT`);
     for (const c of [ca, ca2, cb, wa, wb]) c.close();
+  } catch (err) {
+    dumpLogs({ a, b });
+    throw err;
   } finally {
     redis.resume();
     await stopClean(a, assert);
