@@ -492,10 +492,8 @@ static void reassert_one(struct engine *e, struct gview *g)
     struct presence_view cur;
 
     g->pass = e->reassert_pass;
-    if (g->watched && !g->asked && !g->local) {
-        g->asked = true;
-        cluster_user_get(e->env->cluster, e->w->id, g->uid);
-    }
+    if (g->watched && !g->asked && !g->local)
+        reget(e, g);
     if (g->local) { /* its reply refreshes the view too */
         presence_get_user(e->pres, g->uid, loop_now(e->w->loop), &cur);
         put(e, g, &cur);
@@ -515,7 +513,7 @@ static void reassert_tick(struct wheel_timer *t, uint64_t now)
         return;
     for (n = hmap_first(&e->gviews, &it); n; n = hmap_next(&e->gviews, n, &it)) {
         struct gview *g = container_of(n, struct gview, node);
-        if (g->stale && !g->asked) /* a failed read is retried every tick */
+        if (g->stale && !g->asked) /* a failed read: retried on each tick that reaches it */
             reget(e, g);
         if (g->pass == e->reassert_pass)
             continue;
