@@ -418,8 +418,10 @@ static void test_timeout_while_stopped(void **state)
     rs_signal(&solo[0], SIGSTOP);
     /* Written to a connection that looks fine: no reply, so the
      * connection is dropped after timeout_ms and the command fails as
-     * DOWN (it may have run). */
-    t0 = time_mono_ms();
+     * DOWN (it may have run). t0 is the loop's time, which the command
+     * is stamped with when written: the wall of a clock read now may be
+     * a few ms past it, which would let a correct timeout look early. */
+    t0 = loop_now(l);
     assert_int_equal(cmd(r, &a, "k", 3, "SET", "k", "1"), 0);
     RUN_UNTIL(l, a.done);
     assert_int_equal(a.err, REDIS_E_DOWN);
