@@ -33,11 +33,19 @@ enum cl_op {
     CL_UNWATCH,  /* worker -> home: uid's bucket -1 */
     CL_ANNOUNCE, /* worker -> home: uid's settings changed */
     CL_KICK_ALL, /* worker -> home: end uid's sessions (data: "sid\nreason") everywhere */
+    CL_RPUT,     /* worker -> home: room (in uid), data = ops */
+    CL_RGET,     /* worker -> home: room */
+    CL_RSUB,     /* worker -> home: room's channel +1 */
+    CL_RUNSUB,   /* worker -> home: room's channel -1 */
     CL_VIEW,     /* home -> owner: uid, err, data = view JSON or NULL, own */
     CL_RESYNC,   /* home -> every worker: bucket */
     CL_HEALTH,   /* home -> every worker: up */
     CL_SET,      /* home -> owner: uid's settings changed elsewhere */
     CL_KICK,     /* home -> owner: another node asks to end uid's sessions (data) */
+    CL_RMSG,     /* home -> room owner: room, seen = seq, data = "node\nops" */
+    CL_RSTATE,   /* home -> room owner: room, err, seen = seq, data = member lines */
+    CL_RRESYNC,  /* home -> every worker: data = the channel's tag */
+    CL_DEAD,     /* home -> every worker: data = the dead list */
 };
 
 struct cl_msg {
@@ -114,6 +122,33 @@ static int control_channel(const struct cluster *cl, char out[CLUSTER_KEY_MAX])
     return snprintf(out, CLUSTER_KEY_MAX, "pd:%s:{c}:ctl", cl->cfg.app);
 }
 
+void cluster_room_tag(const char *room, char out[17])
+{
+    tag_hex(room, out);
+}
+
+static void room_names(const struct cluster *cl, const char *room, char ch[CLUSTER_KEY_MAX],
+                       char m[CLUSTER_KEY_MAX], char q[CLUSTER_KEY_MAX])
+{
+    char h[17];
+
+    tag_hex(room, h);
+    snprintf(ch, CLUSTER_KEY_MAX, "pd:%s:{r:%s}", cl->cfg.app, h);
+    snprintf(m, CLUSTER_KEY_MAX, "pd:%s:{r:%s}:m", cl->cfg.app, h);
+    snprintf(q, CLUSTER_KEY_MAX, "pd:%s:{r:%s}:q", cl->cfg.app, h);
+}
+
+/* The tag of a room channel of ours ("pd:<app>:{r:<16 hex>}"), or NULL. */
+static const char *channel_room_tag(const struct cluster *cl, const char *ch, size_t len)
+{
+    char pre[CLUSTER_KEY_MAX];
+    int n = snprintf(pre, sizeof(pre), "pd:%s:{r:", cl->cfg.app);
+
+    if (len != (size_t)n + 17 || memcmp(ch, pre, (size_t)n) != 0 || ch[len - 1] != '}')
+        return NULL;
+    return ch + n;
+}
+
 static int bucket_channel(const struct cluster *cl, unsigned b, char out[CLUSTER_KEY_MAX])
 {
     return snprintf(out, CLUSTER_KEY_MAX, "pd:%s:{w:%u}", cl->cfg.app, b);
@@ -152,6 +187,25 @@ static void broadcast(struct cluster *cl, enum cl_op op, unsigned bucket, bool u
         m->up = up;
         send_to(cl, w, m);
     }
+}
+
+static void broadcast_data(struct cluster *cl, enum cl_op op, const char *data, size_t len)
+{
+    for (unsigned w = 0; w < cl->nworkers; w++) {
+        struct cl_msg *m = msg_new(cl, op, NULL);
+        m->data = xmalloc(len + 1);
+        memcpy(m->data, data, len);
+        m->data[len] = '\0';
+        m->len = len;
+        send_to(cl, w, m);
+    }
+}
+
+void cl__dead_changed(struct cluster *cl)
+{
+    const char *list = cl__dead_list(cl);
+
+    broadcast_data(cl, CL_DEAD, list, strlen(list));
 }
 
 void cl__reassert(struct cluster *cl)
@@ -310,6 +364,117 @@ static void home_watch(struct cluster *cl, const char *uid, bool on)
         redis_unsub(cl->r, ch, (size_t)n);
 }
 
+/* ---- rooms (home) ---- */
+
+static void room_eval(struct cluster *cl, const char *room, int script, int argc, const char **args,
+                      redis_reply_cb *cb, struct cl_req *q)
+{
+    char ch[CLUSTER_KEY_MAX], km[CLUSTER_KEY_MAX], kq[CLUSTER_KEY_MAX];
+    const char *keys[2] = {km, kq};
+    size_t kl[2], al[4];
+
+    room_names(cl, room, ch, km, kq);
+    kl[0] = strlen(km);
+    kl[1] = strlen(kq);
+    if (script == cl->s_rput)
+        args[2] = ch;
+    for (int i = 0; i < argc; i++)
+        al[i] = strlen(args[i]);
+    if (redis_eval(cl->r, script, 2, keys, kl, argc, args, al, cb, q) != 0 && cb)
+        cb(q, NULL, REDIS_E_FULL);
+}
+
+static void rput_done(void *ctx, const redisReply *r, int err)
+{
+    struct cl_req *q = ctx;
+
+    if (err || r->type != REDIS_REPLY_INTEGER)
+        log_debug("cluster", "room put %s failed: %d", q->uid, err);
+    /* A failed put is repaired by the owner on health (it puts all again);
+     * the message of a successful one is its answer. */
+    free(q);
+}
+
+static void home_room_put(struct cluster *cl, const struct cl_msg *m)
+{
+    const char *args[4] = {cl->self, m->uid, NULL, m->data};
+
+    room_eval(cl, m->uid, cl->s_rput, 4, args, rput_done, req_new(cl, m->uid, -1));
+}
+
+/* Whether a field's node epoch is to be shown: this node's own fields are
+ * its local state, not news; an epoch that is neither live nor wrote in
+ * the last lease (a new node not in the last lease reply yet) is gone. */
+static bool field_live(struct cluster *cl, const char *node, size_t n, const redisReply *all,
+                       uint64_t now)
+{
+    if (n == strlen(cl->self) && memcmp(node, cl->self, n) == 0)
+        return false;
+    if (cl__is_live(cl, node, n))
+        return true;
+    for (size_t i = 2; i + 1 < all->elements; i += 2) {
+        const redisReply *f = all->element[i];
+        if (f->len == n + 1 && f->str[0] == '@' && memcmp(f->str + 1, node, n) == 0)
+            return strtoull(all->element[i + 1]->str, NULL, 10) + cl->cfg.lease_ms > now;
+    }
+    return false;
+}
+
+static void rget_done(void *ctx, const redisReply *r, int err)
+{
+    struct cl_req *q = ctx;
+    struct cluster *cl = q->cl;
+    struct cl_msg *m;
+    struct buf b = {0};
+    uint64_t now;
+
+    if (err == REDIS_E_CLOSED) {
+        free(q);
+        return;
+    }
+    if (!err && (r->type != REDIS_REPLY_ARRAY || r->elements < 2 || r->elements % 2 != 0))
+        err = REDIS_E_PROTO;
+    for (size_t i = 0; !err && i < r->elements; i++)
+        if (r->element[i]->type != REDIS_REPLY_STRING)
+            err = REDIS_E_PROTO;
+    m = msg_new(cl, CL_RSTATE, q->uid);
+    m->err = err;
+    if (!err) {
+        m->seen = strtoull(r->element[0]->str, NULL, 10);
+        now = strtoull(r->element[1]->str, NULL, 10);
+        for (size_t i = 2; i + 1 < r->elements; i += 2) {
+            const redisReply *f = r->element[i];
+            const char *sp = memchr(f->str, ' ', f->len);
+            if (f->str[0] == '@' || !sp || !field_live(cl, f->str, (size_t)(sp - f->str), r, now))
+                continue;
+            buf_printf(&b, "%s %s\n", f->str, r->element[i + 1]->str);
+        }
+        buf_append(&b, "", 1);
+        m->data = b.data;
+        m->len = b.len - 1;
+    }
+    send_to(cl, (unsigned)q->reply_to, m);
+    free(q);
+}
+
+static void home_room_get(struct cluster *cl, const struct cl_msg *m)
+{
+    const char *args[1] = {cl__dead_list(cl)};
+
+    room_eval(cl, m->uid, cl->s_rget, 1, args, rget_done, req_new(cl, m->uid, (int)m->msg.from));
+}
+
+static void home_room_sub(struct cluster *cl, const char *room, bool on)
+{
+    char ch[CLUSTER_KEY_MAX], km[CLUSTER_KEY_MAX], kq[CLUSTER_KEY_MAX];
+
+    room_names(cl, room, ch, km, kq);
+    if (on)
+        redis_sub(cl->r, ch, strlen(ch));
+    else
+        redis_unsub(cl->r, ch, strlen(ch));
+}
+
 /* ---- Redis events (home) ---- */
 
 static void on_shard(void *ctx, unsigned shard, bool up)
@@ -327,9 +492,13 @@ static void on_subscribed(void *ctx, const char *ch, size_t len)
     struct cluster *cl = ctx;
     int b = channel_bucket(cl, ch, len);
 
+    const char *tag = channel_room_tag(cl, ch, len);
+
     log_debug("cluster", "subscribed %.*s", (int)len, ch);
     if (b >= 0)
         broadcast(cl, CL_RESYNC, (unsigned)b, true);
+    if (tag)
+        broadcast_data(cl, CL_RRESYNC, tag, 16);
 }
 
 /* A message on the control channel: tell the user's owner, unless this
@@ -360,6 +529,35 @@ static void on_control(struct cluster *cl, const char *msg, size_t mlen)
     send_to(cl, bus_route(cl->bus, m->uid, n), m);
 }
 
+/* "<seq> <node> <room>\n<ops>" from a room script: to the room's owner. */
+static void on_room_message(struct cluster *cl, const char *msg, size_t mlen)
+{
+    const char *end = msg + mlen, *nl = memchr(msg, '\n', mlen), *sp1, *sp2;
+    struct cl_msg *m;
+    size_t rn;
+
+    sp1 = nl ? memchr(msg, ' ', (size_t)(nl - msg)) : NULL;
+    sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(nl - sp1 - 1)) : NULL;
+    rn = sp2 ? (size_t)(nl - sp2 - 1) : 0;
+    if (!sp2 || rn == 0 || rn > PRESENCE_ID_MAX || sp2 - sp1 - 1 > CLUSTER_SELF_MAX) {
+        log_warnx("cluster", "ignoring a malformed room message");
+        return;
+    }
+    m = msg_new(cl, CL_RMSG, NULL);
+    memcpy(m->uid, sp2 + 1, rn);
+    m->seen = strtoull(msg, NULL, 10);
+    m->own = (size_t)(sp2 - sp1 - 1) == strlen(cl->self) &&
+             memcmp(sp1 + 1, cl->self, strlen(cl->self)) == 0;
+    m->len = (size_t)(sp2 - sp1 - 1) + 1 + (size_t)(end - nl - 1);
+    m->data = xmalloc(m->len + 1);
+    memcpy(m->data, sp1 + 1, (size_t)(sp2 - sp1 - 1));
+    m->data[sp2 - sp1 - 1] = '\n';
+    memcpy(m->data + (sp2 - sp1), nl + 1, (size_t)(end - nl - 1));
+    m->data[m->len] = '\0';
+    log_debug("cluster", "room message %.*s", (int)MIN(mlen, (size_t)200), msg);
+    send_to(cl, bus_route(cl->bus, m->uid, rn), m);
+}
+
 static void on_message(void *ctx, const char *ch, size_t clen, const char *msg, size_t mlen)
 {
     struct cluster *cl = ctx;
@@ -369,6 +567,10 @@ static void on_message(void *ctx, const char *ch, size_t clen, const char *msg, 
 
     if (clen == (size_t)sl && memcmp(ch, set, clen) == 0) {
         on_control(cl, msg, mlen);
+        return;
+    }
+    if (channel_room_tag(cl, ch, clen)) {
+        on_room_message(cl, msg, mlen);
         return;
     }
     if (channel_bucket(cl, ch, clen) < 0)
@@ -419,6 +621,16 @@ static void on_home(struct cluster *cl, struct cl_msg *m)
     case CL_KICK_ALL:
         home_control(cl, m);
         break;
+    case CL_RPUT:
+        home_room_put(cl, m);
+        break;
+    case CL_RGET:
+        home_room_get(cl, m);
+        break;
+    case CL_RSUB:
+    case CL_RUNSUB:
+        home_room_sub(cl, m->uid, m->op == CL_RSUB);
+        break;
     }
 }
 
@@ -449,6 +661,22 @@ static void on_worker(struct cluster *cl, unsigned w, struct cl_msg *m)
         h->kick(cl->ws[w].wctx, m->uid, m->data, nl + 1);
         break;
     }
+    case CL_RMSG: {
+        char *nl = strchr(m->data, '\n');
+        *nl = '\0';
+        h->room_message(cl->ws[w].wctx, m->uid, m->seen, m->data, m->own, nl + 1,
+                        m->len - (size_t)(nl + 1 - m->data));
+        break;
+    }
+    case CL_RSTATE:
+        h->room_state(cl->ws[w].wctx, m->uid, m->err, m->seen, m->data, m->len);
+        break;
+    case CL_RRESYNC:
+        h->room_resync(cl->ws[w].wctx, m->data);
+        break;
+    case CL_DEAD:
+        h->dead(cl->ws[w].wctx, m->data);
+        break;
     }
 }
 
@@ -457,7 +685,7 @@ static void on_bus(struct worker *w, struct bus_msg *bm)
     struct cl_msg *m = (struct cl_msg *)bm;
     struct cluster *cl = m->cl;
 
-    if (m->op <= CL_KICK_ALL) {
+    if (m->op < CL_VIEW) {
         if (cl->r) /* NULL once the home detached: the request is dropped */
             on_home(cl, m);
     } else {
@@ -513,6 +741,28 @@ void cluster_kick(struct cluster *cl, unsigned worker, const char *uid, const ch
     to_home(cl, worker, m);
 }
 
+void cluster_room_put(struct cluster *cl, unsigned worker, const char *room, const char *ops,
+                      size_t len)
+{
+    struct cl_msg *m = msg_new(cl, CL_RPUT, room);
+
+    m->data = xmalloc(len + 1);
+    memcpy(m->data, ops, len);
+    m->data[len] = '\0';
+    m->len = len;
+    to_home(cl, worker, m);
+}
+
+void cluster_room_get(struct cluster *cl, unsigned worker, const char *room)
+{
+    to_home(cl, worker, msg_new(cl, CL_RGET, room));
+}
+
+void cluster_room_sub(struct cluster *cl, unsigned worker, const char *room, bool on)
+{
+    to_home(cl, worker, msg_new(cl, on ? CL_RSUB : CL_RUNSUB, room));
+}
+
 /* ---- life ---- */
 
 void cl__pick_epoch(struct cluster *cl)
@@ -563,6 +813,8 @@ void cluster_attach(struct cluster *cl, struct worker *w, const struct cluster_h
     cl->r = redis_new(w->loop, &cl->cfg.topo, &cl->cfg.redis, &events, cl);
     cl->s_put = redis_script(cl->r, script_user_put);
     cl->s_renew = redis_script(cl->r, script_node_renew);
+    cl->s_rput = redis_script(cl->r, script_room_put);
+    cl->s_rget = redis_script(cl->r, script_room_get);
     {
         char ch[CLUSTER_KEY_MAX];
         redis_sub(cl->r, ch, (size_t)control_channel(cl, ch));

@@ -98,6 +98,24 @@ struct cluster_hooks {
      * sid, or every one when sid is "", with reason (a short text, may be
      * ""). Runs on the worker that owns uid. */
     void (*kick)(void *wctx, const char *uid, const char *sid, const char *reason);
+    /* ---- rooms (each runs on the room's owner, bus_route(room id)) ---- */
+    /* A message of room's script: seq, the node epoch that ran it
+     * (own: this one) and its ops, lines "+ <user> <joinedAt> <meta>",
+     * "- <user>" and "*" (that epoch's members before are gone), len
+     * bytes, borrowed. */
+    void (*room_message)(void *wctx, const char *room, uint64_t seq, const char *node, bool own,
+                         const char *ops, size_t len);
+    /* The answer to cluster_room_get(): err < 0 (REDIS_E_*, text NULL),
+     * or room's seq and its live members on other node epochs, lines
+     * "<node>.<epoch> <user> <joinedAt> <meta>" (len bytes, borrowed). */
+    void (*room_state)(void *wctx, const char *room, int err, uint64_t seq, const char *text,
+                       size_t len);
+    /* The room channel with tag hex (cluster_room_tag()) was
+     * (re)subscribed: messages may have been missed. Every worker. */
+    void (*room_resync)(void *wctx, const char *tag);
+    /* The node epochs past their lease and grace changed: list is
+     * "m1,m2" (every one now, borrowed). Every worker. */
+    void (*dead)(void *wctx, const char *list);
 };
 
 /* A node for config cfg (copied) with nworkers workers. Picks this
@@ -139,6 +157,22 @@ void cluster_settings_changed(struct cluster *cl, unsigned worker, const char *u
  * reason (NULL = none): their hooks.kick runs within a Redis round trip. */
 void cluster_kick(struct cluster *cl, unsigned worker, const char *uid, const char *sid,
                   const char *reason);
+
+/* ---- rooms (docs/cluster.md, "Rooms across nodes") ---- */
+
+/* Runs room's script with this node's ops (lines as in
+ * hooks.room_message; a copy is taken): they are applied and published in
+ * one transaction with the room's next seq. Nothing comes back but the
+ * message (hooks.room_message with this node's epoch). */
+void cluster_room_put(struct cluster *cl, unsigned worker, const char *room, const char *ops,
+                      size_t len);
+/* Asks for room's seq and members (hooks.room_state). */
+void cluster_room_get(struct cluster *cl, unsigned worker, const char *room);
+/* Keeps the node subscribed to room's channel (on) or lets it go after
+ * the linger (off); counted. */
+void cluster_room_sub(struct cluster *cl, unsigned worker, const char *room, bool on);
+/* room's channel tag: 16 lowercase hex digits (pure). */
+void cluster_room_tag(const char *room, char out[17]);
 
 /* uid's watch bucket (pure). */
 unsigned cluster_bucket_of(const char *uid);

@@ -44,6 +44,7 @@ struct cl_node {
     struct cl_dead dead[CLUSTER_DEAD_MAX];
     unsigned ndead;
     struct buf dead_list; /* "m1,m2": the dead past their grace, for scripts */
+    struct buf live;      /* "m1,m2": the other live epochs in the last lease reply */
 };
 
 struct cluster {
@@ -55,7 +56,7 @@ struct cluster {
     /* home worker only: */
     struct loop *loop;
     struct redis *r;
-    int s_put, s_renew; /* script handles */
+    int s_put, s_renew, s_rput, s_rget; /* script handles */
     struct cl_node node;
     /* any thread: */
     atomic_bool degraded;
@@ -75,6 +76,11 @@ void cl__put(struct cluster *cl, const char *uid, const char *field, const char 
 
 /* This start's or a new random epoch: cl->self = "<node-id>.<epoch>". */
 void cl__pick_epoch(struct cluster *cl);
+/* Whether member ("<node>.<epoch>", len bytes) was live in the last
+ * lease reply (node.c; home). */
+bool cl__is_live(const struct cluster *cl, const char *member, size_t len);
+/* The dead list changed: every worker hears it (hooks.dead; cluster.c). */
+void cl__dead_changed(struct cluster *cl);
 /* Tells every worker to put its local users again (hooks.health, up). */
 void cl__reassert(struct cluster *cl);
 

@@ -81,6 +81,7 @@ static void rebuild_dead_list(struct cluster *cl)
 {
     struct cl_node *nd = &cl->node;
     uint64_t now = loop_now(cl->loop);
+    char *before = xstrdup(cl__dead_list(cl));
 
     nd->dead_list.len = 0;
     for (unsigned i = 0; i < nd->ndead; i++) {
@@ -92,6 +93,23 @@ static void rebuild_dead_list(struct cluster *cl)
     }
     buf_append(&nd->dead_list, "", 1);
     nd->dead_list.len--;
+    if (strcmp(before, nd->dead_list.data) != 0)
+        cl__dead_changed(cl); /* rooms drop the dead epochs' members at once */
+    free(before);
+}
+
+bool cl__is_live(const struct cluster *cl, const char *member, size_t len)
+{
+    const char *p = cl->node.live.data, *end = p ? p + cl->node.live.len : NULL;
+
+    while (p && p < end) {
+        const char *c = memchr(p, ',', (size_t)(end - p));
+        size_t n = (size_t)((c ? c : end) - p);
+        if (n == len && memcmp(p, member, len) == 0)
+            return true;
+        p = c ? c + 1 : end;
+    }
+    return false;
 }
 
 const char *cl__dead_list(const struct cluster *cl)
@@ -334,6 +352,7 @@ static void renewed(void *ctx, const redisReply *r, int err)
     cl->node.renewed = true;
     now = strtoull(r->element[0]->str, NULL, 10);
     m = r->element[1];
+    cl->node.live.len = 0;
     for (size_t j = 0; j + 1 < m->elements; j += 2) {
         uint64_t deadline = strtoull(m->element[j + 1]->str, NULL, 10);
         const char *who = m->element[j]->str;
@@ -344,6 +363,7 @@ static void renewed(void *ctx, const redisReply *r, int err)
         } else {
             live++;
             dead_alive(cl, who);
+            buf_printf(&cl->node.live, "%s%s", cl->node.live.len ? "," : "", who);
         }
     }
     atomic_store_explicit(&cl->nodes_live, live, memory_order_relaxed);
@@ -390,4 +410,5 @@ void cl__node_stop(struct cluster *cl)
 {
     wheel_del(&cl->node.renew_timer);
     buf_release(&cl->node.dead_list);
+    buf_release(&cl->node.live);
 }

@@ -77,3 +77,45 @@ const char script_node_renew[] =
     "end\n"
     "redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
     "return {F(now), redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES'), 'ok'}\n";
+
+/* KEYS: {r:<h>}:m (hash: "<node>.<epoch> <user>" -> "<joinedAt> <meta>"),
+ * {r:<h>}:q (the room's seq); ARGV: self, room, channel, ops (lines
+ * "+ user joinedAt meta" or "- user"). */
+const char script_room_put[] =
+    "local self, room, ch, ops = ARGV[1], ARGV[2], ARGV[3], ARGV[4]\n"
+    "for line in string.gmatch(ops, '[^\\n]+') do\n"
+    "  if line == '*' then\n"
+    "    local all = redis.call('HKEYS', KEYS[1])\n"
+    "    for i = 1, #all do\n"
+    "      if string.sub(all[i], 1, #self + 1) == self .. ' ' then redis.call('HDEL', KEYS[1], "
+    "all[i]) end\n"
+    "    end\n"
+    "  end\n"
+    "  local op, user, rest = string.match(line, '^([+-]) (%S+) ?(.*)$')\n"
+    "  if op == '+' then redis.call('HSET', KEYS[1], self .. ' ' .. user, rest)\n"
+    "  elseif op == '-' then redis.call('HDEL', KEYS[1], self .. ' ' .. user) end\n"
+    "end\n"
+    "local t = redis.call('TIME')\n"
+    "redis.call('HSET', KEYS[1], '@' .. self, t[1] .. string.format('%03d', math.floor(t[2] / "
+    "1000)))\n"
+    "local seq = redis.call('INCR', KEYS[2])\n"
+    "redis.call('PEXPIRE', KEYS[1], 86400000)\n"
+    "redis.call('PEXPIRE', KEYS[2], 86400000)\n"
+    "redis.call('SPUBLISH', ch, string.format('%.0f', seq) .. ' ' .. self .. ' ' .. room .. "
+    "'\\n' .. ops)\n"
+    "return seq\n";
+
+/* KEYS: as script_room_put; ARGV: dead epochs (comma-separated). */
+const char script_room_get[] =
+    "local dead = {}\n"
+    "for e in string.gmatch(ARGV[1], '[^,]+') do dead[e] = true end\n"
+    "local all = redis.call('HGETALL', KEYS[1])\n"
+    "local t = redis.call('TIME')\n"
+    "local out = {redis.call('GET', KEYS[2]) or '0', t[1] .. string.format('%03d', "
+    "math.floor(t[2] / 1000))}\n"
+    "for i = 1, #all, 2 do\n"
+    "  local node = string.match(all[i], '^@(%S+)$') or string.match(all[i], '^(%S+) ')\n"
+    "  if dead[node] then redis.call('HDEL', KEYS[1], all[i])\n"
+    "  else out[#out + 1] = all[i]; out[#out + 1] = all[i + 1] end\n"
+    "end\n"
+    "return out\n";

@@ -22,11 +22,29 @@
  *   or {Redis time ms, {}, "gone"} without renewing when ARGV[3] is "1"
  *   and self is no longer a member (swept, or Redis lost its data) or a
  *   sweeper claimed it: the epoch is dead, the node must take a new one.
+ * SCRIPT_ROOM_PUT
+ *   KEYS: pd:<app>:{r:<h>}:m (hash: "<node>.<epoch> <user>" ->
+ *         "<joinedAt> <meta JSON>", this node epoch's visible members),
+ *         pd:<app>:{r:<h>}:q (the room's seq)
+ *   ARGV: self, room id, the room's channel pd:<app>:{r:<h>}, ops: lines
+ *         "+ <user> <joinedAt> <meta>" (set), "- <user>" (remove) or "*"
+ *         (remove every field of self first)
+ *   Applies the ops to self's fields, stamps "@<self>" with Redis's time
+ *   in ms (when this epoch last wrote the room), bumps the seq by one and publishes
+ *   "<seq> <self> <room>\n<ops>" on the channel, in the same transaction:
+ *   every subscriber sees the room's messages in seq order, gap-free.
+ *   Returns the seq.
+ * SCRIPT_ROOM_GET
+ *   KEYS: as SCRIPT_ROOM_PUT; ARGV: dead epochs (comma-separated)
+ *   Drops the dead epochs' fields and returns {seq, Redis time ms, field,
+ *   value, ...}, "@<node>.<epoch>" stamps included.
  */
 #ifndef SCRIPTS_H
 #define SCRIPTS_H
 
 extern const char script_user_put[];
 extern const char script_node_renew[];
+extern const char script_room_put[];
+extern const char script_room_get[];
 
 #endif

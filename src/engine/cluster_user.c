@@ -23,6 +23,7 @@
 
 #include "buf.h"
 #include "cluster.h"
+#include "cluster_room.h"
 #include "contrib.h"
 #include "engine_privacy.h"
 #include "engine_state.h"
@@ -442,6 +443,7 @@ static void on_health(void *wctx, bool up)
 
     if (!up)
         return;
+    cr__on_health(e);
     for (n = hmap_first(&e->gviews, &it); n; n = hmap_next(&e->gviews, n, &it)) {
         struct gview *g = container_of(n, struct gview, node);
         struct presence_view cur;
@@ -536,6 +538,10 @@ static const struct cluster_hooks hooks = {
     .health = on_health,
     .settings = on_settings,
     .kick = on_kick,
+    .room_message = cr__on_message,
+    .room_state = cr__on_state,
+    .room_resync = cr__on_resync,
+    .dead = cr__on_dead,
 };
 
 void cu__attach(struct engine *e)

@@ -53,6 +53,7 @@
 
 #include <openssl/rand.h>
 
+#include "cluster_room.h"
 #include "engine_privacy.h"
 #include "engine_state.h"
 #include "frame.h"
@@ -373,6 +374,17 @@ static void answer_join(struct engine *e, const struct emsg *req, struct room_ms
 
 static void on_join_timer(struct wheel_timer *t, uint64_t now);
 
+static void drop_rsub(struct engine *e, struct rsub *s)
+{
+    char room[PRESENCE_ID_MAX + 1];
+
+    copy_id(room, s->room);
+    hmap_remove(&e->rsubs, &s->node);
+    rsub_release(s);
+    pool_free(s);
+    cr__unhold(e, room);
+}
+
 static struct rsub *get_rsub(struct engine *e, const char *room)
 {
     struct rsub *s = find_rsub(e, room);
@@ -386,6 +398,7 @@ static struct rsub *get_rsub(struct engine *e, const char *room)
         list_init(&s->joins);
         s->eph_window = loop_now(e->w->loop);
         hmap_insert(&e->rsubs, &s->node, str_hash(s->room));
+        cr__hold(e, room); /* the other nodes' members are mirrored meanwhile */
     }
     return s;
 }
@@ -436,12 +449,12 @@ static void on_join_timer(struct wheel_timer *t, uint64_t now)
     struct rsub *s = container_of(t, struct rsub, join_timer);
     struct engine *e = s->e;
 
+    if (!cr__ready(e, s->room))
+        return; /* engine__room_loaded() answers them */
     room_flush(e->rooms, s->room, now);
     answer_waiting(e, s);
     if (s->workers == 0) { /* every subscriber left while the joins waited */
-        hmap_remove(&e->rsubs, &s->node);
-        rsub_release(s);
-        pool_free(s);
+        drop_rsub(e, s);
     }
 }
 
@@ -455,6 +468,27 @@ static void wait_for_batch(struct engine *e, struct emsg *req, const struct room
     list_insert_tail(&s->joins, &req->park);
     if (!wheel_is_linked(&s->join_timer))
         loop_timer_start(e->w->loop, &s->join_timer, due > now ? due - now : 0);
+}
+
+/* req waits until the room's members on the other nodes are known. */
+static void park(struct engine *e, struct emsg *req)
+{
+    struct rsub *s = get_rsub(e, req->room);
+
+    req->parked = true;
+    list_insert_tail(&s->joins, &req->park);
+}
+
+void engine__room_loaded(struct engine *e, const char *room)
+{
+    struct rsub *s = find_rsub(e, room);
+
+    if (!s || list_empty(&s->joins) || wheel_is_linked(&s->join_timer))
+        return;
+    room_flush(e->rooms, room, loop_now(e->w->loop));
+    answer_waiting(e, s);
+    if (s->workers == 0)
+        drop_rsub(e, s);
 }
 
 void engine__room_on_join_r(struct engine *e, struct emsg *req)
@@ -476,6 +510,11 @@ void engine__room_on_join_r(struct engine *e, struct emsg *req)
         return;
     }
     room_set_visible(e->rooms, req->room, req->uid, req->arg != 0, now); /* privacy */
+    cr__touch(e, req->room, req->uid, r == 0);
+    if (!cr__ready(e, req->room)) { /* the other nodes' members first */
+        park(e, req);
+        return;
+    }
     if (room_get_info(e->rooms, req->room, &info) == 0 && info.mode == ROOM_MODE_NORMAL) {
         struct rsub *s = find_rsub(e, req->room);
 
@@ -491,6 +530,10 @@ void engine__room_on_join_r(struct engine *e, struct emsg *req)
 
 void engine__room_on_sub(struct engine *e, struct emsg *req)
 {
+    if (!cr__ready(e, req->room)) {
+        park(e, req);
+        return;
+    }
     subscribe(e, req->room, owner_of_conn(req->conn_id), req->version);
     answer_join(e, req, NULL);
 }
@@ -562,9 +605,7 @@ void engine__room_on_unsub(struct engine *e, struct emsg *em)
         return;
     drop_waiting(s, from, em->version);
     if ((s->workers &= ~(1ull << from)) == 0 && list_empty(&s->joins)) {
-        hmap_remove(&e->rsubs, &s->node);
-        rsub_release(s);
-        pool_free(s);
+        drop_rsub(e, s);
     }
 }
 
@@ -600,10 +641,12 @@ void engine__room_on_patch(struct engine *e, struct emsg *req)
     /* "Not a member" would tell a room held by hidden members from none. */
     if (r == ROOM_E_NOT_MEMBER && !shows_anyone(e, req))
         r = ROOM_E_NO_ROOM;
-    if (r < 0)
+    if (r < 0) {
         room_error(e, req->conn_id, r, req->ref);
-    else if (req->op == OP_RPATCH)
+    } else if (req->op == OP_RPATCH) {
+        cr__touch(e, req->room, req->uid, 0);
         frame_reply_ack(e, req);
+    }
 }
 
 /* ---- U side ---- */
@@ -749,12 +792,15 @@ void engine__rooms_session_ended(struct engine *e, const char *sid, const char *
 
 void engine__room_on_leave_r(struct engine *e, struct emsg *em)
 {
-    room_leave(e->rooms, em->room, em->uid, em->sid, loop_now(e->w->loop));
+    int r = room_leave(e->rooms, em->room, em->uid, em->sid, loop_now(e->w->loop));
+
+    cr__touch(e, em->room, em->uid, r == 0 ? -1 : 0);
 }
 
 void engine__room_on_vis(struct engine *e, struct emsg *em)
 {
     room_set_visible(e->rooms, em->room, em->uid, em->arg != 0, loop_now(e->w->loop));
+    cr__touch(e, em->room, em->uid, 0);
 }
 
 /* GET /v1/rooms/{id} on R: one part, the room's info for its reader. */
@@ -762,6 +808,8 @@ void engine__room_on_info(struct engine *e, struct emsg *em)
 {
     struct buf b = {0};
 
+    if (cr__park_read(e, em))
+        return; /* answered once the room's other nodes are known */
     engine__room_info(e, em->room, em->ids, em->nids, &b);
     buf_append(&b, "\n", 1);
     http_read__answer(e, em, buf_payload(&b));

@@ -90,6 +90,9 @@ engine_op_fn engine__room_on_patch;   /* OP_RPATCH and OP_REPHEM (R) */
 engine_op_fn engine__room_on_unsub;   /* OP_RUNSUB (R) */
 engine_op_fn engine__room_on_info;    /* OP_RINFO (R) */
 engine_op_fn engine__room_on_sub;     /* OP_RSUB (R) */
+/* R: room's members on the other nodes are known now (cluster_room.c):
+ * the joins and subscriptions parked for it are answered. */
+void engine__room_loaded(struct engine *e, const char *room);
 engine_op_fn engine__room_on_vis;     /* OP_RVIS (R) */
 engine_op_fn engine__room_on_refresh; /* OP_RREFRESH (R) */
 engine_op_fn engine__room_on_state;   /* OP_RSTATE (client side) */

@@ -52,6 +52,9 @@ struct engine {
     /* many nodes (cluster_user.c) */
     struct hmap gviews;                /* struct gview by uid: global views of owned users */
     bool cluster_gone;                 /* engine_free began: no more cluster requests */
+    struct hmap crooms;                /* struct croom by room id (cluster_room.c) */
+    struct wheel_timer cr_flush;       /* puts the rooms' local changes (cluster_room.c) */
+    struct wheel_timer cr_retry;       /* reads again the rooms whose read failed */
     struct wheel_timer reassert_timer; /* the anti-entropy pass, a slice a second */
     uint32_t reassert_pass;            /* the pass in progress (gview.pass) */
     uint64_t reassert_began;           /* loop ms the pass began */

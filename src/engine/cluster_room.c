@@ -1,0 +1,701 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cluster_room.c - rooms across nodes (cluster_room.h).
+ *
+ * struct croom, one per room this worker owns that has local sessions, a
+ * local subscriber (held) or local changes not put yet, lives in
+ * e->crooms. It holds:
+ *   - remote: the mirrored members, "<epoch> <user>", each one session
+ *     "~<epoch>" of user in the room core;
+ *   - sent: this node's part as last put, user -> "<joinedAt> <meta>";
+ *   - dirty: local members changed since (put by the flush timer);
+ *   - seq: the room's seq of the last message applied, and while the
+ *     room is being read (loading), the messages that arrive meanwhile,
+ *     applied after the read in seq order.
+ * Messages of this node's own puts only advance seq.
+ */
+#include "cluster_room.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "engine_room.h"
+#include "engine_state.h"
+#include "log.h"
+#include "msg.h"
+#include "room.h"
+
+#define CR_FLUSH_MS 10    /* local changes are put together this long after the first */
+#define CR_RETRY_MS 1000  /* a failed read of a room is tried again after this */
+#define CR_HELD_MAX 10000 /* messages kept while a room is read; more: read again */
+
+struct kv { /* one entry of a string map */
+    struct hmap_node node;
+    char *key;
+    char *val; /* NULL for a set */
+};
+
+struct pending { /* a message that came while the room was read */
+    struct list link;
+    uint64_t seq;
+    bool own;
+    char *node, *ops;
+    size_t len;
+};
+
+struct croom {
+    struct hmap_node node; /* e->crooms */
+    char room[PRESENCE_ID_MAX + 1];
+    char tag[17];
+    struct hmap remote, sent, dirty; /* struct kv */
+    struct list pending;             /* struct pending, by arrival */
+    struct list reads;               /* struct emsg.park: HTTP reads waiting for the read */
+    size_t npending;
+    uint64_t seq;
+    uint64_t failed_at; /* loop ms the last read failed (0: none) */
+    unsigned nlocal;    /* local sessions in the room */
+    bool held;          /* local subscribers */
+    bool loaded;        /* read once: joins may be answered */
+    bool loading;       /* a read is out */
+    bool reread;        /* read again when the one out comes back */
+};
+
+static bool on(const struct engine *e)
+{
+    return e->env->cluster != NULL && !e->cluster_gone;
+}
+
+bool cr__local_sid(const char *sid)
+{
+    return sid[0] != CR_SID_PREFIX;
+}
+
+/* ---- string maps ---- */
+
+static struct kv *kv_find(const struct hmap *m, const char *key)
+{
+    uint64_t h = str_hash(key);
+
+    for (struct hmap_node *n = hmap_find(m, h); n; n = hmap_find_next(n, h)) {
+        struct kv *k = container_of(n, struct kv, node);
+        if (strcmp(k->key, key) == 0)
+            return k;
+    }
+    return NULL;
+}
+
+static void kv_del(struct hmap *m, struct kv *k)
+{
+    hmap_remove(m, &k->node);
+    free(k->key);
+    free(k->val);
+    free(k);
+}
+
+/* Sets key to val (NULL: a set member); a copy of both. */
+static void kv_set(struct hmap *m, const char *key, const char *val)
+{
+    struct kv *k = kv_find(m, key);
+
+    if (!k) {
+        k = xcalloc(1, sizeof(*k));
+        k->key = xstrdup(key);
+        hmap_insert(m, &k->node, str_hash(k->key));
+    }
+    free(k->val);
+    k->val = val ? xstrdup(val) : NULL;
+}
+
+static void kv_clear(struct hmap *m)
+{
+    struct hmap_node *n, *next;
+    size_t it;
+
+    for (n = hmap_first(m, &it); n; n = next) {
+        next = hmap_next(m, n, &it);
+        kv_del(m, container_of(n, struct kv, node));
+    }
+    hmap_release(m);
+}
+
+/* ---- the room's records ---- */
+
+static struct croom *find(struct engine *e, const char *room)
+{
+    return ENGINE_FIND(struct croom, &e->crooms, room, room);
+}
+
+static void read_room(struct engine *e, struct croom *c)
+{
+    if (c->loading) {
+        c->reread = true;
+        return;
+    }
+    c->loading = true;
+    c->reread = false;
+    cluster_room_get(e->env->cluster, e->w->id, c->room);
+}
+
+static struct croom *get(struct engine *e, const char *room)
+{
+    struct croom *c = find(e, room);
+
+    if (c)
+        return c;
+    c = xcalloc(1, sizeof(*c));
+    copy_id(c->room, room);
+    cluster_room_tag(room, c->tag);
+    list_init(&c->pending);
+    list_init(&c->reads);
+    hmap_insert(&e->crooms, &c->node, str_hash(c->room));
+    /* Subscribed before read: a message published after the read's
+     * state reaches us (pub/sub and commands share the order of the
+     * shard; one that came first is held and sorted by seq). */
+    cluster_room_sub(e->env->cluster, e->w->id, room, true);
+    read_room(e, c);
+    return c;
+}
+
+static void pending_free(struct pending *p)
+{
+    list_del(&p->link);
+    free(p->node);
+    free(p->ops);
+    free(p);
+}
+
+static void pending_clear(struct croom *c)
+{
+    while (!list_empty(&c->pending))
+        pending_free(container_of(list_first(&c->pending), struct pending, link));
+    c->npending = 0;
+}
+
+/* The mirrored session of epoch node: "~<node>". */
+static void mirror_sid(const char *node, size_t n, char out[ROOM_ID_MAX + 1])
+{
+    n = MIN(n, (size_t)ROOM_ID_MAX - 1);
+    out[0] = CR_SID_PREFIX;
+    memcpy(out + 1, node, n);
+    out[n + 1] = '\0';
+}
+
+/* Drops every mirrored member (of epoch node only, when not NULL). */
+static void drop_remote(struct engine *e, struct croom *c, const char *node)
+{
+    uint64_t now = loop_now(e->w->loop);
+    struct hmap_node *n, *next;
+    size_t it;
+
+    for (n = hmap_first(&c->remote, &it); n; n = next) {
+        struct kv *k = container_of(n, struct kv, node);
+        const char *sp = strchr(k->key, ' ');
+        char sid[ROOM_ID_MAX + 1];
+
+        next = hmap_next(&c->remote, n, &it);
+        if (node && ((size_t)(sp - k->key) != strlen(node) || memcmp(k->key, node, strlen(node))))
+            continue;
+        mirror_sid(k->key, (size_t)(sp - k->key), sid);
+        room_leave(e->rooms, c->room, sp + 1, sid, now);
+        kv_del(&c->remote, k);
+    }
+}
+
+/* Frees c when nothing local needs it: its mirrored members leave. */
+static void maybe_release(struct engine *e, struct croom *c)
+{
+    if (c->held || c->nlocal > 0 || c->sent.count > 0 || c->dirty.count > 0 || c->loading ||
+        !list_empty(&c->reads))
+        return;
+    drop_remote(e, c, NULL);
+    cluster_room_sub(e->env->cluster, e->w->id, c->room, false);
+    pending_clear(c);
+    kv_clear(&c->remote);
+    kv_clear(&c->sent);
+    kv_clear(&c->dirty);
+    hmap_remove(&e->crooms, &c->node);
+    free(c);
+}
+
+/* ---- applying the other nodes' ops ---- */
+
+/* "+ <user> <joinedAt> <meta>" of epoch node. */
+static void apply_join(struct engine *e, struct croom *c, const char *node, size_t nlen,
+                       const char *line, size_t len)
+{
+    char user[ROOM_ID_MAX + 1], sid[ROOM_ID_MAX + 1], key[CLUSTER_NODE_ID_MAX + 20 + ROOM_ID_MAX];
+    const char *u = line + 2, *end = line + len;
+    const char *sp = memchr(u, ' ', (size_t)(end - u)), *meta;
+    struct room_member_view mv;
+    uint64_t now = loop_now(e->w->loop);
+    int r;
+
+    if (!sp || sp == u || (size_t)(sp - u) > ROOM_ID_MAX || nlen > CLUSTER_NODE_ID_MAX + 17)
+        return;
+    memcpy(user, u, (size_t)(sp - u));
+    user[sp - u] = '\0';
+    meta = memchr(sp + 1, ' ', (size_t)(end - sp - 1));
+    if (!meta)
+        return;
+    meta++;
+    mirror_sid(node, nlen, sid);
+    r = room_join(e->rooms, c->room, user, sid, meta, (size_t)(end - meta), now);
+    if (r == ROOM_E_JOINED) { /* a metadata update */
+        if (room_get_member(e->rooms, c->room, user, &mv) == 0 &&
+            (mv.meta_len != (size_t)(end - meta) || memcmp(mv.meta, meta, mv.meta_len) != 0))
+            room_set_meta(e->rooms, c->room, user, meta, (size_t)(end - meta), now);
+    } else if (r < 0) {
+        log_warnx("cluster", "room %s: member %s of %.*s not mirrored: %s", c->room, user,
+                  (int)nlen, node, room_strerror(r));
+        return;
+    }
+    snprintf(key, sizeof(key), "%.*s %s", (int)nlen, node, user);
+    kv_set(&c->remote, key, NULL);
+}
+
+static void apply_leave(struct engine *e, struct croom *c, const char *node, size_t nlen,
+                        const char *line, size_t len)
+{
+    char key[CLUSTER_NODE_ID_MAX + 20 + ROOM_ID_MAX], sid[ROOM_ID_MAX + 1];
+    struct kv *k;
+
+    snprintf(key, sizeof(key), "%.*s %.*s", (int)nlen, node, (int)(len - 2), line + 2);
+    if (!(k = kv_find(&c->remote, key)))
+        return;
+    mirror_sid(node, nlen, sid);
+    room_leave(e->rooms, c->room, strchr(k->key, ' ') + 1, sid, loop_now(e->w->loop));
+    kv_del(&c->remote, k);
+}
+
+/* Applies epoch node's ops (lines). */
+static void apply_ops(struct engine *e, struct croom *c, const char *node, const char *ops,
+                      size_t len)
+{
+    const char *p = ops, *end = ops + len;
+    size_t nlen = strlen(node);
+
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = (size_t)((nl ? nl : end) - p);
+
+        if (n == 1 && p[0] == '*')
+            drop_remote(e, c, node);
+        else if (n > 2 && p[0] == '+' && p[1] == ' ')
+            apply_join(e, c, node, nlen, p, n);
+        else if (n > 2 && p[0] == '-' && p[1] == ' ')
+            apply_leave(e, c, node, nlen, p, n);
+        p += n + 1;
+    }
+}
+
+/* One message in order: applied when it is the next seq, ignored when
+ * older (the read had it), a gap makes the room read again. */
+static void take(struct engine *e, struct croom *c, uint64_t seq, const char *node, bool own,
+                 const char *ops, size_t len)
+{
+    if (seq <= c->seq)
+        return;
+    if (seq != c->seq + 1) {
+        log_debug("cluster", "room %s: seq %llu after %llu: read again", c->room,
+                  (unsigned long long)seq, (unsigned long long)c->seq);
+        read_room(e, c);
+        return;
+    }
+    c->seq = seq;
+    if (!own)
+        apply_ops(e, c, node, ops, len);
+}
+
+static void hold_message(struct croom *c, uint64_t seq, const char *node, bool own, const char *ops,
+                         size_t len)
+{
+    struct pending *p;
+
+    if (c->npending >= CR_HELD_MAX) {
+        c->reread = true; /* too many: read again after this read */
+        return;
+    }
+    p = xcalloc(1, sizeof(*p));
+    p->seq = seq;
+    p->own = own;
+    p->node = xstrdup(node);
+    p->ops = xmalloc(len + 1);
+    memcpy(p->ops, ops, len);
+    p->ops[len] = '\0';
+    p->len = len;
+    list_insert_tail(&c->pending, &p->link);
+    c->npending++;
+}
+
+void cr__on_message(void *wctx, const char *room, uint64_t seq, const char *node, bool own,
+                    const char *ops, size_t len)
+{
+    struct engine *e = wctx;
+    struct croom *c = find(e, room);
+
+    if (!c)
+        return; /* nothing here needs the room (a linger's message) */
+    if (c->loading)
+        hold_message(c, seq, node, own, ops, len);
+    else
+        take(e, c, seq, node, own, ops, len);
+}
+
+/* Applies the held messages in seq order (selection: they are few). */
+static void take_pending(struct engine *e, struct croom *c)
+{
+    while (!list_empty(&c->pending) && !c->loading) {
+        struct pending *best = NULL;
+        struct list *pos;
+
+        list_foreach(pos, &c->pending)
+        {
+            struct pending *p = container_of(pos, struct pending, link);
+            if (!best || p->seq < best->seq)
+                best = p;
+        }
+        take(e, c, best->seq, best->node, best->own, best->ops, best->len);
+        pending_free(best);
+        c->npending--;
+    }
+}
+
+/* The room's state: lines "<epoch> <user> <joinedAt> <meta>". The
+ * mirrored members not in it leave; those in it join or update. */
+static void reconcile(struct engine *e, struct croom *c, const char *text, size_t len)
+{
+    struct hmap seen = {0};
+    const char *p = text, *end = text + len;
+    struct hmap_node *n, *next;
+    size_t it;
+
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p)),
+                   *sp = memchr(p, ' ', (size_t)(end - p));
+        const char *le = nl ? nl : end, *us = sp ? sp + 1 : NULL;
+        const char *ue = us ? memchr(us, ' ', (size_t)(le - us)) : NULL;
+
+        if (sp && sp < le && ue) {
+            struct buf line = {0}, key = {0};
+            size_t nlen = (size_t)(sp - p);
+
+            buf_printf(&line, "+ %.*s", (int)(le - us), us);
+            apply_join(e, c, p, nlen, line.data, line.len);
+            buf_printf(&key, "%.*s %.*s", (int)nlen, p, (int)(ue - us), us);
+            kv_set(&seen, key.data, NULL);
+            buf_release(&line);
+            buf_release(&key);
+        }
+        p = le + 1;
+    }
+    for (n = hmap_first(&c->remote, &it); n; n = next) {
+        struct kv *k = container_of(n, struct kv, node);
+        const char *sp = strchr(k->key, ' ');
+        char sid[ROOM_ID_MAX + 1];
+
+        next = hmap_next(&c->remote, n, &it);
+        if (kv_find(&seen, k->key))
+            continue;
+        mirror_sid(k->key, (size_t)(sp - k->key), sid);
+        room_leave(e->rooms, c->room, sp + 1, sid, loop_now(e->w->loop));
+        kv_del(&c->remote, k);
+    }
+    kv_clear(&seen);
+}
+
+static struct wheel_timer *retry_timer(struct engine *e)
+{
+    if (!wheel_is_linked(&e->cr_retry))
+        loop_timer_start(e->w->loop, &e->cr_retry, CR_RETRY_MS);
+    return &e->cr_retry;
+}
+
+static void answer_reads(struct engine *e, struct croom *c)
+{
+    if (!list_empty(&c->reads)) /* reads show the published state */
+        room_flush(e->rooms, c->room, loop_now(e->w->loop));
+    while (!list_empty(&c->reads)) {
+        struct emsg *em = container_of(list_first(&c->reads), struct emsg, park);
+
+        list_del(&em->park);
+        engine__room_on_info(e, em);
+        emsg_free(&em->msg);
+    }
+}
+
+bool cr__park_read(struct engine *e, struct emsg *em)
+{
+    struct croom *c;
+
+    if (!on(e) || cluster_degraded(e->env->cluster))
+        return false;
+    c = get(e, em->room);
+    if (c->loaded)
+        return false;
+    em->parked = true;
+    list_insert_tail(&c->reads, &em->park);
+    return true;
+}
+
+void cr__on_state(void *wctx, const char *room, int err, uint64_t seq, const char *text, size_t len)
+{
+    struct engine *e = wctx;
+    struct croom *c = find(e, room);
+    bool first;
+
+    if (!c)
+        return;
+    c->loading = false;
+    first = !c->loaded;
+    if (err < 0) {
+        log_debug("cluster", "room %s: read failed (%d)", room, err);
+        c->failed_at = loop_now(e->w->loop);
+        c->loaded = true; /* answer the joins from what is known */
+        retry_timer(e);
+    } else {
+        c->failed_at = 0;
+        c->loaded = true;
+        c->seq = seq;
+        reconcile(e, c, text, len);
+        take_pending(e, c);
+    }
+    if (c->reread && !c->failed_at)
+        read_room(e, c);
+    if (first)
+        engine__room_loaded(e, room);
+    answer_reads(e, c);
+    if ((c = find(e, room)) != NULL)
+        maybe_release(e, c);
+}
+
+static void on_retry(struct wheel_timer *t, uint64_t now)
+{
+    struct engine *e = container_of(t, struct engine, cr_retry);
+    struct hmap_node *n;
+    size_t it;
+
+    (void)now;
+    for (n = hmap_first(&e->crooms, &it); n; n = hmap_next(&e->crooms, n, &it)) {
+        struct croom *c = container_of(n, struct croom, node);
+        if (c->failed_at && !c->loading)
+            read_room(e, c);
+    }
+}
+
+void cr__on_resync(void *wctx, const char *tag)
+{
+    struct engine *e = wctx;
+    struct hmap_node *n;
+    size_t it;
+
+    for (n = hmap_first(&e->crooms, &it); n; n = hmap_next(&e->crooms, n, &it)) {
+        struct croom *c = container_of(n, struct croom, node);
+        if (strcmp(c->tag, tag) == 0)
+            read_room(e, c);
+    }
+}
+
+/* Whether epoch m (len bytes) is in list "a,b,c". */
+static bool in_list(const char *list, const char *m, size_t len)
+{
+    for (const char *p = list; *p;) {
+        const char *c = strchr(p, ',');
+        size_t n = c ? (size_t)(c - p) : strlen(p);
+        if (n == len && memcmp(p, m, len) == 0)
+            return true;
+        p += n + (c != NULL);
+    }
+    return false;
+}
+
+void cr__on_dead(void *wctx, const char *list)
+{
+    struct engine *e = wctx;
+    struct hmap_node *n, *rn, *next;
+    size_t it, rit;
+    uint64_t now = loop_now(e->w->loop);
+
+    for (n = hmap_first(&e->crooms, &it); n; n = hmap_next(&e->crooms, n, &it)) {
+        struct croom *c = container_of(n, struct croom, node);
+        for (rn = hmap_first(&c->remote, &rit); rn; rn = next) {
+            struct kv *k = container_of(rn, struct kv, node);
+            const char *sp = strchr(k->key, ' ');
+            char sid[ROOM_ID_MAX + 1];
+
+            next = hmap_next(&c->remote, rn, &rit);
+            if (!in_list(list, k->key, (size_t)(sp - k->key)))
+                continue;
+            mirror_sid(k->key, (size_t)(sp - k->key), sid);
+            room_leave(e->rooms, c->room, sp + 1, sid, now);
+            kv_del(&c->remote, k);
+        }
+    }
+}
+
+/* ---- this node's part ---- */
+
+static void on_flush(struct wheel_timer *t, uint64_t now);
+
+/* What this node holds of user in c's room: "<joinedAt> <meta>" of a
+ * visible member with a local session, into b; false if none. */
+static bool local_part(struct engine *e, const struct croom *c, const char *user, struct buf *b)
+{
+    struct room_member_view mv;
+    bool local = false;
+
+    if (room_get_member(e->rooms, c->room, user, &mv) != 0 || !mv.visible)
+        return false;
+    for (size_t i = 0; i < mv.nsessions && !local; i++)
+        local = cr__local_sid(mv.session_ids[i]);
+    if (!local)
+        return false;
+    buf_printf(b, "%llu %.*s", (unsigned long long)mv.joined_at, (int)mv.meta_len, mv.meta);
+    return true;
+}
+
+/* Appends the op that brings user's entry in c->sent to what is local
+ * now, if any, and records it as sent. */
+static void diff_one(struct engine *e, struct croom *c, const char *user, struct buf *ops)
+{
+    struct buf now = {0};
+    struct kv *k = kv_find(&c->sent, user);
+    bool has = local_part(e, c, user, &now);
+
+    if (has && (!k || strcmp(k->val, now.data) != 0)) {
+        buf_printf(ops, "+ %s %s\n", user, now.data);
+        kv_set(&c->sent, user, now.data);
+    } else if (!has && k) {
+        buf_printf(ops, "- %s\n", user);
+        kv_del(&c->sent, k);
+    }
+    buf_release(&now);
+}
+
+static void put_ops(struct engine *e, struct croom *c, struct buf *ops)
+{
+    if (ops->len == 0)
+        return;
+    cluster_room_put(e->env->cluster, e->w->id, c->room, ops->data, ops->len - 1);
+}
+
+static void on_flush(struct wheel_timer *t, uint64_t now)
+{
+    struct engine *e = container_of(t, struct engine, cr_flush);
+    struct hmap_node *n, *next;
+    size_t it;
+
+    (void)now;
+    for (n = hmap_first(&e->crooms, &it); n; n = next) {
+        struct croom *c = container_of(n, struct croom, node);
+        struct hmap_node *d, *dn;
+        struct buf ops = {0};
+        size_t dit;
+
+        next = hmap_next(&e->crooms, n, &it);
+        for (d = hmap_first(&c->dirty, &dit); d; d = dn) {
+            struct kv *k = container_of(d, struct kv, node);
+            dn = hmap_next(&c->dirty, d, &dit);
+            diff_one(e, c, k->key, &ops);
+            kv_del(&c->dirty, k);
+        }
+        put_ops(e, c, &ops);
+        buf_release(&ops);
+        maybe_release(e, c);
+    }
+}
+
+void cr__touch(struct engine *e, const char *room, const char *user, int sessions)
+{
+    struct croom *c;
+
+    if (!on(e))
+        return;
+    c = get(e, room);
+    if (sessions > 0)
+        c->nlocal++;
+    else if (sessions < 0 && c->nlocal > 0)
+        c->nlocal--;
+    kv_set(&c->dirty, user, NULL);
+    if (!wheel_is_linked(&e->cr_flush))
+        loop_timer_start(e->w->loop, &e->cr_flush, CR_FLUSH_MS);
+}
+
+void cr__hold(struct engine *e, const char *room)
+{
+    if (on(e))
+        get(e, room)->held = true;
+}
+
+void cr__unhold(struct engine *e, const char *room)
+{
+    struct croom *c;
+
+    if (!on(e) || !(c = find(e, room)))
+        return;
+    c->held = false;
+    maybe_release(e, c);
+}
+
+bool cr__ready(struct engine *e, const char *room)
+{
+    struct croom *c;
+
+    if (!on(e) || cluster_degraded(e->env->cluster))
+        return true;
+    c = get(e, room);
+    return c->loaded;
+}
+
+void cr__on_health(struct engine *e)
+{
+    struct hmap_node *n;
+    size_t it;
+
+    for (n = hmap_first(&e->crooms, &it); n; n = hmap_next(&e->crooms, n, &it)) {
+        struct croom *c = container_of(n, struct croom, node);
+        struct hmap_node *s;
+        struct buf ops = {0};
+        size_t sit;
+
+        buf_append_str(&ops, "*\n");
+        for (s = hmap_first(&c->sent, &sit); s; s = hmap_next(&c->sent, s, &sit)) {
+            struct kv *k = container_of(s, struct kv, node);
+            buf_printf(&ops, "+ %s %s\n", k->key, k->val);
+        }
+        put_ops(e, c, &ops);
+        buf_release(&ops);
+        read_room(e, c);
+    }
+}
+
+void cr__init(struct engine *e)
+{
+    wheel_timer_init(&e->cr_flush, on_flush);
+    wheel_timer_init(&e->cr_retry, on_retry);
+}
+
+void cr__free(struct engine *e)
+{
+    struct hmap_node *n, *next;
+    size_t it;
+
+    wheel_del(&e->cr_flush);
+    wheel_del(&e->cr_retry);
+    for (n = hmap_first(&e->crooms, &it); n; n = next) {
+        struct croom *c = container_of(n, struct croom, node);
+        next = hmap_next(&e->crooms, n, &it);
+        pending_clear(c);
+        while (!list_empty(&c->reads)) {
+            struct emsg *em = container_of(list_first(&c->reads), struct emsg, park);
+            list_del(&em->park);
+            emsg_free(&em->msg);
+        }
+        kv_clear(&c->remote);
+        kv_clear(&c->sent);
+        kv_clear(&c->dirty);
+        hmap_remove(&e->crooms, n);
+        free(c);
+    }
+    hmap_release(&e->crooms);
+}
