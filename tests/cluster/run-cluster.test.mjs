@@ -1,6 +1,7 @@
 // run-cluster.test.mjs - `make run-cluster` (scripts/run-cluster.sh) on
 // other ports: three nodes answer /readyz 200, a watcher on node 2 sees a
-// user who connected to node 1, and SIGINT (Ctrl-C) stops every process it
+// user who connected to node 1, members of one room on nodes 1 and 2 see
+// each other, and SIGINT (Ctrl-C) stops every process it
 // started (Redis, PostgreSQL, the nodes) and frees every port.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -71,6 +72,18 @@ test('run-cluster: three nodes ready, one presence across them, SIGINT stops eve
     assert.equal((await watcher.presenceOf(alice)).status, 'offline');
     const a = await Client.open(node(urls[0]), { user: alice });
     assert.equal((await watcher.presenceOf(alice)).status, 'online', 'node 2 sees node 1\'s user');
+    // the demo's room is one room across the nodes: a member on node 1
+    // is in the room that a member on node 2 joins (as the demo's windows)
+    const lobby = uid('lobby');
+    a.send({ type: 'join', room: lobby, meta: { name: 'Alice' }, ref: 'ja' });
+    await a.next((m) => m.type === 'room_joined' && m.ref === 'ja');
+    watcher.send({ type: 'join', room: lobby, meta: { name: 'Bob' }, ref: 'jb' });
+    await watcher.next((m) => m.type === 'room_joined' && m.ref === 'jb');
+    await waitUntil(() => a.seen.some((m) => m.type === 'room_delta' && m.room === lobby &&
+      m.joins.some((j) => j.meta.name === 'Bob')), 'Alice on node 1 to see Bob join on node 2', 5000);
+    await waitUntil(() => watcher.seen.some((m) => (m.type === 'room_snapshot' || m.type === 'room_delta') &&
+      m.room === lobby && (m.members ?? m.joins).some((j) => j.meta.name === 'Alice')),
+    'Bob on node 2 to see Alice', 5000);
     a.close();
     watcher.close();
 
