@@ -181,24 +181,37 @@ static void mirror_sid(const char *node, size_t n, char out[ROOM_ID_MAX + 1])
     out[n + 1] = '\0';
 }
 
+/* The mirrored member k ("<epoch> <user>") leaves the room core. */
+static void unmirror(struct engine *e, struct croom *c, struct kv *k)
+{
+    const char *sp = strchr(k->key, ' ');
+    char sid[ROOM_ID_MAX + 1];
+
+    mirror_sid(k->key, (size_t)(sp - k->key), sid);
+    room_leave(e->rooms, c->room, sp + 1, sid, loop_now(e->w->loop));
+    kv_del(&c->remote, k);
+}
+
+/* Whether k's epoch is node. */
+static bool of_node(const struct kv *k, const char *node)
+{
+    size_t n = strlen(node);
+
+    return strncmp(k->key, node, n) == 0 && k->key[n] == ' ';
+}
+
 /* Drops every mirrored member (of epoch node only, when not NULL). */
 static void drop_remote(struct engine *e, struct croom *c, const char *node)
 {
-    uint64_t now = loop_now(e->w->loop);
     struct hmap_node *n, *next;
     size_t it;
 
     for (n = hmap_first(&c->remote, &it); n; n = next) {
         struct kv *k = container_of(n, struct kv, node);
-        const char *sp = strchr(k->key, ' ');
-        char sid[ROOM_ID_MAX + 1];
 
         next = hmap_next(&c->remote, n, &it);
-        if (node && ((size_t)(sp - k->key) != strlen(node) || memcmp(k->key, node, strlen(node))))
-            continue;
-        mirror_sid(k->key, (size_t)(sp - k->key), sid);
-        room_leave(e->rooms, c->room, sp + 1, sid, now);
-        kv_del(&c->remote, k);
+        if (!node || of_node(k, node))
+            unmirror(e, c, k);
     }
 }
 
@@ -391,15 +404,10 @@ static void reconcile(struct engine *e, struct croom *c, const char *text, size_
     }
     for (n = hmap_first(&c->remote, &it); n; n = next) {
         struct kv *k = container_of(n, struct kv, node);
-        const char *sp = strchr(k->key, ' ');
-        char sid[ROOM_ID_MAX + 1];
 
         next = hmap_next(&c->remote, n, &it);
-        if (kv_find(&seen, k->key))
-            continue;
-        mirror_sid(k->key, (size_t)(sp - k->key), sid);
-        room_leave(e->rooms, c->room, sp + 1, sid, loop_now(e->w->loop));
-        kv_del(&c->remote, k);
+        if (!kv_find(&seen, k->key))
+            unmirror(e, c, k);
     }
     kv_clear(&seen);
 }
@@ -514,21 +522,15 @@ void cr__on_dead(void *wctx, const char *list)
     struct engine *e = wctx;
     struct hmap_node *n, *rn, *next;
     size_t it, rit;
-    uint64_t now = loop_now(e->w->loop);
 
     for (n = hmap_first(&e->crooms, &it); n; n = hmap_next(&e->crooms, n, &it)) {
         struct croom *c = container_of(n, struct croom, node);
         for (rn = hmap_first(&c->remote, &rit); rn; rn = next) {
             struct kv *k = container_of(rn, struct kv, node);
-            const char *sp = strchr(k->key, ' ');
-            char sid[ROOM_ID_MAX + 1];
 
             next = hmap_next(&c->remote, rn, &rit);
-            if (!in_list(list, k->key, (size_t)(sp - k->key)))
-                continue;
-            mirror_sid(k->key, (size_t)(sp - k->key), sid);
-            room_leave(e->rooms, c->room, sp + 1, sid, now);
-            kv_del(&c->remote, k);
+            if (in_list(list, k->key, (size_t)(strchr(k->key, ' ') - k->key)))
+                unmirror(e, c, k);
         }
     }
 }

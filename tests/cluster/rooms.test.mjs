@@ -48,6 +48,19 @@ function model(c, room) {
 const members = (c, room) => [...model(c, room).keys()].sort();
 const deltas = (c, room) => c.seen.filter((x) => x.type === 'room_delta' && x.room === room);
 
+// Ann on node A and Bob on node B in a new room, Bob seeing Ann.
+async function annAndBob(redis, a, b, name) {
+  const room = uid(name);
+  const ann = uid('ann'), bob = uid('bob');
+  const ca = await Client.open(a, { user: ann });
+  await join(ca, room, { name: 'Ann' });
+  await shared(redis, room, ann);
+  const cb = await Client.open(b, { user: bob });
+  await join(cb, room, { name: 'Bob' });
+  assert.deepEqual(members(cb, room), [ann, bob].sort());
+  return { room, ann, bob, ca, cb };
+}
+
 async function twoNodes(redisUrl, args = []) {
   const a = await startNode(redisUrl, 'a', args);
   const b = await startNode(redisUrl, 'b', args);
@@ -131,14 +144,7 @@ test('kill -9 of a node: its room members leave on the other node within 17 s', 
   const redis = await startRedis();
   const [a, b] = await twoNodes(redis.url);
   try {
-    const room = uid('k');
-    const ann = uid('ann'), bob = uid('bob');
-    const ca = await Client.open(a, { user: ann });
-    await join(ca, room, { name: 'Ann' });
-    await shared(redis, room, ann);
-    const cb = await Client.open(b, { user: bob });
-    await join(cb, room, { name: 'Bob' });
-    assert.deepEqual(members(cb, room), [ann, bob].sort());
+    const { room, ann, bob, cb } = await annAndBob(redis, a, b, 'k');
     const t0 = Date.now();
     a.child.kill('SIGKILL');
     await waitUntil(() => !members(cb, room).includes(ann), 'Ann leaves on B', 20000);
@@ -160,14 +166,7 @@ test('a member who turns invisible on A is gone from the room on B within 1 s', 
   const redis = await startRedis();
   const [a, b] = await twoNodes(redis.url);
   try {
-    const room = uid('inv');
-    const ann = uid('ann'), bob = uid('bob');
-    const ca = await Client.open(a, { user: ann });
-    await join(ca, room, { name: 'Ann' });
-    await shared(redis, room, ann);
-    const cb = await Client.open(b, { user: bob });
-    await join(cb, room, { name: 'Bob' });
-    assert.ok(members(cb, room).includes(ann));
+    const { room, ann, ca, cb } = await annAndBob(redis, a, b, 'inv');
     ca.send({ type: 'privacy', invisible: true, ref: 'inv' });
     await ca.next((m) => m.ref === 'inv');
     const t0 = Date.now();
