@@ -35,6 +35,7 @@ enum cl_op {
     CL_KICK_ALL, /* worker -> home: end uid's sessions (data: "sid\nreason") everywhere */
     CL_RPUT,     /* worker -> home: room (in uid), data = ops */
     CL_RGET,     /* worker -> home: room */
+    CL_REPH,     /* worker -> home: room, data = an ephemeral value to publish */
     CL_RSUB,     /* worker -> home: room's channel +1 */
     CL_RUNSUB,   /* worker -> home: room's channel -1 */
     CL_VIEW,     /* home -> owner: uid, err, data = view JSON or NULL, own */
@@ -60,6 +61,15 @@ struct cl_msg {
     size_t len;
     char uid[PRESENCE_ID_MAX + 1];
 };
+
+/* m->data = a NUL-terminated copy of len bytes of data. */
+static void msg_set_data(struct cl_msg *m, const char *data, size_t len)
+{
+    m->data = xmalloc(len + 1);
+    memcpy(m->data, data, len);
+    m->data[len] = '\0';
+    m->len = len;
+}
 
 static void msg_free(struct bus_msg *m)
 {
@@ -193,10 +203,7 @@ static void broadcast_data(struct cluster *cl, enum cl_op op, const char *data, 
 {
     for (unsigned w = 0; w < cl->nworkers; w++) {
         struct cl_msg *m = msg_new(cl, op, NULL);
-        m->data = xmalloc(len + 1);
-        memcpy(m->data, data, len);
-        m->data[len] = '\0';
-        m->len = len;
+        msg_set_data(m, data, len);
         send_to(cl, w, m);
     }
 }
@@ -220,12 +227,8 @@ static void send_view(struct cluster *cl, unsigned to, const char *uid, int err,
 
     m->err = err;
     m->own = own;
-    if (json) {
-        m->data = xmalloc(len + 1);
-        memcpy(m->data, json, len);
-        m->data[len] = '\0';
-        m->len = len;
-    }
+    if (json)
+        msg_set_data(m, json, len);
     send_to(cl, to, m);
 }
 
@@ -464,6 +467,18 @@ static void home_room_get(struct cluster *cl, const struct cl_msg *m)
     room_eval(cl, m->uid, cl->s_rget, 1, args, rget_done, req_new(cl, m->uid, (int)m->msg.from));
 }
 
+static void home_room_publish(struct cluster *cl, const struct cl_msg *m)
+{
+    char ch[CLUSTER_KEY_MAX], km[CLUSTER_KEY_MAX], kq[CLUSTER_KEY_MAX];
+    struct buf b = {0};
+
+    room_names(cl, m->uid, ch, km, kq);
+    buf_printf(&b, "0 %s %s\n", cl->self, m->uid);
+    buf_append(&b, m->data, m->len);
+    redis_publish(cl->r, ch, strlen(ch), b.data, b.len, NULL, NULL);
+    buf_release(&b);
+}
+
 static void home_room_sub(struct cluster *cl, const char *room, bool on)
 {
     char ch[CLUSTER_KEY_MAX], km[CLUSTER_KEY_MAX], kq[CLUSTER_KEY_MAX];
@@ -627,6 +642,9 @@ static void on_home(struct cluster *cl, struct cl_msg *m)
     case CL_RGET:
         home_room_get(cl, m);
         break;
+    case CL_REPH:
+        home_room_publish(cl, m);
+        break;
     case CL_RSUB:
     case CL_RUNSUB:
         home_room_sub(cl, m->uid, m->op == CL_RSUB);
@@ -746,10 +764,16 @@ void cluster_room_put(struct cluster *cl, unsigned worker, const char *room, con
 {
     struct cl_msg *m = msg_new(cl, CL_RPUT, room);
 
-    m->data = xmalloc(len + 1);
-    memcpy(m->data, ops, len);
-    m->data[len] = '\0';
-    m->len = len;
+    msg_set_data(m, ops, len);
+    to_home(cl, worker, m);
+}
+
+void cluster_room_publish(struct cluster *cl, unsigned worker, const char *room, const char *text,
+                          size_t len)
+{
+    struct cl_msg *m = msg_new(cl, CL_REPH, room);
+
+    msg_set_data(m, text, len);
     to_home(cl, worker, m);
 }
 

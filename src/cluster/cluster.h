@@ -166,6 +166,11 @@ void cluster_kick(struct cluster *cl, unsigned worker, const char *uid, const ch
  * message (hooks.room_message with this node's epoch). */
 void cluster_room_put(struct cluster *cl, unsigned worker, const char *room, const char *ops,
                       size_t len);
+/* Publishes an ephemeral value (text "<user> <kind> <data>", len bytes,
+ * copied) on room's channel with seq 0: hooks.room_message on every node
+ * subscribed, outside the room's sequence. */
+void cluster_room_publish(struct cluster *cl, unsigned worker, const char *room, const char *text,
+                          size_t len);
 /* Asks for room's seq and members (hooks.room_state). */
 void cluster_room_get(struct cluster *cl, unsigned worker, const char *room);
 /* Keeps the node subscribed to room's channel (on) or lets it go after

@@ -341,6 +341,40 @@ static void hold_message(struct croom *c, uint64_t seq, const char *node, bool o
     c->npending++;
 }
 
+/* "<user> <kind> <data>" of room, from another node. */
+static void ephemeral_in(struct engine *e, const char *room, const char *text, size_t len)
+{
+    const char *end = text + len, *s1 = memchr(text, ' ', len), *s2;
+    char user[ROOM_ID_MAX + 1], kind[ROOM_KIND_MAX + 1];
+    struct room_ephemeral_view v;
+
+    s2 = s1 ? memchr(s1 + 1, ' ', (size_t)(end - s1 - 1)) : NULL;
+    if (!s2 || s1 == text || (size_t)(s1 - text) > ROOM_ID_MAX || s2 == s1 + 1 ||
+        (size_t)(s2 - s1 - 1) > ROOM_KIND_MAX)
+        return;
+    memcpy(user, text, (size_t)(s1 - text));
+    user[s1 - text] = '\0';
+    memcpy(kind, s1 + 1, (size_t)(s2 - s1 - 1));
+    kind[s2 - s1 - 1] = '\0';
+    v = (struct room_ephemeral_view){.room = room,
+                                     .user = user,
+                                     .kind = kind,
+                                     .data = s2 + 1,
+                                     .data_len = (size_t)(end - s2 - 1)};
+    engine__room_remote_ephemeral(e, &v);
+}
+
+void cr__ephemeral_out(struct engine *e, const struct room_ephemeral_view *v)
+{
+    struct buf b = {0};
+
+    if (!on(e))
+        return;
+    buf_printf(&b, "%s %s %.*s", v->user, v->kind, (int)v->data_len, v->data);
+    cluster_room_publish(e->env->cluster, e->w->id, v->room, b.data, b.len);
+    buf_release(&b);
+}
+
 void cr__on_message(void *wctx, const char *room, uint64_t seq, const char *node, bool own,
                     const char *ops, size_t len)
 {
@@ -348,7 +382,12 @@ void cr__on_message(void *wctx, const char *room, uint64_t seq, const char *node
     struct croom *c = find(e, room);
 
     if (!c)
-        return; /* nothing here needs the room (a linger's message) */
+        return;     /* nothing here needs the room (a linger's message) */
+    if (seq == 0) { /* the ephemeral lane */
+        if (!own && c->loaded)
+            ephemeral_in(e, room, ops, len);
+        return;
+    }
     if (c->loading)
         hold_message(c, seq, node, own, ops, len);
     else

@@ -23,6 +23,11 @@
  * (hooks.dead) loses its members at once on every node, before anything
  * is swept. When Redis comes back a node puts its whole local part of
  * every room again ("*" op: its old fields go first).
+ *
+ * The ephemeral lane crosses nodes outside the sequence: a value the
+ * sender's node emitted (rate-limited and coalesced by its room core) is
+ * published on the room's channel with seq 0, and each other node with
+ * local subscribers sends it to them as it is (at most once: pub/sub).
  */
 #ifndef CLUSTER_ROOM_H
 #define CLUSTER_ROOM_H
@@ -62,6 +67,12 @@ bool cr__ready(struct engine *e, const char *room);
  * (nothing local holds it): em waits for the read of the room from Redis
  * and is answered then (true), or may be answered now (false). */
 bool cr__park_read(struct engine *e, struct emsg *em);
+
+/* R side: the room core emitted a local sender's ephemeral value: it is
+ * published on the room's channel (seq 0, outside the sequence), for the
+ * other nodes' subscribers. */
+struct room_ephemeral_view;
+void cr__ephemeral_out(struct engine *e, const struct room_ephemeral_view *v);
 
 /* The cluster hooks of rooms (cluster_user.c's table names them). */
 void cr__on_message(void *wctx, const char *room, uint64_t seq, const char *node, bool own,

@@ -251,7 +251,30 @@ static void fan_out(struct engine *e, const struct room_event *ev)
 
 static void on_room_event(void *ctx, const struct room_event *ev)
 {
+    if (ev->kind == ROOM_EV_EPHEMERAL) /* only local senders' values come here */
+        cr__ephemeral_out(ctx, ev->ephemeral);
     fan_out(ctx, ev);
+}
+
+void engine__room_remote_ephemeral(struct engine *e, const struct room_ephemeral_view *v)
+{
+    struct room_info info;
+    struct buf scratch = {0};
+    struct room_event ev = {
+        .room = v->room,
+        .user = v->user,
+        .droppable = true,
+        .kind = ROOM_EV_EPHEMERAL,
+        .ephemeral = v,
+    };
+
+    if (room_get_info(e->rooms, v->room, &info) != 0)
+        return; /* no room here: nobody listens */
+    ev.epoch = info.epoch;
+    ev.msg.payload = frame_room_codec.encode_ephemeral(v, &scratch);
+    fan_out(e, &ev);
+    payload_unref(ev.msg.payload);
+    buf_release(&scratch);
 }
 
 static void send_state(struct engine *e, const struct emsg *req, struct payload *p, bool last,

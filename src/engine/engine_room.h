@@ -93,6 +93,11 @@ engine_op_fn engine__room_on_sub;     /* OP_RSUB (R) */
 /* R: room's members on the other nodes are known now (cluster_room.c):
  * the joins and subscriptions parked for it are answered. */
 void engine__room_loaded(struct engine *e, const char *room);
+/* R: an ephemeral value that another node's room core let through
+ * (rate-limited there, from a visible member): sent to the local
+ * subscribers as the local ones are, without entering this node's core. */
+struct room_ephemeral_view;
+void engine__room_remote_ephemeral(struct engine *e, const struct room_ephemeral_view *v);
 engine_op_fn engine__room_on_vis;     /* OP_RVIS (R) */
 engine_op_fn engine__room_on_refresh; /* OP_RREFRESH (R) */
 engine_op_fn engine__room_on_state;   /* OP_RSTATE (client side) */
