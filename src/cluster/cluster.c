@@ -137,6 +137,16 @@ void cluster_room_tag(const char *room, char out[17])
     tag_hex(room, out);
 }
 
+/* The room's channel "pd:<app>:{r:<h>}". */
+static void room_channel(const struct cluster *cl, const char *room, char ch[CLUSTER_KEY_MAX])
+{
+    char h[17];
+
+    tag_hex(room, h);
+    snprintf(ch, CLUSTER_KEY_MAX, "pd:%s:{r:%s}", cl->cfg.app, h);
+}
+
+/* The room's channel and its keys: members (":m") and seq (":q"). */
 static void room_names(const struct cluster *cl, const char *room, char ch[CLUSTER_KEY_MAX],
                        char m[CLUSTER_KEY_MAX], char q[CLUSTER_KEY_MAX])
 {
@@ -469,10 +479,10 @@ static void home_room_get(struct cluster *cl, const struct cl_msg *m)
 
 static void home_room_publish(struct cluster *cl, const struct cl_msg *m)
 {
-    char ch[CLUSTER_KEY_MAX], km[CLUSTER_KEY_MAX], kq[CLUSTER_KEY_MAX];
+    char ch[CLUSTER_KEY_MAX];
     struct buf b = {0};
 
-    room_names(cl, m->uid, ch, km, kq);
+    room_channel(cl, m->uid, ch);
     buf_printf(&b, "0 %s %s\n", cl->self, m->uid);
     buf_append(&b, m->data, m->len);
     redis_publish(cl->r, ch, strlen(ch), b.data, b.len, NULL, NULL);
@@ -481,9 +491,9 @@ static void home_room_publish(struct cluster *cl, const struct cl_msg *m)
 
 static void home_room_sub(struct cluster *cl, const char *room, bool on)
 {
-    char ch[CLUSTER_KEY_MAX], km[CLUSTER_KEY_MAX], kq[CLUSTER_KEY_MAX];
+    char ch[CLUSTER_KEY_MAX];
 
-    room_names(cl, room, ch, km, kq);
+    room_channel(cl, room, ch);
     if (on)
         redis_sub(cl->r, ch, strlen(ch));
     else

@@ -8,7 +8,8 @@
  *   - remote: the mirrored members, "<epoch> <user>", each one session
  *     "~<epoch>" of user in the room core;
  *   - sent: this node's part as last put, user -> "<joinedAt> <meta>";
- *   - dirty: local members changed since (put by the flush timer);
+ *   - dirty: local members changed since (put by the flush timer, which
+ *     walks only the rooms on e->crdirty);
  *   - seq: the room's seq of the last message applied, and while the
  *     room is being read (loading), the messages that arrive meanwhile,
  *     applied after the read in seq order.
@@ -45,7 +46,8 @@ struct pending { /* a message that came while the room was read */
 };
 
 struct croom {
-    struct hmap_node node; /* e->crooms */
+    struct hmap_node node;  /* e->crooms */
+    struct list dirty_link; /* e->crdirty while dirty is not empty */
     char room[PRESENCE_ID_MAX + 1];
     char tag[17];
     struct hmap remote, sent, dirty; /* struct kv */
@@ -148,6 +150,7 @@ static struct croom *get(struct engine *e, const char *room)
     cluster_room_tag(room, c->tag);
     list_init(&c->pending);
     list_init(&c->reads);
+    list_init(&c->dirty_link);
     hmap_insert(&e->crooms, &c->node, str_hash(c->room));
     /* Subscribed before read: a message published after the read's
      * state reaches us (pub/sub and commands share the order of the
@@ -451,11 +454,10 @@ static void reconcile(struct engine *e, struct croom *c, const char *text, size_
     kv_clear(&seen);
 }
 
-static struct wheel_timer *retry_timer(struct engine *e)
+static void arm_retry(struct engine *e)
 {
     if (!wheel_is_linked(&e->cr_retry))
         loop_timer_start(e->w->loop, &e->cr_retry, CR_RETRY_MS);
-    return &e->cr_retry;
 }
 
 static void answer_reads(struct engine *e, struct croom *c)
@@ -499,7 +501,7 @@ void cr__on_state(void *wctx, const char *room, int err, uint64_t seq, const cha
         log_debug("cluster", "room %s: read failed (%d)", room, err);
         c->failed_at = loop_now(e->w->loop);
         c->loaded = true; /* answer the joins from what is known */
-        retry_timer(e);
+        arm_retry(e);
     } else {
         c->failed_at = 0;
         c->loaded = true;
@@ -620,28 +622,33 @@ static void put_ops(struct engine *e, struct croom *c, struct buf *ops)
     cluster_room_put(e->env->cluster, e->w->id, c->room, ops->data, ops->len - 1);
 }
 
+/* Puts c's dirty members' changes in one script call. */
+static void flush_room(struct engine *e, struct croom *c)
+{
+    struct hmap_node *d, *dn;
+    struct buf ops = {0};
+    size_t dit;
+
+    for (d = hmap_first(&c->dirty, &dit); d; d = dn) {
+        struct kv *k = container_of(d, struct kv, node);
+        dn = hmap_next(&c->dirty, d, &dit);
+        diff_one(e, c, k->key, &ops);
+        kv_del(&c->dirty, k);
+    }
+    put_ops(e, c, &ops);
+    buf_release(&ops);
+}
+
 static void on_flush(struct wheel_timer *t, uint64_t now)
 {
     struct engine *e = container_of(t, struct engine, cr_flush);
-    struct hmap_node *n, *next;
-    size_t it;
 
     (void)now;
-    for (n = hmap_first(&e->crooms, &it); n; n = next) {
-        struct croom *c = container_of(n, struct croom, node);
-        struct hmap_node *d, *dn;
-        struct buf ops = {0};
-        size_t dit;
+    while (!list_empty(&e->crdirty)) {
+        struct croom *c = container_of(list_first(&e->crdirty), struct croom, dirty_link);
 
-        next = hmap_next(&e->crooms, n, &it);
-        for (d = hmap_first(&c->dirty, &dit); d; d = dn) {
-            struct kv *k = container_of(d, struct kv, node);
-            dn = hmap_next(&c->dirty, d, &dit);
-            diff_one(e, c, k->key, &ops);
-            kv_del(&c->dirty, k);
-        }
-        put_ops(e, c, &ops);
-        buf_release(&ops);
+        list_del(&c->dirty_link);
+        flush_room(e, c);
         maybe_release(e, c);
     }
 }
@@ -658,6 +665,8 @@ void cr__touch(struct engine *e, const char *room, const char *user, int session
     else if (sessions < 0 && c->nlocal > 0)
         c->nlocal--;
     kv_set(&c->dirty, user, NULL);
+    if (!list_is_linked(&c->dirty_link))
+        list_insert_tail(&e->crdirty, &c->dirty_link);
     if (!wheel_is_linked(&e->cr_flush))
         loop_timer_start(e->w->loop, &e->cr_flush, CR_FLUSH_MS);
 }
@@ -712,6 +721,7 @@ void cr__on_health(struct engine *e)
 
 void cr__init(struct engine *e)
 {
+    list_init(&e->crdirty);
     wheel_timer_init(&e->cr_flush, on_flush);
     wheel_timer_init(&e->cr_retry, on_retry);
 }
@@ -735,6 +745,7 @@ void cr__free(struct engine *e)
         kv_clear(&c->remote);
         kv_clear(&c->sent);
         kv_clear(&c->dirty);
+        list_del(&c->dirty_link);
         hmap_remove(&e->crooms, n);
         free(c);
     }

@@ -467,39 +467,44 @@ static void answer_waiting(struct engine *e, struct rsub *s)
     payload_unref(snap.payload);
 }
 
+/* Flushes s's room and answers its waiting joins; s is freed when every
+ * subscriber left while they waited. */
+static void flush_waiting(struct engine *e, struct rsub *s, uint64_t now)
+{
+    room_flush(e->rooms, s->room, now);
+    answer_waiting(e, s);
+    if (s->workers == 0)
+        drop_rsub(e, s);
+}
+
 static void on_join_timer(struct wheel_timer *t, uint64_t now)
 {
     struct rsub *s = container_of(t, struct rsub, join_timer);
-    struct engine *e = s->e;
 
-    if (!cr__ready(e, s->room))
+    if (!cr__ready(s->e, s->room))
         return; /* engine__room_loaded() answers them */
-    room_flush(e->rooms, s->room, now);
-    answer_waiting(e, s);
-    if (s->workers == 0) { /* every subscriber left while the joins waited */
-        drop_rsub(e, s);
-    }
+    flush_waiting(s->e, s, now);
+}
+
+/* req waits (in s->joins) until the room's members on the other nodes
+ * are known or the batch window's flush; returns its rsub. */
+static struct rsub *park(struct engine *e, struct emsg *req)
+{
+    struct rsub *s = get_rsub(e, req->room);
+
+    req->parked = true;
+    list_insert_tail(&s->joins, &req->park);
+    return s;
 }
 
 static void wait_for_batch(struct engine *e, struct emsg *req, const struct room_info *info,
                            uint64_t now)
 {
-    struct rsub *s = get_rsub(e, req->room);
+    struct rsub *s = park(e, req);
     uint64_t due = info->flushed_at + (uint64_t)e->w->srv->cfg.room_batch_ms;
 
-    req->parked = true;
-    list_insert_tail(&s->joins, &req->park);
     if (!wheel_is_linked(&s->join_timer))
         loop_timer_start(e->w->loop, &s->join_timer, due > now ? due - now : 0);
-}
-
-/* req waits until the room's members on the other nodes are known. */
-static void park(struct engine *e, struct emsg *req)
-{
-    struct rsub *s = get_rsub(e, req->room);
-
-    req->parked = true;
-    list_insert_tail(&s->joins, &req->park);
 }
 
 void engine__room_loaded(struct engine *e, const char *room)
@@ -508,10 +513,7 @@ void engine__room_loaded(struct engine *e, const char *room)
 
     if (!s || list_empty(&s->joins) || wheel_is_linked(&s->join_timer))
         return;
-    room_flush(e->rooms, room, loop_now(e->w->loop));
-    answer_waiting(e, s);
-    if (s->workers == 0)
-        drop_rsub(e, s);
+    flush_waiting(e, s, loop_now(e->w->loop));
 }
 
 void engine__room_on_join_r(struct engine *e, struct emsg *req)

@@ -53,6 +53,7 @@ struct engine {
     struct hmap gviews;                /* struct gview by uid: global views of owned users */
     bool cluster_gone;                 /* engine_free began: no more cluster requests */
     struct hmap crooms;                /* struct croom by room id (cluster_room.c) */
+    struct list crdirty;               /* struct croom.dirty_link: rooms with changes to put */
     struct wheel_timer cr_flush;       /* puts the rooms' local changes (cluster_room.c) */
     struct wheel_timer cr_retry;       /* reads again the rooms whose read failed */
     struct wheel_timer reassert_timer; /* the anti-entropy pass, a slice a second */
