@@ -414,8 +414,9 @@ export function createClient(options = {}) {
         }
         if (phase === 'leaving' || phase === 'left' || phase === 'idle') return;
         const r = model.apply(m);
-        if (r === 'applied') changeEv.emit(model.members, room);
-        else if (r === 'resync') room._resync();
+        if (r === 'applied' || r === 'diverged') changeEv.emit(model.members, room);
+        if (r === 'resync') room._resync();
+        else if (r === 'diverged') { model.forget(); room._resync(); } // a snapshot, not deltas
         if (m.type === 'room_joined' && phase === 'joining') {
           phase = 'joined'; joinedOnce = true;
           const mine = self && model._members.get(self);

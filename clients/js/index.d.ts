@@ -202,8 +202,13 @@ export class RoomModel {
   readonly id: string; epoch: number; seq: number; mode: 'normal' | 'interval'; count: number;
   members: ReadonlyMap<string, Readonly<Member>>;
   readonly since: { epoch: number; seq: number };
-  apply(msg: Record<string, any>): 'applied' | 'ignored' | 'resync';
+  /** 'diverged': applied, but the member digest differs (call forget() and join again). */
+  apply(msg: Record<string, any>): 'applied' | 'ignored' | 'resync' | 'diverged';
+  /** Forgets epoch and seq, so that the next join gets a snapshot. */
+  forget(): void;
 }
+/** FNV-1a-64 of a user id: one member's share of a room's member digest. */
+export function memberDigest(user: string): bigint;
 export function frozenMap<K, V>(entries?: Iterable<readonly [K, V]>): ReadonlyMap<K, V>;
 /** From '@presenced/client/react'. */
 export function createPresenceHooks(React: any): {

@@ -4,6 +4,6 @@ export { createBackoff } from './backoff.js';
 export { createPresenceBuffer } from './buffer.js';
 export { createActivityTracker, ACTIVITY_EVENTS } from './activity.js';
 export { createCursorPublisher, viewportFraction } from './cursor.js';
-export { RoomModel } from './rooms.js';
+export { RoomModel, memberDigest } from './rooms.js';
 export { formatLastSeen, ageOf } from './format.js';
 export { frozenMap } from './frozen-map.js';

@@ -228,7 +228,8 @@ struct room_head {
     uint64_t epoch; /* 0 (with seq 0, count 0, normal) for a room with nothing to show */
     uint64_t seq;
     enum room_mode mode;
-    size_t count; /* visible members, exact in every mode */
+    size_t count;    /* visible members, exact in every mode */
+    uint64_t digest; /* room_digest(): of the members listed to this reader (0: none) */
 };
 
 /* A delta: seq = the previous one + 1. In interval mode each list holds at
@@ -343,6 +344,7 @@ struct room_info {
     uint64_t seq;        /* seq of the last delta */
     enum room_mode mode; /* as last published */
     size_t count;        /* visible members */
+    uint64_t digest;     /* room_digest() of the visible members */
     size_t members;      /* members with a session now, invisible and unpublished included */
     bool pending;        /* changes wait for the flush timer */
     uint64_t flushed_at; /* now of the last delta (0 = none): joins batch within batch_ms */
@@ -535,6 +537,16 @@ uint64_t room_view_epoch(uint64_t epoch, uint64_t since);
 
 bool room_id_valid(const char *id);           /* a valid room, user or session id */
 const char *room_mode_name(enum room_mode m); /* "normal", "interval"; "?" otherwise */
+
+/*
+ * The member-set digest (docs/protocol.md, "Member digest"): the XOR of
+ * room_digest_of(user) over the members a reader is shown, 0 for none.
+ * Order-free and updated in O(1) per join or leave, so every message
+ * carries it; two views with equal member sets have equal digests, on
+ * any node. room_digest_of() is FNV-1a-64 of the id's bytes (offset
+ * basis 0xcbf29ce484222325, prime 0x100000001b3).
+ */
+uint64_t room_digest_of(const char *user);
 /* A static description of a ROOM_E_* code ("unknown error" otherwise). */
 const char *room_strerror(int err);
 

@@ -31,6 +31,7 @@ int room_get_info(const struct room_engine *e, const char *room, struct room_inf
     out->seq = r->seq;
     out->mode = r->mode;
     out->count = r->published;
+    out->digest = r->digest;
     out->members = r->present;
     out->pending = r->ndirty > 0;
     out->flushed_at = r->flushed_at;
@@ -89,9 +90,11 @@ int room_encode_info_for(const struct room_engine *e, const char *room, size_t l
     /* A room whose members are all hidden reads exactly like no room. */
     buf_append_str(out, "{\"room\":");
     json_append_cstr(out, room);
-    buf_printf(out, ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu,\"members\":[",
+    buf_printf(out,
+               ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu,\"digest\":\"%016llx\""
+               ",\"members\":[",
                (unsigned long long)h.epoch, (unsigned long long)h.seq, room_mode_name(h.mode),
-               h.count);
+               h.count, (unsigned long long)h.digest);
     for (const struct list *pos = h.count ? r->order.next : NULL;
          pos && pos != &r->order && n < limit; pos = pos->next) {
         const struct member *m = container_of(pos, struct member, order);

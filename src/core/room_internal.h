@@ -46,6 +46,7 @@ struct ring_rec {
     uint32_t wire_len; /* bytes of the codec's payload: what the byte bounds count */
     uint32_t count;    /* the head's count */
     uint32_t len;      /* bytes in tail */
+    uint64_t digest;   /* the head's digest */
     uint8_t kind;      /* RING_* */
     uint8_t mode;      /* the head's mode (enum room_mode) */
     char tail[];
@@ -152,6 +153,7 @@ struct room {
     size_t present;   /* members with at least one session */
     size_t hidden;    /* of those, invisible ones (not in the room to others) */
     size_t published; /* visible members as published: the count */
+    uint64_t digest;  /* room_digest() of the published visible members */
     size_t pub_bytes; /* about the published members' share of a snapshot */
     struct wheel_timer flush_timer;
     struct ring ring;
@@ -238,6 +240,8 @@ struct room_msg room__make_msg(struct payload *p, uint64_t seq);
 bool room__listed(const struct member *m, room_hide_fn *hide, void *ctx);
 /* How many of r's published members (r NULL: none) that reader sees. */
 size_t room__shown_count(const struct room *r, room_hide_fn *hide, void *ctx);
+/* The digest of the published members (r NULL: none) that reader sees. */
+uint64_t room__shown_digest(const struct room *r, room_hide_fn *hide, void *ctx);
 /* room's snapshot by codec into *out (a reference): 0 or ROOM_E_ROOM_ID.
  * An unknown room reads as the empty room of epoch 0. The cache holds the
  * room's own codec's snapshot only, and is filled only when keep. */

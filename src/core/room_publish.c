@@ -67,6 +67,28 @@ bool room__listed(const struct member *m, room_hide_fn *hide, void *ctx)
     return m->pub && !(hide && hide(m->user, ctx));
 }
 
+uint64_t room_digest_of(const char *user)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+    for (const unsigned char *p = (const unsigned char *)user; *p; p++)
+        h = (h ^ *p) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+uint64_t room__shown_digest(const struct room *r, room_hide_fn *hide, void *ctx)
+{
+    uint64_t d = r ? r->digest : 0;
+
+    if (r && hide)
+        for (const struct list *pos = r->order.next; pos != &r->order; pos = pos->next) {
+            const struct member *m = container_of(pos, struct member, order);
+            if (m->pub && !room__listed(m, hide, ctx))
+                d ^= room_digest_of(m->user);
+        }
+    return d;
+}
+
 /* How many of r's published members a reader who hides some sees. */
 size_t room__shown_count(const struct room *r, room_hide_fn *hide, void *ctx)
 {
@@ -92,7 +114,8 @@ static void state_view(struct room_engine *e, const char *id, const struct room 
     *v = (struct room_snapshot_view){.head = {.room = id, .mode = ROOM_MODE_NORMAL}};
     if (r == NULL || shown == 0)
         return;
-    v->head = (struct room_head){r->id, r->epoch, r->seq, r->mode, shown};
+    v->head = (struct room_head){r->id,   r->epoch, r->seq,
+                                 r->mode, shown,    room__shown_digest(r, hide, ctx)};
     x = room__ents_reserve(e, 0, MIN(limit, shown));
     for (const struct list *pos = r->order.next; pos != &r->order && v->nmembers < limit;
          pos = pos->next) {
@@ -163,7 +186,7 @@ static void delta_view(struct room_engine *e, const struct room *r, const struct
     for (size_t i = 0; i < d->listed[DELTA_LEAVES]; i++, p += strlen(p) + 1)
         leaves[i] = p;
     *v = (struct room_delta_view){
-        .head = {r->id, r->epoch, r->seq, r->mode, r->published},
+        .head = {r->id, r->epoch, r->seq, r->mode, r->published, r->digest},
         .joins = e->ents[0],
         .njoins = d->listed[DELTA_JOINS],
         .leaves = leaves,
@@ -256,6 +279,8 @@ static int publish_member(struct room *r, struct member *m)
              (m->pub_meta->len != m->meta->len ||
               memcmp(m->pub_meta->data, m->meta->data, m->meta->len) != 0))
         which = DELTA_PATCHES; /* joinedAt does not change while published */
+    if (which == DELTA_JOINS || which == DELTA_LEAVES)
+        r->digest ^= room_digest_of(m->user);
     m->pub = seen;
     payload_unref(m->pub_meta);
     m->pub_meta = seen ? payload_ref(m->meta) : NULL;

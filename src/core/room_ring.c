@@ -125,6 +125,7 @@ static struct ring_rec *ring_rec_alloc(const struct room_msg *msg, int kind,
     x->wire_len = (uint32_t)msg->payload->len;
     x->count = (uint32_t)h->count;
     x->len = (uint32_t)len;
+    x->digest = h->digest;
     x->kind = (uint8_t)kind;
     x->mode = (uint8_t)h->mode;
     return x;
@@ -201,7 +202,7 @@ static struct room_msg ring_msg(struct room_engine *e, const struct room *r,
                                 const struct ring_rec *x, uint64_t seq,
                                 const struct room_codec *codec)
 {
-    struct room_head h = {r->id, r->epoch, seq, (enum room_mode)x->mode, x->count};
+    struct room_head h = {r->id, r->epoch, seq, (enum room_mode)x->mode, x->count, x->digest};
     struct room_snapshot_view sv = {.head = h};
     struct room_delta_view dv = {.head = h};
 

@@ -206,6 +206,7 @@ int room_view_head(const struct room_engine *e, const char *room, room_hide_fn *
     out->count = room__shown_count(r, hide, ctx);
     if (out->count == 0)
         return 0;
+    out->digest = room__shown_digest(r, hide, ctx);
     out->room = r->id;
     out->mode = r->mode;
     out->epoch = r->epoch;

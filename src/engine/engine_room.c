@@ -343,6 +343,7 @@ static void view_info(struct engine *e, const struct emsg *req, struct room_info
     info->seq = h.seq;
     info->mode = h.mode;
     info->count = h.count;
+    info->digest = h.digest;
 }
 
 /* The join's answer: snapshot or missed deltas, then room_joined. In

@@ -459,6 +459,23 @@ static void lower(cJSON *root, const char *key, size_t by)
         set_u64(root, key, v > by ? v - by : 0);
 }
 
+/* The digest of the view: the room's without the hidden members (a
+ * message without one is left so). */
+static void view_digest(cJSON *root, const struct hidden *v)
+{
+    const char *d = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "digest"));
+    uint64_t x;
+    char hex[17];
+
+    if (!d)
+        return;
+    x = strtoull(d, NULL, 16);
+    for (size_t i = 0; i < v->n; i++)
+        x ^= room_digest_of(v->ids[i]);
+    snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)x);
+    cJSON_ReplaceItemInObjectCaseSensitive(root, "digest", cJSON_CreateString(hex));
+}
+
 /* Sets the view's numbering for a snapshot the room's owner sent as the
  * link's state: (epoch, seq) is the view's head there (room_view_head());
  * the snapshot itself says the room's. */
@@ -600,6 +617,7 @@ static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_
     filter_message(l, root, type, &snapshot);
     v = view_of(l);
     lower(root, "count", v->n);
+    view_digest(root, v);
     shown = get_u64(root, "count");
     if (state && snapshot) {
         view_state(v, root, epoch, seq, shown);

@@ -10,6 +10,17 @@ import assert from 'node:assert/strict';
 import { Client } from '../integration/lib/client.mjs';
 import { stopClean, sleep, waitUntil } from '../integration/lib/server.mjs';
 import { startRedis, startRedisCluster, startNode, uid, fnv1a64 } from './lib/nodes.mjs';
+import { memberDigest } from '../../clients/js/rooms.js';
+
+const hex = (users) => users.reduce((d, u) => d ^ memberDigest(u), 0n).toString(16).padStart(16, '0');
+
+// Both nodes' reads of room list the same members with the same digest,
+// the one the SDK computes for users.
+async function sameDigest(a, b, room, users) {
+  const [ia, ib] = await Promise.all([a, b].map(async (n) => (await fetch(`${n.url}/v1/rooms/${room}`)).json()));
+  assert.equal(ia.digest, hex(users), `A: ${JSON.stringify(ia)}`);
+  assert.equal(ib.digest, ia.digest, `B: ${JSON.stringify(ib)}`);
+}
 
 // Waits until Redis holds user as a member of room (its node's put is
 // applied: about 10 ms plus a round trip after the join's answer).
@@ -103,6 +114,8 @@ async function crossNodeRoom(redis) {
     const t2 = await Client.open(b, { user: carol });
     const j2 = await join(t2, room, { name: 'Carol' });
     assert.equal(j2.count, 3, 'ann, bob and carol: her two tabs are one member');
+    assert.equal(j2.digest, hex([ann, bob, carol]), 'the joiner on B gets the digest of all three');
+    await sameDigest(a, b, room, [ann, bob, carol]);
     const before = deltas(ca, room).length + deltas(cb, room).length;
     t1.send({ type: 'room_leave', room, ref: 'l1' });
     await sleep(800);
@@ -120,6 +133,9 @@ async function crossNodeRoom(redis) {
     await sleep(200);
     const info = await (await fetch(`${b.url}/v1/rooms/${room}`)).json();
     assert.deepEqual(info.members.map((m) => m.user), [ann], JSON.stringify(info));
+    await sameDigest(a, b, room, [ann]);
+    const last = (c) => deltas(c, room).at(-1);
+    assert.equal(last(ca).digest, hex([ann]), 'the last delta on A carries the digest of Ann alone');
     const seqs = deltas(ca, room).map((d) => d.seq);
     for (let i = 1; i < seqs.length; i++) assert.equal(seqs[i], seqs[i - 1] + 1, `seqs ${seqs}`);
     for (const c of [ca, cb, t1, t2]) c.close();

@@ -42,7 +42,7 @@ static void test_delta_normal(void **state)
 {
     const char *leaves[] = {"u2"};
     struct room_delta_view v = {
-        .head = {"r", 5, 2, ROOM_MODE_NORMAL, 2},
+        .head = {"r", 5, 2, ROOM_MODE_NORMAL, 2, UINT64_C(0x0123456789abcdef)},
         .joins = &ann,
         .njoins = 1,
         .leaves = leaves,
@@ -57,8 +57,9 @@ static void test_delta_normal(void **state)
     assert_frame(
         native_adapter.encode_room_delta(&v, &scratch),
         "{\"type\":\"room_delta\",\"room\":\"r\",\"epoch\":5,\"seq\":2,\"mode\":\"normal\","
-        "\"count\":2,\"joins\":[{\"user\":\"u1\",\"joinedAt\":1764406800000,"
-        "\"meta\":{\"name\":\"Ann\"}}],\"leaves\":[\"u2\"],\"patches\":[]}");
+        "\"count\":2,\"digest\":\"0123456789abcdef\",\"joins\":[{\"user\":\"u1\","
+        "\"joinedAt\":1764406800000,\"meta\":{\"name\":\"Ann\"}}],\"leaves\":[\"u2\"],"
+        "\"patches\":[]}");
     buf_release(&scratch);
 }
 
@@ -66,7 +67,7 @@ static void test_delta_interval(void **state)
 {
     struct room_entry two[] = {ann, bob};
     struct room_delta_view v = {
-        .head = {"big", 9007199254740991u, 40, ROOM_MODE_INTERVAL, 1200},
+        .head = {"big", 9007199254740991u, 40, ROOM_MODE_INTERVAL, 1200, 0xfedcba9876543210u},
         .joins = two,
         .njoins = 2,
         .patches = &bob,
@@ -80,7 +81,8 @@ static void test_delta_interval(void **state)
     (void)state;
     assert_frame(native_adapter.encode_room_delta(&v, &scratch),
                  "{\"type\":\"room_delta\",\"room\":\"big\",\"epoch\":9007199254740991,\"seq\":40,"
-                 "\"mode\":\"interval\",\"count\":1200,\"joins\":[{\"user\":\"u1\",\"joinedAt\":"
+                 "\"mode\":\"interval\",\"count\":1200,\"digest\":\"fedcba9876543210\",\"joins\":[{"
+                 "\"user\":\"u1\",\"joinedAt\":"
                  "1764406800000,\"meta\":{\"name\":\"Ann\"}},{\"user\":\"u3\",\"joinedAt\":"
                  "1764406800123,\"meta\":{}}],\"leaves\":[],\"patches\":[{\"user\":\"u3\","
                  "\"joinedAt\":1764406800123,\"meta\":{}}],\"joinCount\":250,\"leaveCount\":3,"
@@ -92,19 +94,20 @@ static void test_snapshot(void **state)
 {
     struct room_entry two[] = {ann, bob};
     struct room_snapshot_view v = {
-        .head = {"r", 5, 3, ROOM_MODE_NORMAL, 2}, .members = two, .nmembers = 2};
+        .head = {"r", 5, 3, ROOM_MODE_NORMAL, 2, 1}, .members = two, .nmembers = 2};
     struct room_snapshot_view empty = {.head = {.room = "gone", .mode = ROOM_MODE_NORMAL}};
     struct buf scratch = {0};
 
     (void)state;
     assert_frame(native_adapter.encode_room_snapshot(&v, &scratch),
                  "{\"type\":\"room_snapshot\",\"room\":\"r\",\"epoch\":5,\"seq\":3,\"mode\":"
-                 "\"normal\",\"count\":2,\"members\":[{\"user\":\"u1\",\"joinedAt\":1764406800000,"
+                 "\"normal\",\"count\":2,\"digest\":\"0000000000000001\",\"members\":[{\"user\":"
+                 "\"u1\",\"joinedAt\":1764406800000,"
                  "\"meta\":{\"name\":\"Ann\"}},{\"user\":\"u3\",\"joinedAt\":1764406800123,"
                  "\"meta\":{}}]}");
     assert_frame(native_adapter.encode_room_snapshot(&empty, &scratch),
                  "{\"type\":\"room_snapshot\",\"room\":\"gone\",\"epoch\":0,\"seq\":0,\"mode\":"
-                 "\"normal\",\"count\":0,\"members\":[]}");
+                 "\"normal\",\"count\":0,\"digest\":\"0000000000000000\",\"members\":[]}");
     buf_release(&scratch);
 }
 
@@ -127,7 +130,7 @@ static void test_long_frame(void **state)
 {
     struct room_entry many[8];
     struct room_snapshot_view v = {
-        .head = {"r", 1, 1, ROOM_MODE_NORMAL, 8}, .members = many, .nmembers = 8};
+        .head = {"r", 1, 1, ROOM_MODE_NORMAL, 8, 0}, .members = many, .nmembers = 8};
     struct buf scratch = {0};
     struct payload *f;
     const char *p;

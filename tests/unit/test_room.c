@@ -73,9 +73,10 @@ static void put_head(struct buf *b, const char *type, const struct room_head *h)
 {
     buf_printf(b, "{\"type\":\"%s\",\"room\":", type);
     json_append_cstr(b, h->room);
-    buf_printf(b, ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu",
+    buf_printf(b,
+               ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu,\"digest\":\"%016llx\"",
                (unsigned long long)h->epoch, (unsigned long long)h->seq, room_mode_name(h->mode),
-               h->count);
+               h->count, (unsigned long long)h->digest);
 }
 
 static struct payload *tc_delta(const struct room_delta_view *v, struct buf *b)
@@ -2093,7 +2094,7 @@ static void test_encode_info(void **state)
     b.len = 0;
     assert_int_equal(room_encode_info(f->e, "none", 10, &b), 0);
     assert_int_equal(b.len, strlen("{\"room\":\"none\",\"epoch\":0,\"seq\":0,\"mode\":\"normal\","
-                                   "\"count\":0,\"members\":[]}"));
+                                   "\"count\":0,\"digest\":\"0000000000000000\",\"members\":[]}"));
     assert_memory_equal(b.data, "{\"room\":\"none\",\"epoch\":0", 24);
     b.len = 0;
     assert_int_equal(room_encode_info(f->e, "x y", 10, &b), ROOM_E_ROOM_ID);
@@ -2108,6 +2109,70 @@ static bool hide_named(const char *user, void *ctx)
         if (strcmp(*p, user) == 0)
             return true;
     return false;
+}
+
+/* The digest string a message or read carries, as a number. */
+static uint64_t jdigest(const cJSON *v)
+{
+    return strtoull(jstr(v, "digest"), NULL, 16);
+}
+
+/* The member digest: FNV-1a-64 per id (the published test vectors),
+ * XORed over exactly the members shown, in every message and read, the
+ * same after any order of changes, and the same bytes on resume. */
+static void test_digest(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    const char *u1[] = {"u1", NULL};
+    uint64_t d1 = room_digest_of("u1"), d2 = room_digest_of("u2"), d3 = room_digest_of("u3");
+    struct room_head h;
+    struct buf b = {0};
+    cJSON *v;
+
+    (void)state;
+    assert_true(room_digest_of("") == UINT64_C(0xcbf29ce484222325));
+    assert_true(room_digest_of("a") == UINT64_C(0xaf63dc4c8601ec8c));
+    assert_true(room_digest_of("foobar") == UINT64_C(0x85944171f73967e8));
+    assert_int_equal(join(f, "r", "u1", "s", NULL), 0);
+    assert_int_equal(join(f, "r", "u2", "s", NULL), 0);
+    advance(f, 50);
+    v = rec_json(&f->d[0]);
+    assert_true(jdigest(v) == (d1 ^ d2));
+    cJSON_Delete(v);
+    assert_int_equal(join(f, "r", "u3", "s", NULL), 0);
+    assert_int_equal(patch(f, "r", "u1", "{\"x\":1}"), 0); /* metadata is not in it */
+    advance(f, 50);
+    assert_int_equal(leave(f, "r", "u2", "s"), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 3);
+    v = rec_json(&f->d[2]);
+    assert_true(jdigest(v) == (d1 ^ d3));
+    cJSON_Delete(v);
+    v = snapshot(f, "r");
+    assert_true(jdigest(v) == (d1 ^ d3));
+    cJSON_Delete(v);
+    assert_int_equal(room_encode_info(f->e, "r", 10, &b), 0);
+    v = parse_msg(b.data, b.len);
+    assert_true(jdigest(v) == (d1 ^ d3));
+    cJSON_Delete(v);
+    /* A reader u1 blocks: u1 is not in its digest, as not in its count. */
+    assert_int_equal(room_view_head(f->e, "r", hide_named, (void *)u1, &h), 0);
+    assert_true(h.digest == d3);
+    assert_int_equal(room_view_head(f->e, "r", NULL, NULL, &h), 0);
+    assert_true(h.digest == (d1 ^ d3));
+    /* Invisible: out of the digest; everyone gone: 0 in a new epoch. */
+    assert_int_equal(room_set_visible(f->e, "r", "u3", false, f->now), 0);
+    advance(f, 50);
+    v = rec_json(&f->d[3]);
+    assert_true(jdigest(v) == d1);
+    cJSON_Delete(v);
+    assert_int_equal(leave(f, "r", "u1", "s"), 0);
+    advance(f, 50);
+    v = rec_json(&f->d[4]);
+    assert_true(jdigest(v) == 0);
+    cJSON_Delete(v);
+    buf_release(&b);
+    fx_free(f);
 }
 
 /* A reader blocked by some members: they are neither listed nor counted,
@@ -2441,6 +2506,7 @@ int main(void)
         cmocka_unit_test(test_callbacks_may_reenter),
         cmocka_unit_test(test_encode_info),
         cmocka_unit_test(test_encode_info_hiding),
+        cmocka_unit_test(test_digest),
         cmocka_unit_test(test_random_deltas_rebuild_snapshot),
         cmocka_unit_test(test_random_with_interval_mode),
     };

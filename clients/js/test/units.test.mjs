@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { fakeClock } from './_clock.mjs';
 import {
   createPresenceBuffer, createBackoff, createActivityTracker, createCursorPublisher,
-  formatLastSeen, RoomModel,
+  formatLastSeen, RoomModel, memberDigest,
 } from '../index.js';
 
 const P = (user, version, status = 'online', extra = {}) => ({ user, status, devices: {}, version, ...extra });
@@ -220,5 +220,54 @@ test('client rooms: a gap makes the client leave and join again with since', asy
   const types = ws2.sent.map((m) => m.type);
   assert.deepEqual(types, ['watch', 'join']);
   assert.deepEqual(ws2.sent[1].since, { epoch: 5, seq: 4 });
+  c.close();
+});
+
+const hex = (users) => users.reduce((d, u) => d ^ memberDigest(u), 0n).toString(16).padStart(16, '0');
+
+test('rooms: the member digest is FNV-1a-64 per id, XORed; a model that differs from it is diverged', () => {
+  assert.equal(memberDigest(''), 0xcbf29ce484222325n);
+  assert.equal(memberDigest('a'), 0xaf63dc4c8601ec8cn);
+  assert.equal(memberDigest('foobar'), 0x85944171f73967e8n);
+  assert.equal(memberDigest('é'), memberDigest('\u00e9')); // UTF-8 bytes, not UTF-16 units
+  const r = new RoomModel('r');
+  const snap = { type: 'room_snapshot', room: 'r', epoch: 7, seq: 1, mode: 'normal', count: 2, members: [member('a'), member('b')] };
+  assert.equal(r.apply({ ...snap, digest: hex(['a', 'b']) }), 'applied');
+  assert.equal(r.apply({ ...delta(7, 2, 2, { joins: [member('c')], leaves: ['a'] }), digest: hex(['b', 'c']) }), 'applied');
+  assert.equal(r.apply({ ...delta(7, 3, 2, { patches: [member('b', { n: 1 })] }), digest: hex(['b', 'c']) }), 'applied');
+  // The server's set has d too (a delta this model never saw): diverged.
+  assert.equal(r.apply({ ...delta(7, 4, 3, { joins: [member('e')] }), digest: hex(['b', 'c', 'd', 'e']) }), 'diverged');
+  r.forget();
+  assert.deepEqual(r.since, { epoch: 0, seq: 0 });
+  assert.equal(r.apply({ ...snap, seq: 4, count: 4, members: ['b', 'c', 'd', 'e'].map((u) => member(u)), digest: hex(['b', 'c', 'd', 'e']) }), 'applied');
+  // Interval mode lists a sample: not checked. No digest: not checked.
+  assert.equal(r.apply({ ...delta(7, 5, 1200, { joins: [member('f')] }), mode: 'interval', digest: hex(['x']) }), 'applied');
+  assert.equal(r.apply({ ...snap, seq: 6, members: [member('a')] }), 'applied');
+});
+
+test('client rooms: a diverged digest makes the client join again for a snapshot', async () => {
+  const { createClient } = await import('../index.js');
+  const clock = fakeClock();
+  const sockets = [];
+  class FakeWS {
+    constructor(url) { this.url = url; this.readyState = 1; this.sent = []; sockets.push(this); queueMicrotask(() => this.onopen && this.onopen()); }
+    send(s) { this.sent.push(JSON.parse(s)); }
+    close() {}
+    recv(m) { this.onmessage({ data: JSON.stringify(m) }); }
+  }
+  const c = createClient({ url: 'http://h:1', user: 'ann', WebSocket: FakeWS, timers: clock, window: null, document: null, navigator: null });
+  const ws = sockets[0];
+  ws.recv({ type: 'welcome', heartbeatMs: 15000, user: 'ann', sessionId: 's1', resumed: false });
+  const room = c.join('r');
+  const join = ws.sent.find((m) => m.type === 'join');
+  ws.recv({ type: 'room_snapshot', room: 'r', epoch: 5, seq: 1, mode: 'normal', count: 1, digest: hex(['ann']), members: [member('ann')] });
+  ws.recv({ type: 'room_joined', room: 'r', epoch: 5, seq: 1, mode: 'normal', count: 1, digest: hex(['ann']), resumed: false, ref: join.ref });
+  ws.sent.length = 0;
+  ws.recv({ ...delta(5, 2, 2, { joins: [member('bob')] }), digest: hex(['ann', 'bob']) });
+  assert.deepEqual(ws.sent, []);
+  ws.recv({ ...delta(5, 3, 3, { joins: [member('cy')] }), digest: hex(['ann', 'bob', 'cy', 'dee']) });
+  assert.deepEqual(ws.sent.map((m) => m.type), ['room_leave', 'join']);
+  assert.deepEqual(ws.sent[1].since, { epoch: 0, seq: 0 }); // no deltas can repair it: a snapshot
+  assert.deepEqual([...room.members.keys()], ['ann', 'bob', 'cy']);
   c.close();
 });

@@ -146,9 +146,12 @@ static struct payload *enc_room_joined(const struct room_joined_event *ev)
 
     buf_printf(&b, "{\"type\":\"room_joined\",\"room\":");
     json_append_cstr(&b, ev->room);
-    buf_printf(&b, ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu,\"resumed\":%s",
+    buf_printf(&b,
+               ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu,\"digest\":\"%016llx\""
+               ",\"resumed\":%s",
                (unsigned long long)info->epoch, (unsigned long long)info->seq,
-               room_mode_name(info->mode), (size_t)info->count, ev->resumed ? "true" : "false");
+               room_mode_name(info->mode), (size_t)info->count, (unsigned long long)info->digest,
+               ev->resumed ? "true" : "false");
     append_ref(&b, ev->ref);
     buf_append_str(&b, "}");
     return frame_text(&b);
@@ -186,7 +189,7 @@ static void append_entries(struct buf *b, const char *key, const struct room_ent
     buf_append_str(b, "]");
 }
 
-/* {"type":T,"room":R,"epoch":E,"seq":N,"mode":M,"count":C */
+/* {"type":T,"room":R,"epoch":E,"seq":N,"mode":M,"count":C,"digest":D */
 static void append_room_head(struct buf *b, const char *type, const struct room_head *h)
 {
     buf_append_str(b, "{\"type\":");
@@ -201,6 +204,7 @@ static void append_room_head(struct buf *b, const char *type, const struct room_
     json_append_cstr(b, room_mode_name(h->mode));
     buf_append_str(b, ",\"count\":");
     json_append_u64(b, h->count);
+    buf_printf(b, ",\"digest\":\"%016llx\"", (unsigned long long)h->digest);
 }
 
 /* {"type":"room_delta",head,"joins":[..],"leaves":[..],"patches":[..]}, in
