@@ -22,6 +22,7 @@
 #include "cluster_internal.h"
 #include "contrib.h"
 #include "log.h"
+#include "room_wire.h"
 #include "scripts.h"
 #include "util.h"
 #include "worker.h"
@@ -554,33 +555,28 @@ static void on_control(struct cluster *cl, const char *msg, size_t mlen)
     send_to(cl, bus_route(cl->bus, m->uid, n), m);
 }
 
-/* "<seq> <node> <room>\n<ops>" from a room script: to the room's owner. */
+/* A message of a room's channel (room_wire.h): to the room's owner. */
 static void on_room_message(struct cluster *cl, const char *msg, size_t mlen)
 {
-    const char *end = msg + mlen, *nl = memchr(msg, '\n', mlen), *sp1, *sp2;
+    struct room_wire_msg w;
     struct cl_msg *m;
-    size_t rn;
 
-    sp1 = nl ? memchr(msg, ' ', (size_t)(nl - msg)) : NULL;
-    sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(nl - sp1 - 1)) : NULL;
-    rn = sp2 ? (size_t)(nl - sp2 - 1) : 0;
-    if (!sp2 || rn == 0 || rn > PRESENCE_ID_MAX || sp2 - sp1 - 1 > CLUSTER_SELF_MAX) {
+    if (room_wire_msg_parse(msg, mlen, &w) != 0) {
         log_warnx("cluster", "ignoring a malformed room message");
         return;
     }
     m = msg_new(cl, CL_RMSG, NULL);
-    memcpy(m->uid, sp2 + 1, rn);
-    m->seen = strtoull(msg, NULL, 10);
-    m->own = (size_t)(sp2 - sp1 - 1) == strlen(cl->self) &&
-             memcmp(sp1 + 1, cl->self, strlen(cl->self)) == 0;
-    m->len = (size_t)(sp2 - sp1 - 1) + 1 + (size_t)(end - nl - 1);
+    memcpy(m->uid, w.room.p, w.room.len);
+    m->seen = w.seq;
+    m->own = w.node.len == strlen(cl->self) && memcmp(w.node.p, cl->self, w.node.len) == 0;
+    m->len = w.node.len + 1 + w.body.len;
     m->data = xmalloc(m->len + 1);
-    memcpy(m->data, sp1 + 1, (size_t)(sp2 - sp1 - 1));
-    m->data[sp2 - sp1 - 1] = '\n';
-    memcpy(m->data + (sp2 - sp1), nl + 1, (size_t)(end - nl - 1));
+    memcpy(m->data, w.node.p, w.node.len);
+    m->data[w.node.len] = '\n';
+    memcpy(m->data + w.node.len + 1, w.body.p, w.body.len);
     m->data[m->len] = '\0';
     log_debug("cluster", "room message %.*s", (int)MIN(mlen, (size_t)200), msg);
-    send_to(cl, bus_route(cl->bus, m->uid, rn), m);
+    send_to(cl, bus_route(cl->bus, m->uid, w.room.len), m);
 }
 
 static void on_message(void *ctx, const char *ch, size_t clen, const char *msg, size_t mlen)

@@ -7,7 +7,7 @@
  * e->crooms. It holds:
  *   - remote: the mirrored members, "<epoch> <user>", each one session
  *     "~<epoch>" of user in the room core;
- *   - sent: this node's part as last put, user -> "<joinedAt> <meta>";
+ *   - sent: this node's part as last put, user -> its join op line;
  *   - dirty: local members changed since (put by the flush timer, which
  *     walks only the rooms on e->crdirty);
  *   - seq: the room's seq of the last message applied, and while the
@@ -17,6 +17,7 @@
  */
 #include "cluster_room.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,7 @@
 #include "log.h"
 #include "msg.h"
 #include "room.h"
+#include "room_wire.h"
 
 #define CR_FLUSH_MS 10    /* local changes are put together this long after the first */
 #define CR_RETRY_MS 1000  /* a failed read of a room is tried again after this */
@@ -236,72 +238,66 @@ static void maybe_release(struct engine *e, struct croom *c)
 
 /* ---- applying the other nodes' ops ---- */
 
-/* "+ <user> <joinedAt> <meta>" of epoch node. */
-static void apply_join(struct engine *e, struct croom *c, const char *node, size_t nlen,
-                       const char *line, size_t len)
+/* Epoch node holds user with meta (a join or an update). */
+static void apply_join(struct engine *e, struct croom *c, struct room_wire_str node,
+                       struct room_wire_str user_s, struct room_wire_str meta)
 {
-    char user[ROOM_ID_MAX + 1], sid[ROOM_ID_MAX + 1], key[CLUSTER_NODE_ID_MAX + 20 + ROOM_ID_MAX];
-    const char *u = line + 2, *end = line + len;
-    const char *sp = memchr(u, ' ', (size_t)(end - u)), *meta;
+    char user[ROOM_ID_MAX + 1], sid[ROOM_ID_MAX + 1], key[ROOM_WIRE_NODE_MAX + 2 + ROOM_ID_MAX];
     struct room_member_view mv;
     uint64_t now = loop_now(e->w->loop);
     int r;
 
-    if (!sp || sp == u || (size_t)(sp - u) > ROOM_ID_MAX || nlen > CLUSTER_NODE_ID_MAX + 17)
-        return;
-    memcpy(user, u, (size_t)(sp - u));
-    user[sp - u] = '\0';
-    meta = memchr(sp + 1, ' ', (size_t)(end - sp - 1));
-    if (!meta)
-        return;
-    meta++;
-    mirror_sid(node, nlen, sid);
-    r = room_join(e->rooms, c->room, user, sid, meta, (size_t)(end - meta), now);
+    memcpy(user, user_s.p, user_s.len);
+    user[user_s.len] = '\0';
+    mirror_sid(node.p, node.len, sid);
+    r = room_join(e->rooms, c->room, user, sid, meta.p, meta.len, now);
     if (r == ROOM_E_JOINED) { /* a metadata update */
         if (room_get_member(e->rooms, c->room, user, &mv) == 0 &&
-            (mv.meta_len != (size_t)(end - meta) || memcmp(mv.meta, meta, mv.meta_len) != 0))
-            room_set_meta(e->rooms, c->room, user, meta, (size_t)(end - meta), now);
+            (mv.meta_len != meta.len || memcmp(mv.meta, meta.p, mv.meta_len) != 0))
+            room_set_meta(e->rooms, c->room, user, meta.p, meta.len, now);
     } else if (r < 0) {
         log_warnx("cluster", "room %s: member %s of %.*s not mirrored: %s", c->room, user,
-                  (int)nlen, node, room_strerror(r));
+                  (int)node.len, node.p, room_strerror(r));
         return;
     }
-    snprintf(key, sizeof(key), "%.*s %s", (int)nlen, node, user);
+    snprintf(key, sizeof(key), "%.*s %s", (int)node.len, node.p, user);
     kv_set(&c->remote, key, NULL);
 }
 
-static void apply_leave(struct engine *e, struct croom *c, const char *node, size_t nlen,
-                        const char *line, size_t len)
+static void apply_leave(struct engine *e, struct croom *c, struct room_wire_str node,
+                        struct room_wire_str user)
 {
-    char key[CLUSTER_NODE_ID_MAX + 20 + ROOM_ID_MAX], sid[ROOM_ID_MAX + 1];
+    char key[ROOM_WIRE_NODE_MAX + 2 + ROOM_ID_MAX], sid[ROOM_ID_MAX + 1];
     struct kv *k;
 
-    snprintf(key, sizeof(key), "%.*s %.*s", (int)nlen, node, (int)(len - 2), line + 2);
+    snprintf(key, sizeof(key), "%.*s %.*s", (int)node.len, node.p, (int)user.len, user.p);
     if (!(k = kv_find(&c->remote, key)))
         return;
-    mirror_sid(node, nlen, sid);
+    mirror_sid(node.p, node.len, sid);
     room_leave(e->rooms, c->room, strchr(k->key, ' ') + 1, sid, loop_now(e->w->loop));
     kv_del(&c->remote, k);
 }
 
-/* Applies epoch node's ops (lines). */
+/* Applies epoch node's ops; lines that are no op are skipped. */
 static void apply_ops(struct engine *e, struct croom *c, const char *node, const char *ops,
                       size_t len)
 {
+    struct room_wire_str n = {node, strlen(node)};
     const char *p = ops, *end = ops + len;
-    size_t nlen = strlen(node);
+    struct room_wire_op op;
+    int r;
 
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t n = (size_t)((nl ? nl : end) - p);
-
-        if (n == 1 && p[0] == '*')
+    if (n.len == 0 || n.len > ROOM_WIRE_NODE_MAX)
+        return;
+    while ((r = room_wire_op_next(&p, end, &op)) != -ENOENT) {
+        if (r != 0)
+            continue;
+        if (op.kind == ROOM_WIRE_DROP)
             drop_remote(e, c, node);
-        else if (n > 2 && p[0] == '+' && p[1] == ' ')
-            apply_join(e, c, node, nlen, p, n);
-        else if (n > 2 && p[0] == '-' && p[1] == ' ')
-            apply_leave(e, c, node, nlen, p, n);
-        p += n + 1;
+        else if (op.kind == ROOM_WIRE_JOIN)
+            apply_join(e, c, n, op.user, op.meta);
+        else
+            apply_leave(e, c, n, op.user);
     }
 }
 
@@ -344,26 +340,21 @@ static void hold_message(struct croom *c, uint64_t seq, const char *node, bool o
     c->npending++;
 }
 
-/* "<user> <kind> <data>" of room, from another node. */
+/* An ephemeral value of room from another node (room_wire.h). */
 static void ephemeral_in(struct engine *e, const char *room, const char *text, size_t len)
 {
-    const char *end = text + len, *s1 = memchr(text, ' ', len), *s2;
     char user[ROOM_ID_MAX + 1], kind[ROOM_KIND_MAX + 1];
+    struct room_wire_ephemeral w;
     struct room_ephemeral_view v;
 
-    s2 = s1 ? memchr(s1 + 1, ' ', (size_t)(end - s1 - 1)) : NULL;
-    if (!s2 || s1 == text || (size_t)(s1 - text) > ROOM_ID_MAX || s2 == s1 + 1 ||
-        (size_t)(s2 - s1 - 1) > ROOM_KIND_MAX)
+    if (room_wire_ephemeral_parse(text, len, &w) != 0)
         return;
-    memcpy(user, text, (size_t)(s1 - text));
-    user[s1 - text] = '\0';
-    memcpy(kind, s1 + 1, (size_t)(s2 - s1 - 1));
-    kind[s2 - s1 - 1] = '\0';
-    v = (struct room_ephemeral_view){.room = room,
-                                     .user = user,
-                                     .kind = kind,
-                                     .data = s2 + 1,
-                                     .data_len = (size_t)(end - s2 - 1)};
+    memcpy(user, w.user.p, w.user.len);
+    user[w.user.len] = '\0';
+    memcpy(kind, w.kind.p, w.kind.len);
+    kind[w.kind.len] = '\0';
+    v = (struct room_ephemeral_view){
+        .room = room, .user = user, .kind = kind, .data = w.data.p, .data_len = w.data.len};
     engine__room_remote_ephemeral(e, &v);
 }
 
@@ -373,7 +364,7 @@ void cr__ephemeral_out(struct engine *e, const struct room_ephemeral_view *v)
 
     if (!on(e))
         return;
-    buf_printf(&b, "%s %s %.*s", v->user, v->kind, (int)v->data_len, v->data);
+    room_wire_put_ephemeral(&b, v->user, v->kind, v->data, v->data_len);
     cluster_room_publish(e->env->cluster, e->w->id, v->room, b.data, b.len);
     buf_release(&b);
 }
@@ -416,33 +407,26 @@ static void take_pending(struct engine *e, struct croom *c)
     }
 }
 
-/* The room's state: lines "<epoch> <user> <joinedAt> <meta>". The
- * mirrored members not in it leave; those in it join or update. */
+/* The room's state (room_wire.h, state lines). The mirrored members not
+ * in it leave; those in it join or update. */
 static void reconcile(struct engine *e, struct croom *c, const char *text, size_t len)
 {
-    struct hmap seen = {0};
     const char *p = text, *end = text + len;
+    struct hmap seen = {0};
     struct hmap_node *n, *next;
+    struct room_wire_state st;
     size_t it;
+    int r;
 
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p)),
-                   *sp = memchr(p, ' ', (size_t)(end - p));
-        const char *le = nl ? nl : end, *us = sp ? sp + 1 : NULL;
-        const char *ue = us ? memchr(us, ' ', (size_t)(le - us)) : NULL;
+    while ((r = room_wire_state_next(&p, end, &st)) != -ENOENT) {
+        struct buf key = {0};
 
-        if (sp && sp < le && ue) {
-            struct buf line = {0}, key = {0};
-            size_t nlen = (size_t)(sp - p);
-
-            buf_printf(&line, "+ %.*s", (int)(le - us), us);
-            apply_join(e, c, p, nlen, line.data, line.len);
-            buf_printf(&key, "%.*s %.*s", (int)nlen, p, (int)(ue - us), us);
-            kv_set(&seen, key.data, NULL);
-            buf_release(&line);
-            buf_release(&key);
-        }
-        p = le + 1;
+        if (r != 0)
+            continue;
+        apply_join(e, c, st.node, st.user, st.meta);
+        buf_printf(&key, "%.*s %.*s", (int)st.node.len, st.node.p, (int)st.user.len, st.user.p);
+        kv_set(&seen, key.data, NULL);
+        buf_release(&key);
     }
     for (n = hmap_first(&c->remote, &it); n; n = next) {
         struct kv *k = container_of(n, struct kv, node);
@@ -580,8 +564,8 @@ void cr__on_dead(void *wctx, const char *list)
 
 static void on_flush(struct wheel_timer *t, uint64_t now);
 
-/* What this node holds of user in c's room: "<joinedAt> <meta>" of a
- * visible member with a local session, into b; false if none. */
+/* What this node holds of user in c's room, as its join op (room_wire.h)
+ * of a visible member with a local session, into b; false if none. */
 static bool local_part(struct engine *e, const struct croom *c, const char *user, struct buf *b)
 {
     struct room_member_view mv;
@@ -593,7 +577,7 @@ static bool local_part(struct engine *e, const struct croom *c, const char *user
         local = cr__local_sid(mv.session_ids[i]);
     if (!local)
         return false;
-    buf_printf(b, "%llu %.*s", (unsigned long long)mv.joined_at, (int)mv.meta_len, mv.meta);
+    room_wire_put_join(b, user, mv.joined_at, mv.meta, mv.meta_len);
     return true;
 }
 
@@ -606,10 +590,10 @@ static void diff_one(struct engine *e, struct croom *c, const char *user, struct
     bool has = local_part(e, c, user, &now);
 
     if (has && (!k || strcmp(k->val, now.data) != 0)) {
-        buf_printf(ops, "+ %s %s\n", user, now.data);
+        buf_append(ops, now.data, now.len);
         kv_set(&c->sent, user, now.data);
     } else if (!has && k) {
-        buf_printf(ops, "- %s\n", user);
+        room_wire_put_leave(ops, user);
         kv_del(&c->sent, k);
     }
     buf_release(&now);

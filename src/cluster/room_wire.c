@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * room_wire.c - the text of a room between nodes (room_wire.h).
+ */
+#include "room_wire.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* A field ends at a space, a newline or the end; it has no NUL. */
+static size_t field_len(const char *p, const char *end)
+{
+    const char *q = p;
+
+    while (q < end && *q != ' ' && *q != '\n' && *q != '\0')
+        q++;
+    return (size_t)(q - p);
+}
+
+/* Takes a field of 1..max bytes at *p, followed by sep, into s; *p moves
+ * past sep. sep '\0' means the field must end the input. */
+static int take_field(const char **p, const char *end, size_t max, char sep,
+                      struct room_wire_str *s)
+{
+    size_t n = field_len(*p, end);
+    const char *after = *p + n;
+
+    if (n == 0 || n > max)
+        return -EINVAL;
+    if (sep ? (after == end || *after != sep) : after != end)
+        return -EINVAL;
+    s->p = *p;
+    s->len = n;
+    *p = sep ? after + 1 : after;
+    return 0;
+}
+
+/* A decimal of 1..20 digits that fits 64 bits, ended by a space. */
+static int take_u64(const char **p, const char *end, uint64_t *out)
+{
+    const char *q = *p;
+    uint64_t v = 0;
+
+    if (q == end || *q < '0' || *q > '9')
+        return -EINVAL;
+    for (; q < end && *q >= '0' && *q <= '9'; q++) {
+        unsigned d = (unsigned)(*q - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -EINVAL;
+        v = v * 10 + d;
+    }
+    if (q == end || *q != ' ')
+        return -EINVAL;
+    *out = v;
+    *p = q + 1;
+    return 0;
+}
+
+int room_wire_msg_parse(const char *msg, size_t len, struct room_wire_msg *out)
+{
+    const char *p = msg, *end = msg + len;
+
+    if (take_u64(&p, end, &out->seq) || take_field(&p, end, ROOM_WIRE_NODE_MAX, ' ', &out->node) ||
+        take_field(&p, end, ROOM_ID_MAX, '\n', &out->room))
+        return -EINVAL;
+    out->body.p = p;
+    out->body.len = (size_t)(end - p);
+    return 0;
+}
+
+/* The line at *p, *p moved past it and its "\n". */
+static const char *line_at(const char **p, const char *end, const char **le)
+{
+    const char *nl = memchr(*p, '\n', (size_t)(end - *p)), *l = *p;
+
+    *le = nl ? nl : end;
+    *p = nl ? nl + 1 : end;
+    return l;
+}
+
+/* "<joinedAt> <meta>" up to le: meta non-empty without NUL. */
+static int take_joined(const char *p, const char *le, uint64_t *joined_at,
+                       struct room_wire_str *meta)
+{
+    if (take_u64(&p, le, joined_at) || p == le || memchr(p, '\0', (size_t)(le - p)))
+        return -EINVAL;
+    meta->p = p;
+    meta->len = (size_t)(le - p);
+    return 0;
+}
+
+int room_wire_op_next(const char **p, const char *end, struct room_wire_op *op)
+{
+    const char *le, *l;
+
+    if (*p >= end)
+        return -ENOENT;
+    l = line_at(p, end, &le);
+    memset(op, 0, sizeof(*op));
+    if (le - l == 1 && l[0] == '*') {
+        op->kind = ROOM_WIRE_DROP;
+        return 0;
+    }
+    if (le - l < 3 || l[1] != ' ' || (l[0] != '+' && l[0] != '-'))
+        return -EINVAL;
+    l += 2;
+    if (l[-2] == '-') {
+        op->kind = ROOM_WIRE_LEAVE;
+        return take_field(&l, le, ROOM_ID_MAX, '\0', &op->user);
+    }
+    op->kind = ROOM_WIRE_JOIN;
+    if (take_field(&l, le, ROOM_ID_MAX, ' ', &op->user))
+        return -EINVAL;
+    return take_joined(l, le, &op->joined_at, &op->meta);
+}
+
+int room_wire_state_next(const char **p, const char *end, struct room_wire_state *st)
+{
+    const char *le, *l;
+
+    if (*p >= end)
+        return -ENOENT;
+    l = line_at(p, end, &le);
+    memset(st, 0, sizeof(*st));
+    if (take_field(&l, le, ROOM_WIRE_NODE_MAX, ' ', &st->node) ||
+        take_field(&l, le, ROOM_ID_MAX, ' ', &st->user))
+        return -EINVAL;
+    return take_joined(l, le, &st->joined_at, &st->meta);
+}
+
+int room_wire_ephemeral_parse(const char *body, size_t len, struct room_wire_ephemeral *out)
+{
+    const char *p = body, *end = body + len;
+
+    if (take_field(&p, end, ROOM_ID_MAX, ' ', &out->user) ||
+        take_field(&p, end, ROOM_KIND_MAX, ' ', &out->kind) || memchr(p, '\0', (size_t)(end - p)))
+        return -EINVAL;
+    out->data.p = p;
+    out->data.len = (size_t)(end - p);
+    return 0;
+}
+
+/* Keeps b's text a C string after a buf_append(). */
+static void terminate(struct buf *b)
+{
+    buf_reserve(b, 1);
+    b->data[b->len] = '\0';
+}
+
+void room_wire_put_join(struct buf *b, const char *user, uint64_t joined_at, const char *meta,
+                        size_t meta_len)
+{
+    buf_printf(b, "+ %s %llu ", user, (unsigned long long)joined_at);
+    buf_append(b, meta, meta_len);
+    buf_append(b, "\n", 1);
+    terminate(b);
+}
+
+void room_wire_put_leave(struct buf *b, const char *user)
+{
+    buf_printf(b, "- %s\n", user);
+}
+
+void room_wire_put_ephemeral(struct buf *b, const char *user, const char *kind, const char *data,
+                             size_t data_len)
+{
+    buf_printf(b, "%s %s ", user, kind);
+    buf_append(b, data, data_len);
+    terminate(b);
+}

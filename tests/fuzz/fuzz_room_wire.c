@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fuzz_room_wire.c - libFuzzer target for the room text between nodes
+ * (room_wire.h): what arrives on a room's channel from another node, and
+ * a room's state as read from Redis.
+ *
+ * The input, in an exactly sized heap copy (ASan catches a read past the
+ * end), is parsed as a message; when it is one, its body as ops (seq >= 1)
+ * or as an ephemeral value (seq 0). The whole input is also parsed as
+ * state lines. Checked: parsers answer only 0, -EINVAL or (for line
+ * iterators) -ENOENT at the end, always make progress, and every span they
+ * return lies inside the input, in range and free of separators; a join
+ * op or an ephemeral value encoded again from what was parsed parses back
+ * to the same fields.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "fuzz_check.h"
+#include "room_wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char *in_lo, *in_hi; /* the input */
+
+static void check_span(struct room_wire_str s, size_t min, size_t max, bool token)
+{
+    CHECK(s.len >= min && s.len <= max);
+    CHECK(s.len == 0 || (s.p >= in_lo && s.p + s.len <= in_hi));
+    for (size_t i = 0; token && i < s.len; i++)
+        CHECK(s.p[i] != ' ' && s.p[i] != '\n' && s.p[i] != '\0');
+}
+
+static bool same(struct room_wire_str a, struct room_wire_str b)
+{
+    return a.len == b.len && memcmp(a.p, b.p, a.len) == 0;
+}
+
+static void join_round_trip(const struct room_wire_op *op)
+{
+    char user[ROOM_ID_MAX + 1];
+    struct room_wire_op back;
+    struct buf b = {0};
+    const char *p, *end;
+
+    memcpy(user, op->user.p, op->user.len);
+    user[op->user.len] = '\0';
+    room_wire_put_join(&b, user, op->joined_at, op->meta.p, op->meta.len);
+    p = b.data;
+    end = b.data + b.len;
+    CHECK(room_wire_op_next(&p, end, &back) == 0 && p == end);
+    CHECK(back.kind == ROOM_WIRE_JOIN && back.joined_at == op->joined_at);
+    CHECK(back.user.len == op->user.len && memcmp(back.user.p, user, back.user.len) == 0);
+    CHECK(back.meta.len == op->meta.len && memcmp(back.meta.p, op->meta.p, back.meta.len) == 0);
+    buf_release(&b);
+}
+
+static void check_ops(struct room_wire_str body)
+{
+    const char *p = body.p, *end = body.p + body.len, *before;
+    struct room_wire_op op;
+    int r;
+
+    for (;;) {
+        before = p;
+        r = room_wire_op_next(&p, end, &op);
+        if (r == -ENOENT)
+            break;
+        CHECK(r == 0 || r == -EINVAL);
+        CHECK(p > before && p <= end);
+        if (r != 0 || op.kind == ROOM_WIRE_DROP)
+            continue;
+        check_span(op.user, 1, ROOM_ID_MAX, true);
+        if (op.kind == ROOM_WIRE_JOIN) {
+            check_span(op.meta, 1, body.len, false);
+            CHECK(!memchr(op.meta.p, '\n', op.meta.len) && !memchr(op.meta.p, '\0', op.meta.len));
+            join_round_trip(&op);
+        }
+    }
+    CHECK(p == end);
+}
+
+static void check_ephemeral(struct room_wire_str body)
+{
+    struct room_wire_ephemeral w, back;
+    char user[ROOM_ID_MAX + 1], kind[ROOM_KIND_MAX + 1];
+    struct buf b = {0};
+
+    if (room_wire_ephemeral_parse(body.p, body.len, &w) != 0)
+        return;
+    check_span(w.user, 1, ROOM_ID_MAX, true);
+    check_span(w.kind, 1, ROOM_KIND_MAX, true);
+    check_span(w.data, 0, body.len, false);
+    memcpy(user, w.user.p, w.user.len);
+    user[w.user.len] = '\0';
+    memcpy(kind, w.kind.p, w.kind.len);
+    kind[w.kind.len] = '\0';
+    room_wire_put_ephemeral(&b, user, kind, w.data.p, w.data.len);
+    CHECK(room_wire_ephemeral_parse(b.data, b.len, &back) == 0);
+    CHECK(back.user.len == w.user.len && back.kind.len == w.kind.len && same(back.data, w.data));
+    buf_release(&b);
+}
+
+static void check_state(const char *text, size_t len)
+{
+    const char *p = text, *end = text + len, *before;
+    struct room_wire_state st;
+    int r;
+
+    for (;;) {
+        before = p;
+        r = room_wire_state_next(&p, end, &st);
+        if (r == -ENOENT)
+            break;
+        CHECK(r == 0 || r == -EINVAL);
+        CHECK(p > before && p <= end);
+        if (r == 0) {
+            check_span(st.node, 1, ROOM_WIRE_NODE_MAX, true);
+            check_span(st.user, 1, ROOM_ID_MAX, true);
+            check_span(st.meta, 1, len, false);
+        }
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *copy = malloc(size ? size : 1);
+    struct room_wire_msg m;
+    int r;
+
+    if (!copy)
+        return 0;
+    memcpy(copy, data, size);
+    in_lo = copy;
+    in_hi = copy + size;
+    r = room_wire_msg_parse(copy, size, &m);
+    CHECK(r == 0 || r == -EINVAL);
+    if (r == 0) {
+        check_span(m.node, 1, ROOM_WIRE_NODE_MAX, true);
+        check_span(m.room, 1, ROOM_ID_MAX, true);
+        check_span(m.body, 0, size, false);
+        if (m.seq == 0)
+            check_ephemeral(m.body);
+        else
+            check_ops(m.body);
+    }
+    check_state(copy, size);
+    free(copy);
+    return 0;
+}
