@@ -168,7 +168,8 @@ test('rooms: snapshot then deltas, duplicates ignored, gap -> resync, epoch chan
   assert.throws(() => r.members.set('x', 1));
 });
 
-test('client rooms: a gap makes the client leave and join again with since', async () => {
+// A client of user ann on a fake socket and clock: { c, ws, clock, sockets }.
+async function fakeClient() {
   const { createClient } = await import('../index.js');
   const clock = fakeClock();
   const sockets = [];
@@ -179,7 +180,11 @@ test('client rooms: a gap makes the client leave and join again with since', asy
     recv(m) { this.onmessage({ data: JSON.stringify(m) }); }
   }
   const c = createClient({ url: 'http://h:1', user: 'ann', WebSocket: FakeWS, timers: clock, window: null, document: null, navigator: null });
-  const ws = sockets[0];
+  return { c, ws: sockets[0], clock, sockets };
+}
+
+test('client rooms: a gap makes the client leave and join again with since', async () => {
+  const { c, ws, clock, sockets } = await fakeClient();
   assert.match(ws.url, /^ws:\/\/h:1\/v1\/ws\?user=ann$/);
   ws.recv({ type: 'welcome', heartbeatMs: 15000, user: 'ann', sessionId: 's1', resumed: false });
   assert.equal(c.state, 'open');
@@ -246,17 +251,7 @@ test('rooms: the member digest is FNV-1a-64 per id, XORed; a model that differs 
 });
 
 test('client rooms: a diverged digest makes the client join again for a snapshot', async () => {
-  const { createClient } = await import('../index.js');
-  const clock = fakeClock();
-  const sockets = [];
-  class FakeWS {
-    constructor(url) { this.url = url; this.readyState = 1; this.sent = []; sockets.push(this); queueMicrotask(() => this.onopen && this.onopen()); }
-    send(s) { this.sent.push(JSON.parse(s)); }
-    close() {}
-    recv(m) { this.onmessage({ data: JSON.stringify(m) }); }
-  }
-  const c = createClient({ url: 'http://h:1', user: 'ann', WebSocket: FakeWS, timers: clock, window: null, document: null, navigator: null });
-  const ws = sockets[0];
+  const { c, ws } = await fakeClient();
   ws.recv({ type: 'welcome', heartbeatMs: 15000, user: 'ann', sessionId: 's1', resumed: false });
   const room = c.join('r');
   const join = ws.sent.find((m) => m.type === 'join');
