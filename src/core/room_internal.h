@@ -238,10 +238,9 @@ struct room_msg room__make_msg(struct payload *p, uint64_t seq);
 /* True when m is listed to a reader: published and not hidden by hide
  * (NULL: hides none). */
 bool room__listed(const struct member *m, room_hide_fn *hide, void *ctx);
-/* How many of r's published members (r NULL: none) that reader sees. */
-size_t room__shown_count(const struct room *r, room_hide_fn *hide, void *ctx);
-/* The digest of the published members (r NULL: none) that reader sees. */
-uint64_t room__shown_digest(const struct room *r, room_hide_fn *hide, void *ctx);
+/* How many of r's published members (r NULL: none) that reader sees; sets
+ * *digest to their room_digest(). */
+size_t room__shown(const struct room *r, room_hide_fn *hide, void *ctx, uint64_t *digest);
 /* room's snapshot by codec into *out (a reference): 0 or ROOM_E_ROOM_ID.
  * An unknown room reads as the empty room of epoch 0. The cache holds the
  * room's own codec's snapshot only, and is filled only when keep. */

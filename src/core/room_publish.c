@@ -76,28 +76,21 @@ uint64_t room_digest_of(const char *user)
     return h;
 }
 
-uint64_t room__shown_digest(const struct room *r, room_hide_fn *hide, void *ctx)
-{
-    uint64_t d = r ? r->digest : 0;
-
-    if (r && hide)
-        for (const struct list *pos = r->order.next; pos != &r->order; pos = pos->next) {
-            const struct member *m = container_of(pos, struct member, order);
-            if (m->pub && !room__listed(m, hide, ctx))
-                d ^= room_digest_of(m->user);
-        }
-    return d;
-}
-
-/* How many of r's published members a reader who hides some sees. */
-size_t room__shown_count(const struct room *r, room_hide_fn *hide, void *ctx)
+/* One walk for a reader who hides some: the members it does not see
+ * leave the count and the digest. */
+size_t room__shown(const struct room *r, room_hide_fn *hide, void *ctx, uint64_t *digest)
 {
     size_t shown = r ? r->published : 0;
 
+    *digest = r ? r->digest : 0;
     if (r && hide)
-        for (const struct list *pos = r->order.next; pos != &r->order; pos = pos->next)
-            shown -= container_of(pos, struct member, order)->pub &&
-                     !room__listed(container_of(pos, struct member, order), hide, ctx);
+        for (const struct list *pos = r->order.next; pos != &r->order; pos = pos->next) {
+            const struct member *m = container_of(pos, struct member, order);
+            if (m->pub && !room__listed(m, hide, ctx)) {
+                shown--;
+                *digest ^= room_digest_of(m->user);
+            }
+        }
     return shown;
 }
 
@@ -108,14 +101,14 @@ size_t room__shown_count(const struct room *r, room_hide_fn *hide, void *ctx)
 static void state_view(struct room_engine *e, const char *id, const struct room *r, size_t limit,
                        room_hide_fn *hide, void *ctx, struct room_snapshot_view *v)
 {
-    size_t shown = room__shown_count(r, hide, ctx);
+    uint64_t digest;
+    size_t shown = room__shown(r, hide, ctx, &digest);
     struct room_entry *x;
 
     *v = (struct room_snapshot_view){.head = {.room = id, .mode = ROOM_MODE_NORMAL}};
     if (r == NULL || shown == 0)
         return;
-    v->head = (struct room_head){r->id,   r->epoch, r->seq,
-                                 r->mode, shown,    room__shown_digest(r, hide, ctx)};
+    v->head = (struct room_head){r->id, r->epoch, r->seq, r->mode, shown, digest};
     x = room__ents_reserve(e, 0, MIN(limit, shown));
     for (const struct list *pos = r->order.next; pos != &r->order && v->nmembers < limit;
          pos = pos->next) {

@@ -203,10 +203,9 @@ int room_view_head(const struct room_engine *e, const char *room, room_hide_fn *
         return ROOM_E_ROOM_ID;
     r = room__find(e, room);
     *out = (struct room_head){.room = room, .mode = ROOM_MODE_NORMAL};
-    out->count = room__shown_count(r, hide, ctx);
-    if (out->count == 0)
+    out->count = room__shown(r, hide, ctx, &out->digest);
+    if (out->count == 0) /* the digest of no member is 0 too */
         return 0;
-    out->digest = room__shown_digest(r, hide, ctx);
     out->room = r->id;
     out->mode = r->mode;
     out->epoch = r->epoch;
