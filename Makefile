@@ -42,8 +42,9 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Layers (src/layers): each folder of src/ is one archive, compiled with
 # -I of itself and the folders it may use only, so an upward #include
 # fails to compile. A unit test tests/unit/test_<m>.c belongs to the folder
-# holding <m>.c (or named <m>, for test_<m>_<x>.c) and links that folder's
-# archive and those below only, so an upward call fails to link. The
+# holding <m>.c (or <m>.h for a header-only module, or the folder named
+# <m>, for test_<m>_<x>.c) and links that folder's archive and those below
+# only, so an upward call fails to link. The
 # server links every archive; src/testing/ exists in test builds only.
 LAYERS    := $(shell sed -n 's/^\([a-z/]*\):.*/\1/p' src/layers)
 ifeq ($(filter asan fuzz,$(BUILD)),)
@@ -70,7 +71,7 @@ FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(O)/fuzz/%)
 
 # The folder of unit test $(1) (test_<m> or test_<m>_<x>).
 test_mod   = $(patsubst test_%,%,$(1))
-test_layer = $(or $(TEST_LAYER_$(1)),$(patsubst src/%/,%,$(dir $(firstword $(wildcard $(foreach l,$(LAYERS),src/$(l)/$(call test_mod,$(1)).c))))),$(firstword $(foreach l,$(LAYERS),$(if $(filter $(l),$(subst _, ,$(call test_mod,$(1)))),$(l)))))
+test_layer = $(or $(TEST_LAYER_$(1)),$(patsubst src/%/,%,$(dir $(firstword $(wildcard $(foreach l,$(LAYERS),src/$(l)/$(call test_mod,$(1)).c src/$(l)/$(call test_mod,$(1)).h))))),$(firstword $(foreach l,$(LAYERS),$(if $(filter $(l),$(subst _, ,$(call test_mod,$(1)))),$(l)))))
 
 .PHONY: all asan clang-check run test unit fuzz fuzz-bins fuzz-build setup fmt fmt-check clean bench bench-quick soak soak-cluster
 

@@ -52,12 +52,25 @@ static inline void list_del(struct list *node)
     list_init(node);
 }
 
+/* Moves every node of from to the tail of to, in order, in O(1); from is
+ * left empty. */
+static inline void list_move_all(struct list *to, struct list *from)
+{
+    if (list_empty(from))
+        return;
+    from->next->prev = to->prev;
+    to->prev->next = from->next;
+    from->prev->next = to;
+    to->prev = from->prev;
+    list_init(from);
+}
+
 #define list_first(head) ((head)->next)
 
-/* Safe against removal of the current node inside the loop body. */
 /* Iterates over a list that the body does not change. */
 #define list_foreach(pos, head) for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
 
+/* Safe against removal of the current node inside the loop body. */
 #define list_foreach_safe(pos, tmp, head)                            \
     for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); \
          (pos) = (tmp), (tmp) = (pos)->next)

@@ -28,26 +28,31 @@
 #include "worker.h"
 
 enum cl_op {
-    CL_PUT = 1,  /* worker -> home: uid, data = contribution or NULL, seen */
-    CL_GET,      /* worker -> home: uid */
-    CL_WATCH,    /* worker -> home: uid's bucket +1 */
-    CL_UNWATCH,  /* worker -> home: uid's bucket -1 */
-    CL_ANNOUNCE, /* worker -> home: uid's settings changed */
-    CL_KICK_ALL, /* worker -> home: end uid's sessions (data: "sid\nreason") everywhere */
-    CL_RPUT,     /* worker -> home: room (in uid), data = ops */
-    CL_RGET,     /* worker -> home: room */
-    CL_REPH,     /* worker -> home: room, data = an ephemeral value to publish */
-    CL_RSUB,     /* worker -> home: room's channel +1 */
-    CL_RUNSUB,   /* worker -> home: room's channel -1 */
-    CL_VIEW,     /* home -> owner: uid, err, data = view JSON or NULL, own */
-    CL_RESYNC,   /* home -> every worker: bucket */
-    CL_HEALTH,   /* home -> every worker: up */
-    CL_SET,      /* home -> owner: uid's settings changed elsewhere */
-    CL_KICK,     /* home -> owner: another node asks to end uid's sessions (data) */
-    CL_RMSG,     /* home -> room owner: room, seen = seq, data = "node\nops" */
-    CL_RSTATE,   /* home -> room owner: room, err, seen = seq, data = member lines */
-    CL_RRESYNC,  /* home -> every worker: data = the channel's tag */
-    CL_DEAD,     /* home -> every worker: data = the dead list */
+    CL_PUT = 1,   /* worker -> home: uid, data = contribution or NULL, seen */
+    CL_GET,       /* worker -> home: uid */
+    CL_WATCH,     /* worker -> home: uid's bucket +1 */
+    CL_UNWATCH,   /* worker -> home: uid's bucket -1 */
+    CL_ANNOUNCE,  /* worker -> home: uid's settings changed */
+    CL_KICK_ALL,  /* worker -> home: end uid's sessions (data: "sid\nreason") everywhere */
+    CL_RPUT,      /* worker -> home: room (in uid), data = ops */
+    CL_RGET,      /* worker -> home: room */
+    CL_REPH,      /* worker -> home: room, data = an ephemeral value to publish */
+    CL_RSUB,      /* worker -> home: room's channel +1 */
+    CL_RUNSUB,    /* worker -> home: room's channel -1 */
+    CL_SPUT,      /* worker -> home: uid, data = "<n> <l>" or NULL (none here) */
+    CL_SGET,      /* worker -> home: uid */
+    CL_YIELD_ASK, /* worker -> home: uid, data = "<node epoch> <count>" */
+    CL_VIEW,      /* home -> owner: uid, err, data = view JSON or NULL, own */
+    CL_RESYNC,    /* home -> every worker: bucket */
+    CL_HEALTH,    /* home -> every worker: up */
+    CL_SET,       /* home -> owner: uid's settings changed elsewhere */
+    CL_KICK,      /* home -> owner: another node asks to end uid's sessions (data) */
+    CL_RMSG,      /* home -> room owner: room, seen = seq, data = "node\nops" */
+    CL_RSTATE,    /* home -> room owner: room, err, seen = seq, data = member lines */
+    CL_RRESYNC,   /* home -> every worker: data = the channel's tag */
+    CL_DEAD,      /* home -> every worker: data = the dead list */
+    CL_SEATS,     /* home -> asker: uid, err, data = struct cluster_seat[bucket] */
+    CL_YIELD,     /* home -> owner: end bucket of uid's sessions without a connection */
 };
 
 struct cl_msg {
@@ -97,6 +102,12 @@ static struct cl_msg *msg_new(struct cluster *cl, enum cl_op op, const char *uid
 
 /* ---- names ---- */
 
+/* Whether node (n bytes) is this node's "<node-id>.<epoch>". */
+static bool is_self(const struct cluster *cl, const char *node, size_t n)
+{
+    return n == strlen(cl->self) && memcmp(node, cl->self, n) == 0;
+}
+
 static void tag_hex(const char *id, char out[17])
 {
     snprintf(out, 17, "%016llx", (unsigned long long)redis_fnv1a64(id, strlen(id)));
@@ -110,6 +121,14 @@ void cl__user_keys(const struct cluster *cl, const char *uid, char s[CLUSTER_KEY
     tag_hex(uid, h);
     snprintf(s, CLUSTER_KEY_MAX, "pd:%s:{u:%s}:s", cl->cfg.app, h);
     snprintf(a, CLUSTER_KEY_MAX, "pd:%s:{u:%s}:a", cl->cfg.app, h);
+}
+
+void cl__seats_key(const struct cluster *cl, const char *uid, char out[CLUSTER_KEY_MAX])
+{
+    char h[17];
+
+    tag_hex(uid, h);
+    snprintf(out, CLUSTER_KEY_MAX, "pd:%s:{u:%s}:c", cl->cfg.app, h);
 }
 
 void cl__node_index(const struct cluster *cl, const char *member, char out[CLUSTER_KEY_MAX])
@@ -380,6 +399,85 @@ static void home_watch(struct cluster *cl, const char *uid, bool on)
 
 /* ---- rooms (home) ---- */
 
+/* ---- the session cap (home) ---- */
+
+static void home_seats_put(struct cluster *cl, const struct cl_msg *m)
+{
+    char k[CLUSTER_KEY_MAX];
+    const char *argv[4] = {m->data ? "HSET" : "HDEL", k, cl->self, m->data};
+    const char *exp[3] = {"PEXPIRE", k, "86400000"};
+    size_t len[4], elen[3];
+
+    cl__seats_key(cl, m->uid, k);
+    for (int i = 0; i < 4; i++)
+        len[i] = argv[i] ? strlen(argv[i]) : 0;
+    for (int i = 0; i < 3; i++)
+        elen[i] = strlen(exp[i]);
+    redis_cmd(cl->r, k, len[1], m->data ? 4 : 3, argv, len, NULL, NULL);
+    if (m->data)
+        redis_cmd(cl->r, k, len[1], 3, exp, elen, NULL, NULL);
+}
+
+/* The seats of reply r (field, value pairs) on other epochs that are not
+ * dead. A new node may not be in the last lease reply yet, so "not dead"
+ * rather than "live": a swept epoch's fields were deleted by its sweep. */
+static unsigned seats_collect(struct cluster *cl, const redisReply *r, struct cluster_seat *out)
+{
+    unsigned n = 0;
+
+    for (size_t i = 0; i + 1 < r->elements && n < CLUSTER_SEATS_MAX; i += 2) {
+        const redisReply *f = r->element[i], *v = r->element[i + 1];
+        struct cluster_seat *st = &out[n];
+        if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
+            f->len >= sizeof(st->node) || is_self(cl, f->str, f->len) ||
+            cl__is_dead(cl, f->str, f->len) ||
+            contrib_seats_parse(v->str, v->len, &st->sessions, &st->live) != 0)
+            continue; /* this node's own, a dead epoch's, or not one */
+        memcpy(st->node, f->str, f->len);
+        st->node[f->len] = '\0';
+        n++;
+    }
+    return n;
+}
+
+static void seats_done(void *ctx, const redisReply *r, int err)
+{
+    struct cl_req *q = ctx;
+    struct cl_msg *m;
+    struct cluster_seat *seats;
+
+    if (err == REDIS_E_CLOSED) {
+        free(q);
+        return;
+    }
+    if (!err && r->type != REDIS_REPLY_ARRAY)
+        err = REDIS_E_PROTO;
+    m = msg_new(q->cl, CL_SEATS, q->uid);
+    m->err = err;
+    if (!err) {
+        seats = xcalloc(CLUSTER_SEATS_MAX, sizeof(*seats));
+        m->bucket = seats_collect(q->cl, r, seats);
+        m->data = (char *)seats;
+    }
+    log_debug("cluster", "seats of %s: err %d, %u other epochs", q->uid, err, m->bucket);
+    send_to(q->cl, (unsigned)q->reply_to, m);
+    free(q);
+}
+
+static void home_seats_get(struct cluster *cl, const struct cl_msg *m)
+{
+    char k[CLUSTER_KEY_MAX];
+    const char *argv[2] = {"HGETALL", k};
+    size_t len[2];
+    struct cl_req *q = req_new(cl, m->uid, (int)m->msg.from);
+
+    cl__seats_key(cl, m->uid, k);
+    len[0] = 7;
+    len[1] = strlen(k);
+    if (redis_cmd(cl->r, k, len[1], 2, argv, len, seats_done, q) != 0)
+        seats_done(q, NULL, REDIS_E_FULL);
+}
+
 static void room_eval(struct cluster *cl, const char *room, int script, int argc, const char **args,
                       redis_reply_cb *cb, struct cl_req *q)
 {
@@ -422,7 +520,7 @@ static void home_room_put(struct cluster *cl, const struct cl_msg *m)
 static bool field_live(struct cluster *cl, const char *node, size_t n, const redisReply *all,
                        uint64_t now)
 {
-    if (n == strlen(cl->self) && memcmp(node, cl->self, n) == 0)
+    if (is_self(cl, node, n))
         return false;
     if (cl__is_live(cl, node, n))
         return true;
@@ -527,6 +625,30 @@ static void on_subscribed(void *ctx, const char *ch, size_t len)
         broadcast_data(cl, CL_RRESYNC, tag, 16);
 }
 
+/* "Y <uid>\n<node epoch> <count>": to uid's owner when this node is the
+ * one asked. */
+static void on_yield(struct cluster *cl, const char *uid, size_t n, const char *rest, size_t len)
+{
+    size_t self = strlen(cl->self);
+    unsigned long count;
+    char num[8];
+    struct cl_msg *m;
+
+    if (len <= self + 1 || len - self - 1 >= sizeof(num) || memcmp(rest, cl->self, self) != 0 ||
+        rest[self] != ' ')
+        return;
+    memcpy(num, rest + self + 1, len - self - 1);
+    num[len - self - 1] = '\0';
+    count = strtoul(num, NULL, 10);
+    if (count == 0 || count > CONTRIB_SEATS_MAX)
+        return;
+    log_debug("cluster", "asked to end %lu of %.*s's sessions", count, (int)n, uid);
+    m = msg_new(cl, CL_YIELD, NULL);
+    memcpy(m->uid, uid, n);
+    m->bucket = (unsigned)count;
+    send_to(cl, bus_route(cl->bus, m->uid, n), m);
+}
+
 /* A message on the control channel: tell the user's owner, unless this
  * node sent it. */
 static void on_control(struct cluster *cl, const char *msg, size_t mlen)
@@ -537,13 +659,17 @@ static void on_control(struct cluster *cl, const char *msg, size_t mlen)
 
     if (!sp || ((size_t)(sp - msg) == self && memcmp(msg, cl->self, self) == 0))
         return;
-    if (end - sp < 4 || (sp[1] != 'S' && sp[1] != 'K') || sp[2] != ' ')
+    if (end - sp < 4 || (sp[1] != 'S' && sp[1] != 'K' && sp[1] != 'Y') || sp[2] != ' ')
         return;
     uid = sp + 3;
     nl = memchr(uid, '\n', (size_t)(end - uid));
     n = (size_t)((nl ? nl : end) - uid);
-    if (n == 0 || n > PRESENCE_ID_MAX || memchr(uid, '\0', n) || (sp[1] == 'K' && !nl))
+    if (n == 0 || n > PRESENCE_ID_MAX || memchr(uid, '\0', n) || (sp[1] != 'S' && !nl))
         return;
+    if (sp[1] == 'Y') {
+        on_yield(cl, uid, n, nl + 1, (size_t)(end - nl - 1));
+        return;
+    }
     m = msg_new(cl, sp[1] == 'S' ? CL_SET : CL_KICK, NULL);
     memcpy(m->uid, uid, n);
     if (nl) {
@@ -568,7 +694,7 @@ static void on_room_message(struct cluster *cl, const char *msg, size_t mlen)
     m = msg_new(cl, CL_RMSG, NULL);
     memcpy(m->uid, w.room.p, w.room.len);
     m->seen = w.seq;
-    m->own = w.node.len == strlen(cl->self) && memcmp(w.node.p, cl->self, w.node.len) == 0;
+    m->own = is_self(cl, w.node.p, w.node.len);
     m->len = w.node.len + 1 + w.body.len;
     m->data = xmalloc(m->len + 1);
     memcpy(m->data, w.node.p, w.node.len);
@@ -613,8 +739,12 @@ static void home_control(struct cluster *cl, const struct cl_msg *m)
     int n = control_channel(cl, ch);
     struct buf b = {0};
 
-    buf_printf(&b, "%s %c %s", cl->self, m->op == CL_ANNOUNCE ? 'S' : 'K', m->uid);
-    if (m->op == CL_KICK_ALL) {
+    buf_printf(&b, "%s %c %s", cl->self,
+               m->op == CL_ANNOUNCE   ? 'S'
+               : m->op == CL_KICK_ALL ? 'K'
+                                      : 'Y',
+               m->uid);
+    if (m->op != CL_ANNOUNCE) {
         buf_append(&b, "\n", 1);
         buf_append(&b, m->data, m->len);
     }
@@ -640,7 +770,14 @@ static void on_home(struct cluster *cl, struct cl_msg *m)
         break;
     case CL_ANNOUNCE:
     case CL_KICK_ALL:
+    case CL_YIELD_ASK:
         home_control(cl, m);
+        break;
+    case CL_SPUT:
+        home_seats_put(cl, m);
+        break;
+    case CL_SGET:
+        home_seats_get(cl, m);
         break;
     case CL_RPUT:
         home_room_put(cl, m);
@@ -701,6 +838,12 @@ static void on_worker(struct cluster *cl, unsigned w, struct cl_msg *m)
     case CL_DEAD:
         h->dead(cl->ws[w].wctx, m->data);
         break;
+    case CL_SEATS:
+        h->seats(cl->ws[w].wctx, m->uid, m->err, (const struct cluster_seat *)m->data, m->bucket);
+        break;
+    case CL_YIELD:
+        h->yield(cl->ws[w].wctx, m->uid, m->bucket);
+        break;
     }
 }
 
@@ -760,6 +903,37 @@ void cluster_kick(struct cluster *cl, unsigned worker, const char *uid, const ch
     struct buf b = {0};
 
     buf_printf(&b, "%s\n%s", sid, reason ? reason : "");
+    m->data = b.data;
+    m->len = b.len;
+    to_home(cl, worker, m);
+}
+
+void cluster_seats_put(struct cluster *cl, unsigned worker, const char *uid, unsigned sessions,
+                       unsigned live)
+{
+    struct cl_msg *m = msg_new(cl, CL_SPUT, uid);
+    struct buf b = {0};
+
+    if (sessions) {
+        contrib_seats_encode(&b, MIN(sessions, CONTRIB_SEATS_MAX), MIN(live, sessions));
+        m->data = b.data;
+        m->len = b.len;
+    }
+    to_home(cl, worker, m);
+}
+
+void cluster_seats_get(struct cluster *cl, unsigned worker, const char *uid)
+{
+    to_home(cl, worker, msg_new(cl, CL_SGET, uid));
+}
+
+void cluster_yield(struct cluster *cl, unsigned worker, const char *uid, const char *node,
+                   unsigned count)
+{
+    struct cl_msg *m = msg_new(cl, CL_YIELD_ASK, uid);
+    struct buf b = {0};
+
+    buf_printf(&b, "%s %u", node, count);
     m->data = b.data;
     m->len = b.len;
     to_home(cl, worker, m);

@@ -37,7 +37,9 @@
  * user's settings to the shared store announces it there, and each other
  * node drops its cached copy (hooks.settings); an admin kick made on one
  * node is announced there too, and each other node ends the user's
- * sessions it holds (hooks.kick).
+ * sessions it holds (hooks.kick); so is a request to one node to end a
+ * user's sessions without a live connection to make room under the
+ * session cap (hooks.yield).
  *
  * Degraded. While a shard is unreachable (redis.h's health), puts and gets
  * for it fail with an error the hook sees; the engine then keeps serving
@@ -75,6 +77,14 @@ struct cluster_config {
     unsigned home;                         /* the worker that holds the connections */
 };
 
+#define CLUSTER_SEATS_MAX 32 /* other node epochs one seats answer lists */
+
+/* Another node epoch's session counts of a user (hooks.seats). */
+struct cluster_seat {
+    char node[CLUSTER_NODE_ID_MAX + 18]; /* "<node-id>.<epoch>" */
+    unsigned sessions, live;             /* live: those with a live connection */
+};
+
 /* What a worker's engine is told (wctx = what it gave cluster_attach()). */
 struct cluster_hooks {
     /* The global view of uid (a JSON object, contrib.h; len bytes,
@@ -98,6 +108,16 @@ struct cluster_hooks {
      * sid, or every one when sid is "", with reason (a short text, may be
      * ""). Runs on the worker that owns uid. */
     void (*kick)(void *wctx, const char *uid, const char *sid, const char *reason);
+    /* The answer to cluster_seats_get(): err < 0 (REDIS_E_*, n 0), or
+     * the session counts of uid on the n other live node epochs that
+     * have sessions of it (seats borrowed). Runs on the worker that
+     * asked. */
+    void (*seats)(void *wctx, const char *uid, int err, const struct cluster_seat *seats,
+                  unsigned n);
+    /* Another node asks this one to end count of uid's sessions without
+     * a live connection, oldest first, to make room under the session
+     * cap (cluster_yield()). Runs on the worker that owns uid. */
+    void (*yield)(void *wctx, const char *uid, unsigned count);
     /* ---- rooms (each runs on the room's owner, bus_route(room id)) ---- */
     /* A message of room's script: seq, the node epoch that ran it
      * (own: this one) and its ops, lines "+ <user> <joinedAt> <meta>",
@@ -157,6 +177,21 @@ void cluster_settings_changed(struct cluster *cl, unsigned worker, const char *u
  * reason (NULL = none): their hooks.kick runs within a Redis round trip. */
 void cluster_kick(struct cluster *cl, unsigned worker, const char *uid, const char *sid,
                   const char *reason);
+
+/* ---- the session cap across nodes (docs/cluster.md, "Session cap") ---- */
+
+/* This node holds sessions sessions of uid, live of them with a live
+ * connection (0 sessions: none any more); written to {u:<h>}:c, which
+ * cluster_seats_get() reads. */
+void cluster_seats_put(struct cluster *cl, unsigned worker, const char *uid, unsigned sessions,
+                       unsigned live);
+/* Asks for the other live node epochs' counts of uid (hooks.seats). */
+void cluster_seats_get(struct cluster *cl, unsigned worker, const char *uid);
+/* Asks node epoch node (as a seats answer named it) to end count of uid's
+ * sessions without a live connection (its hooks.yield), within a Redis
+ * round trip. */
+void cluster_yield(struct cluster *cl, unsigned worker, const char *uid, const char *node,
+                   unsigned count);
 
 /* ---- rooms (docs/cluster.md, "Rooms across nodes") ---- */
 

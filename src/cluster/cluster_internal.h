@@ -67,6 +67,8 @@ struct cluster {
 /* Key and channel names (cluster.c). */
 void cl__user_keys(const struct cluster *cl, const char *uid, char s[CLUSTER_KEY_MAX],
                    char a[CLUSTER_KEY_MAX]);
+/* uid's session counts per node epoch (the session cap). */
+void cl__seats_key(const struct cluster *cl, const char *uid, char out[CLUSTER_KEY_MAX]);
 void cl__node_index(const struct cluster *cl, const char *member, char out[CLUSTER_KEY_MAX]);
 /* Runs the user script for uid with this node's or a dead epoch's field
  * (home only); publishes the view when it changed. reply_to: the worker
@@ -79,6 +81,8 @@ void cl__pick_epoch(struct cluster *cl);
 /* Whether member ("<node>.<epoch>", len bytes) was live in the last
  * lease reply (node.c; home). */
 bool cl__is_live(const struct cluster *cl, const char *member, size_t len);
+/* Whether member is in the dead list (node.c; home). */
+bool cl__is_dead(const struct cluster *cl, const char *member, size_t len);
 /* The dead list changed: every worker hears it (hooks.dead; cluster.c). */
 void cl__dead_changed(struct cluster *cl);
 /* Tells every worker to put its local users again (hooks.health, up). */

@@ -133,3 +133,39 @@ int contrib_view_decode(const char *json, size_t len, struct contrib_view *out)
     cJSON_Delete(o);
     return r;
 }
+
+void contrib_seats_encode(struct buf *b, unsigned sessions, unsigned live)
+{
+    buf_printf(b, "%u %u", sessions, live);
+}
+
+/* A decimal number at *p (no sign, no leading zero) up to end. */
+static int seats_number(const char **p, const char *end, unsigned *out)
+{
+    const char *s = *p;
+    unsigned v = 0;
+
+    if (s == end || *s < '0' || *s > '9' || (*s == '0' && s + 1 < end && s[1] != ' '))
+        return -EINVAL;
+    for (; s < end && *s >= '0' && *s <= '9'; s++) {
+        v = v * 10 + (unsigned)(*s - '0');
+        if (v > CONTRIB_SEATS_MAX)
+            return -EINVAL;
+    }
+    *p = s;
+    *out = v;
+    return 0;
+}
+
+int contrib_seats_parse(const char *s, size_t len, unsigned *sessions, unsigned *live)
+{
+    const char *p = s, *end = s + len;
+    unsigned n, l;
+
+    if (seats_number(&p, end, &n) != 0 || p == end || *p++ != ' ' ||
+        seats_number(&p, end, &l) != 0 || p != end || l > n)
+        return -EINVAL;
+    *sessions = n;
+    *live = l;
+    return 0;
+}

@@ -21,7 +21,11 @@
  * seen: wall ms of the last sign of life when s is 0 (offline), else 0.
  * ver: strictly increasing per user, >= the Redis time in ms << 10.
  *
- * Both functions are pure.
+ * A node's session counts of a user (what the cross-node session cap
+ * reads, docs/cluster.md) are a separate, plain text: "<n> <l>", n
+ * sessions of which l have a live connection.
+ *
+ * Every function here is pure.
  */
 #ifndef CONTRIB_H
 #define CONTRIB_H
@@ -68,5 +72,15 @@ struct contrib_view {
 /* Decodes a global view. 0, or -EINVAL when json is not one (a field
  * missing, of the wrong type or out of range, a string too long). */
 int contrib_view_decode(const char *json, size_t len, struct contrib_view *out);
+
+/* Largest session count in a seats text. */
+#define CONTRIB_SEATS_MAX 999999u
+
+/* Appends "<sessions> <live>" to b (live <= sessions <= CONTRIB_SEATS_MAX). */
+void contrib_seats_encode(struct buf *b, unsigned sessions, unsigned live);
+/* Parses exactly len bytes of a seats text: 0, or -EINVAL when they are
+ * not two decimal numbers without leading zeros, one space apart, live <=
+ * sessions <= CONTRIB_SEATS_MAX. */
+int contrib_seats_parse(const char *s, size_t len, unsigned *sessions, unsigned *live);
 
 #endif

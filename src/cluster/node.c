@@ -98,9 +98,10 @@ static void rebuild_dead_list(struct cluster *cl)
     free(before);
 }
 
-bool cl__is_live(const struct cluster *cl, const char *member, size_t len)
+/* Whether member (len bytes) is one of list's comma-separated items. */
+static bool in_list(const struct buf *list, const char *member, size_t len)
 {
-    const char *p = cl->node.live.data, *end = p ? p + cl->node.live.len : NULL;
+    const char *p = list->data, *end = p ? p + list->len : NULL;
 
     while (p && p < end) {
         const char *c = memchr(p, ',', (size_t)(end - p));
@@ -110,6 +111,16 @@ bool cl__is_live(const struct cluster *cl, const char *member, size_t len)
         p = c ? c + 1 : end;
     }
     return false;
+}
+
+bool cl__is_live(const struct cluster *cl, const char *member, size_t len)
+{
+    return in_list(&cl->node.live, member, len);
+}
+
+bool cl__is_dead(const struct cluster *cl, const char *member, size_t len)
+{
+    return in_list(&cl->node.dead_list, member, len);
 }
 
 const char *cl__dead_list(const struct cluster *cl)
@@ -217,9 +228,14 @@ static void sweep_scanned(void *ctx, const redisReply *r, int err)
         return;
     }
     ids = r->element[1];
-    for (size_t i = 0; i < ids->elements; i++)
-        if (ids->element[i]->type == REDIS_REPLY_STRING)
-            cl__put(cl, ids->element[i]->str, s->member, NULL, s->seen, -1);
+    for (size_t i = 0; i < ids->elements; i++) {
+        char seats[CLUSTER_KEY_MAX];
+        if (ids->element[i]->type != REDIS_REPLY_STRING)
+            continue;
+        cl__put(cl, ids->element[i]->str, s->member, NULL, s->seen, -1);
+        cl__seats_key(cl, ids->element[i]->str, seats);
+        cmd(cl, seats, 3, (const char *[]){"HDEL", seats, s->member}, NULL, NULL);
+    }
     snprintf(s->cursor, sizeof(s->cursor), "%s", r->element[0]->str);
     if (strcmp(s->cursor, "0") != 0) {
         sweep_step(s);

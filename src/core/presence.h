@@ -284,6 +284,11 @@ void presence_free(struct presence *p);
  * lock a user out. */
 int presence_session_start(struct presence *p, const char *sid, const char *uid,
                            enum presence_device device, void *conn_ref, uint64_t now);
+/* Ends uid's oldest session without a live connection (the one the cap
+ * would end first), on_end REPLACED inside this call: how a session on
+ * another node makes room under the cap (docs/cluster.md). 0, or
+ * PRESENCE_E_NO_SESSION when uid has none (nothing changes). */
+int presence_user_yield(struct presence *p, const char *uid, uint64_t now);
 /* Explicit leave: ends the session at once (on_end LEAVE inside this call).
  * 0 or PRESENCE_E_NO_SESSION. */
 int presence_session_end(struct presence *p, const char *sid, uint64_t now);

@@ -321,6 +321,17 @@ int presence_session_start(struct presence *p, const char *sid, const char *uid,
     return 0;
 }
 
+int presence_user_yield(struct presence *p, const char *uid, uint64_t now)
+{
+    struct user *u = presence__user_find(p, uid);
+    struct session *old = u ? user_oldest_unattached(u) : NULL;
+
+    if (old == NULL)
+        return PRESENCE_E_NO_SESSION;
+    session_end(p, old, PRESENCE_END_REPLACED, now);
+    return 0;
+}
+
 int presence_session_end(struct presence *p, const char *sid, uint64_t now)
 {
     struct session *s = presence__session_find(p, sid);

@@ -15,6 +15,14 @@
  * shown plus one (the user's own presence shows versions, which must not
  * go back), so what Redis answers is compared with real_ver, the last
  * version Redis gave, not with the estimate's.
+ *
+ * The session cap across nodes. Every node writes its session counts of
+ * a user ("<sessions> <live>", contrib.h) when they change, at most once
+ * per SEATS_FLUSH_MS (a reload inside it writes nothing). A new session
+ * first reads the other nodes' counts (cu__admit()); at the cap, this
+ * node's sessions without a live connection end first, then the other
+ * nodes are asked to end theirs (cluster_yield()), and only when every
+ * session of the user has a live connection is the new one refused.
  */
 #include "cluster_user.h"
 
@@ -32,23 +40,31 @@
 
 /* A failed get is answered from what is known for this long. */
 #define RETRY_MS 1000
+/* Session counts are written this long after their first change. */
+#define SEATS_FLUSH_MS 250
 
 struct gview {
     struct hmap_node node; /* e->gviews */
     char uid[PRESENCE_ID_MAX + 1];
-    struct list parked; /* struct emsg.park: requests waiting for the view */
-    bool known;         /* v holds a global view (or an estimate) */
-    bool asked;         /* a get is out */
-    bool local;         /* this node has a contribution for the user */
-    bool watched;       /* local watchers: the bucket is subscribed */
-    bool degraded;      /* v is an estimate made while Redis was unreachable */
-    bool dirty;         /* a put failed: Redis may not have this node's contribution */
-    bool stale;         /* watched, and the last get failed: read again (reget()) */
-    unsigned puts_out;  /* puts whose reply has not come back */
-    unsigned local_n;   /* sessions in this node's last contribution */
-    uint64_t real_ver;  /* the last version Redis gave (v.ver may be an estimate's) */
-    uint64_t failed_at; /* loop ms of the last failed get: answer from what is known */
-    uint32_t pass;      /* the last anti-entropy pass that refreshed it */
+    struct list parked;     /* struct emsg.park: requests waiting for the view */
+    struct list admits;     /* struct emsg.park: new sessions waiting for the counts */
+    struct list seats_link; /* e->seats_dirty, while seats_dirty */
+    bool known;             /* v holds a global view (or an estimate) */
+    bool asked;             /* a get is out */
+    bool local;             /* this node has a contribution for the user */
+    bool watched;           /* local watchers: the bucket is subscribed */
+    bool degraded;          /* v is an estimate made while Redis was unreachable */
+    bool dirty;             /* a put failed: Redis may not have this node's contribution */
+    bool stale;             /* watched, and the last get failed: read again (reget()) */
+    bool seats_asked;       /* a read of the other nodes' counts is out */
+    bool seats_dirty;       /* the counts may differ from seats_n/seats_l */
+    unsigned seats_n;       /* sessions in the last counts written */
+    unsigned seats_l;       /* ... of them with a live connection */
+    unsigned puts_out;      /* puts whose reply has not come back */
+    unsigned local_n;       /* sessions in this node's last contribution */
+    uint64_t real_ver;      /* the last version Redis gave (v.ver may be an estimate's) */
+    uint64_t failed_at;     /* loop ms of the last failed get: answer from what is known */
+    uint32_t pass;          /* the last anti-entropy pass that refreshed it */
     struct contrib_view v;
 };
 
@@ -71,6 +87,7 @@ static struct gview *get(struct engine *e, const char *uid)
     g = xcalloc(1, sizeof(*g));
     copy_id(g->uid, uid);
     list_init(&g->parked);
+    list_init(&g->admits);
     hmap_insert(&e->gviews, &g->node, str_hash(g->uid));
     return g;
 }
@@ -92,7 +109,8 @@ static bool is_held(const struct engine *e, const struct gview *g)
 static void drop_if_unused(struct engine *e, struct gview *g)
 {
     if (is_held(e, g) || g->local || g->watched || !list_empty(&g->parked) || g->asked ||
-        g->dirty || g->puts_out)
+        g->dirty || g->puts_out || !list_empty(&g->admits) || g->seats_asked || g->seats_dirty ||
+        g->seats_n)
         return;
     hmap_remove(&e->gviews, &g->node);
     free(g);
@@ -165,23 +183,25 @@ void cu__truth(struct engine *e, const char *uid, struct presence_view *out, boo
     presence_get_user(e->pres, uid, loop_now(e->w->loop), out);
 }
 
+/* The first request parked on l, taken off it. */
+static struct emsg *unpark(struct list *l)
+{
+    struct emsg *em = container_of(list_first(l), struct emsg, park);
+
+    list_del(&em->park);
+    em->parked = false;
+    return em;
+}
+
 /* Runs the requests that waited for g's view. */
 static void release(struct engine *e, struct gview *g)
 {
     struct list todo;
 
     list_init(&todo);
-    while (!list_empty(&g->parked)) {
-        struct list *l = list_first(&g->parked);
-        list_del(l);
-        list_insert_tail(&todo, l);
-    }
-    while (!list_empty(&todo)) {
-        struct emsg *em = container_of(list_first(&todo), struct emsg, park);
-        list_del(&em->park);
-        em->parked = false;
-        engine__dispatch(e->w, &em->msg);
-    }
+    list_move_all(&todo, &g->parked);
+    while (!list_empty(&todo))
+        engine__dispatch(e->w, &unpark(&todo)->msg);
 }
 
 /* g's view becomes nv (a larger version): watchers see the change. */
@@ -273,6 +293,138 @@ void cu__local_change(struct engine *e, const struct presence_view *cur)
 
     put(e, g, cur);
     drop_if_unused(e, g);
+}
+
+/* ---- the session cap across nodes ---- */
+
+/* uid's sessions here; *live gets those with a live connection. */
+static unsigned local_seats(struct engine *e, const char *uid, unsigned *live)
+{
+    struct presence_session_info si[64];
+    size_t n = presence_list_sessions(e->pres, uid, si, ARRAY_SIZE(si));
+
+    *live = 0;
+    for (size_t i = 0; i < n && i < ARRAY_SIZE(si); i++)
+        *live += si[i].attached && si[i].conn_ref != NULL;
+    return (unsigned)n;
+}
+
+static void seats_write(struct engine *e, struct gview *g)
+{
+    unsigned live, n = local_seats(e, g->uid, &live);
+
+    if (n == g->seats_n && live == g->seats_l)
+        return;
+    cluster_seats_put(e->env->cluster, e->w->id, g->uid, n, live);
+    g->seats_n = n;
+    g->seats_l = live;
+}
+
+static void seats_flush(struct wheel_timer *t, uint64_t now)
+{
+    struct engine *e = container_of(t, struct engine, seats_timer);
+
+    (void)now;
+    e->seats_armed = false;
+    while (!list_empty(&e->seats_dirty)) {
+        struct gview *g = container_of(list_first(&e->seats_dirty), struct gview, seats_link);
+        list_del(&g->seats_link);
+        g->seats_dirty = false;
+        seats_write(e, g);
+        drop_if_unused(e, g);
+    }
+}
+
+void cu__seats_changed(struct engine *e, const char *uid)
+{
+    struct gview *g;
+
+    if (!cu__on(e))
+        return;
+    g = get(e, uid);
+    if (!g->seats_dirty) {
+        g->seats_dirty = true;
+        list_insert_tail(&e->seats_dirty, &g->seats_link);
+    }
+    if (!e->seats_armed) {
+        e->seats_armed = true;
+        loop_timer_start(e->w->loop, &e->seats_timer, SEATS_FLUSH_MS);
+    }
+}
+
+bool cu__admit(struct engine *e, struct emsg *em)
+{
+    struct gview *g;
+
+    if (!cu__on(e) || em->admit != ADMIT_UNCHECKED || cluster_degraded(e->env->cluster))
+        return true;
+    g = get(e, em->uid);
+    em->parked = true;
+    list_insert_tail(&g->admits, &em->park);
+    if (!g->seats_asked) {
+        g->seats_asked = true;
+        cluster_seats_get(e->env->cluster, e->w->id, em->uid);
+    }
+    return false;
+}
+
+/* Whether one more session of uid fits under the cap, given the other
+ * nodes' counts; makes room when it must, and ends nothing when not. */
+static bool make_room(struct engine *e, const char *uid, const struct cluster_seat *s, unsigned n)
+{
+    unsigned cap = (unsigned)e->w->srv->cfg.max_sessions_per_user, live;
+    unsigned total = local_seats(e, uid, &live), spare = total - live, need;
+    uint64_t now = loop_now(e->w->loop);
+
+    for (unsigned i = 0; i < n; i++) {
+        total += s[i].sessions;
+        spare += s[i].sessions - s[i].live;
+    }
+    if (total < cap)
+        return true;
+    need = total + 1 - cap;
+    if (spare < need)
+        return false;
+    while (need && presence_user_yield(e->pres, uid, now) == 0)
+        need--;
+    for (unsigned i = 0; need && i < n; i++) {
+        unsigned k = MIN(s[i].sessions - s[i].live, need);
+        if (k)
+            cluster_yield(e->env->cluster, e->w->id, uid, s[i].node, k);
+        need -= k;
+    }
+    return true;
+}
+
+static void on_seats(void *wctx, const char *uid, int err, const struct cluster_seat *seats,
+                     unsigned n)
+{
+    struct engine *e = wctx;
+    struct gview *g = find(e, uid);
+    struct list todo;
+
+    if (!g)
+        return;
+    g->seats_asked = false;
+    list_init(&todo);
+    list_move_all(&todo, &g->admits); /* g may go while they run */
+    while (!list_empty(&todo)) {
+        struct emsg *em = unpark(&todo);
+        /* A failed read: the local cap alone, as while Redis is away. */
+        em->admit = err < 0 || make_room(e, uid, seats, n) ? ADMIT_YES : ADMIT_NO;
+        engine__dispatch(e->w, &em->msg);
+    }
+    if ((g = find(e, uid)))
+        drop_if_unused(e, g);
+}
+
+static void on_yield(void *wctx, const char *uid, unsigned count)
+{
+    struct engine *e = wctx;
+    uint64_t now = loop_now(e->w->loop);
+
+    while (count-- && presence_user_yield(e->pres, uid, now) == 0)
+        ;
 }
 
 /* ---- reads and watchers ---- */
@@ -449,6 +601,9 @@ static void on_health(void *wctx, bool up)
         struct presence_view cur;
         if (g->watched && !g->local)
             reget(e, g);
+        if (g->seats_n) { /* Redis may have lost them, or this is a new epoch */
+            cluster_seats_put(e->env->cluster, e->w->id, g->uid, g->seats_n, g->seats_l);
+        }
         if (!g->local && !g->dirty && !g->degraded)
             continue;
         presence_get_user(e->pres, g->uid, loop_now(e->w->loop), &cur);
@@ -538,6 +693,8 @@ static const struct cluster_hooks hooks = {
     .health = on_health,
     .settings = on_settings,
     .kick = on_kick,
+    .seats = on_seats,
+    .yield = on_yield,
     .room_message = cr__on_message,
     .room_state = cr__on_state,
     .room_resync = cr__on_resync,
@@ -549,11 +706,21 @@ void cu__attach(struct engine *e)
     if (!cu__on(e))
         return;
     cluster_attach(e->env->cluster, e->w, &hooks, e);
+    list_init(&e->seats_dirty);
+    wheel_timer_init(&e->seats_timer, seats_flush);
     if (e->w->srv->cfg.cluster_reassert_ms > 0) {
         e->reassert_pass = 1;
         e->reassert_began = loop_now(e->w->loop);
         wheel_timer_init(&e->reassert_timer, reassert_tick);
         loop_timer_start(e->w->loop, &e->reassert_timer, REASSERT_TICK_MS);
+    }
+}
+
+static void free_parked(struct list *l)
+{
+    while (!list_empty(l)) {
+        struct emsg *em = unpark(l);
+        em->msg.free(&em->msg);
     }
 }
 
@@ -565,17 +732,15 @@ void cu__detach(struct engine *e)
     if (!cu__on(e))
         return;
     wheel_del(&e->reassert_timer);
+    wheel_del(&e->seats_timer);
     if (held.e == e)
         held.e = NULL;
     cluster_detach(e->env->cluster, e->w->id);
     for (n = hmap_first(&e->gviews, &it); n; n = next) {
         struct gview *g = container_of(n, struct gview, node);
         next = hmap_next(&e->gviews, n, &it);
-        while (!list_empty(&g->parked)) {
-            struct emsg *em = container_of(list_first(&g->parked), struct emsg, park);
-            list_del(&em->park);
-            em->msg.free(&em->msg);
-        }
+        free_parked(&g->parked);
+        free_parked(&g->admits);
         hmap_remove(&e->gviews, n);
         free(g);
     }

@@ -47,6 +47,19 @@ bool cu__in_order(struct engine *e, struct emsg *em, const char *uid);
  * else the local presence core's. *degraded (may be NULL) says whether it
  * is an estimate made while Redis was unreachable. */
 void cu__truth(struct engine *e, const char *uid, struct presence_view *out, bool *degraded);
+/* The session cap across nodes (docs/cluster.md, "Session cap"). True
+ * when em (OP_START or OP_HTTP_BEAT of em->uid, about to start a new
+ * session) may go on: not clustered, Redis unreachable (the local cap
+ * alone then), or em->admit already says (ADMIT_YES/_NO). Else parks em
+ * while the other nodes' session counts are read, and then sets em->admit
+ * and dispatches it again: ADMIT_YES after making room when it must
+ * (sessions without a live connection end, here at once and on other
+ * nodes within a round trip), ADMIT_NO when every session has one. */
+bool cu__admit(struct engine *e, struct emsg *em);
+/* uid's sessions on this node started, ended, lost or regained their
+ * connection: its counts are written within SEATS_FLUSH_MS. No-op when
+ * not clustered. Safe inside a presence callback. */
+void cu__seats_changed(struct engine *e, const char *uid);
 /* An admin kick of uid's sessions (sid, or all when "") made here: the
  * other nodes end theirs too. */
 void cu__kick(struct engine *e, const char *uid, const char *sid, const char *reason);

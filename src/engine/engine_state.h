@@ -59,6 +59,9 @@ struct engine {
     struct wheel_timer reassert_timer; /* the anti-entropy pass, a slice a second */
     uint32_t reassert_pass;            /* the pass in progress (gview.pass) */
     uint64_t reassert_began;           /* loop ms the pass began */
+    struct list seats_dirty;           /* struct gview.seats_link: session counts to write */
+    struct wheel_timer seats_timer;    /* writes them, SEATS_FLUSH_MS after the first */
+    bool seats_armed;                  /* seats_timer is running */
     /* durable last seen (lastseen.c) */
     struct ls_engine *lastseen;
     /* privacy (engine_privacy.c) */

@@ -136,13 +136,7 @@ static void resume_all(struct engine *e)
     struct list now;
 
     list_init(&now);
-    if (!list_empty(&e->paused)) {
-        now.next = e->paused.next;
-        now.prev = e->paused.prev;
-        now.next->prev = &now;
-        now.prev->next = &now;
-        list_init(&e->paused);
-    }
+    list_move_all(&now, &e->paused);
     while (!list_empty(&now)) {
         struct flow_rec *r = container_of(now.next, struct flow_rec, link);
         struct conn *conn = wsconn_to_conn(r->c->ws);

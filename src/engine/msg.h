@@ -83,6 +83,14 @@ enum admin_op {
     ADMIN_KICK,
 };
 
+/* A new session against the session cap across nodes (em->admit;
+ * cluster_user.h). */
+enum admit {
+    ADMIT_UNCHECKED, /* not checked yet (or not clustered) */
+    ADMIT_YES,       /* it fits (room was made) */
+    ADMIT_NO,        /* every session of the user has a live connection */
+};
+
 /* The bytes of a client's ref kept as JSON text, NUL included. */
 #define MSG_REF_MAX 64
 
@@ -103,6 +111,7 @@ struct emsg {
     bool unfiltered;     /* OP_QUERY from the admin API */
     bool parked;         /* owned by a puser: do not free */
     bool reread;         /* a settings write that re-read stale settings */
+    uint8_t admit;       /* OP_START/OP_HTTP_BEAT: enum admit, the cap across nodes */
     int err;             /* OP_STARTED/OP_REPLY: 0 or a PRESENCE_E_* */
     uint32_t index;      /* OP_QUERY/OP_ANSWER: position in the answer; room joins,
                           * refreshes and OP_RSTATE: the room link's join number */

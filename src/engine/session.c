@@ -128,6 +128,7 @@ void session__on_end(void *ctx, const struct presence_session_info *s, enum pres
     struct emsg *em;
 
     engine__rooms_session_ended(e, s->sid, s->user); /* its rooms see it leave */
+    cu__seats_changed(e, s->user);
     if (why == PRESENCE_END_GRACE || !s->attached || conn_id == 0)
         return; /* its socket is already gone, or it is an HTTP session */
     em = emsg_new(OP_ENDED, conn_id);
@@ -155,28 +156,44 @@ char *session__new_sid(char out[PRESENCE_ID_MAX + 1])
     return out;
 }
 
+/* A new session of req's user: under the cap across nodes first (which
+ * may park req, then 1), then the local one. */
+static int start_new(struct engine *e, struct emsg *req, void *ref, uint64_t now)
+{
+    char sid[PRESENCE_ID_MAX + 1];
+
+    if (!cu__admit(e, req))
+        return 1;
+    if (req->admit == ADMIT_NO)
+        return PRESENCE_E_TOO_MANY;
+    emsg_set_id(&req->sid, session__new_sid(sid));
+    return presence_session_start(e->pres, req->sid, req->uid, (enum presence_device)req->device,
+                                  ref, now);
+}
+
 void session__on_start(struct engine *e, struct emsg *req)
 {
     uint64_t now = loop_now(e->w->loop);
     void *ref = (void *)(uintptr_t)req->conn_id;
     void *old = NULL;
-    struct emsg *res = emsg_new(OP_STARTED, req->conn_id);
-    char sid[PRESENCE_ID_MAX + 1];
+    struct emsg *res;
+    bool resumed = false;
     int r = -1;
 
     if (req->arg && presence_session_resume(e->pres, req->uid, req->sid, ref, &old, now) == 0) {
-        res->arg = 1;
+        resumed = true;
         if (old) { /* the same session on another socket: that one goes */
             struct emsg *kick = emsg_new(OP_KICK, (uint64_t)(uintptr_t)old);
             owner_send(e, owner_of_conn(kick->conn_id), kick);
         }
         r = 0;
     }
-    if (r != 0) {
-        emsg_set_id(&req->sid, session__new_sid(sid));
-        r = presence_session_start(e->pres, req->sid, req->uid, (enum presence_device)req->device,
-                                   ref, now);
-    }
+    if (r != 0 && (r = start_new(e, req, ref, now)) == 1)
+        return; /* parked: the other nodes' counts first */
+    if (r == 0)
+        cu__seats_changed(e, req->uid);
+    res = emsg_new(OP_STARTED, req->conn_id);
+    res->arg = resumed;
     res->err = r;
     emsg_set_id(&res->sid, req->sid);
     owner_send(e, owner_of_conn(req->conn_id), res);
@@ -236,8 +253,12 @@ void session__on_leave(struct engine *e, struct emsg *req)
 
 void session__on_closed(struct engine *e, struct emsg *req)
 {
-    presence_socket_closed(e->pres, req->sid, (void *)(uintptr_t)req->conn_id,
-                           loop_now(e->w->loop));
+    struct presence_session_info si;
+
+    if (presence_socket_closed(e->pres, req->sid, (void *)(uintptr_t)req->conn_id,
+                               loop_now(e->w->loop)) == 0 &&
+        presence_get_session(e->pres, req->sid, &si) == 0)
+        cu__seats_changed(e, si.user);
 }
 
 /* Owner side: a heartbeat over HTTP starts the session if needed (an HTTP
@@ -251,7 +272,6 @@ void session__on_http_beat(struct engine *e, struct emsg *req)
     struct buf b = {0};
     bool known = req->sid[0] && presence_get_session(e->pres, req->sid, &si) == 0 &&
                  strcmp(si.user, req->uid) == 0 && si.conn_ref == NULL;
-    char sid[PRESENCE_ID_MAX + 1];
     int r = 0;
 
     if (req->arg) { /* leave */
@@ -264,10 +284,10 @@ void session__on_http_beat(struct engine *e, struct emsg *req)
     }
     if (known) {
         presence_heartbeat(e->pres, req->sid, now);
-    } else {
-        emsg_set_id(&req->sid, session__new_sid(sid));
-        r = presence_session_start(e->pres, req->sid, req->uid, (enum presence_device)req->device,
-                                   NULL, now);
+    } else if ((r = start_new(e, req, NULL, now)) == 1) {
+        return; /* parked: the other nodes' counts first */
+    } else if (r == 0) {
+        cu__seats_changed(e, req->uid);
     }
     if (r < 0) {
         buf_append_str(&b, "!{\"error\":{\"code\":\"too_many_sessions\",\"message\":");

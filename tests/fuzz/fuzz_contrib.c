@@ -2,14 +2,17 @@
 /*
  * fuzz_contrib.c - libFuzzer target for contrib_view_decode(), the parser
  * of a user's global view as it arrives from Redis (published by another
- * node, or read back).
+ * node, or read back), and contrib_seats_parse(), the parser of another
+ * node's session counts read for the session cap.
  *
  * The input is the message's bytes, read from an exactly sized heap copy
  * (ASan catches a read past the end). Checked: the decoder returns 0 or
  * -EINVAL; on 0 every field is in range (a known status, NUL-terminated
  * strings within their arrays, a non-empty user id), and encoding a
  * contribution made of the decoded fields gives JSON that json_check()
- * accepts. A broken invariant aborts, which libFuzzer reports as a crash.
+ * accepts. Seats: 0 or -EINVAL; on 0 live <= sessions, and encoding the
+ * counts gives back the input's bytes. A broken invariant aborts, which libFuzzer reports as a
+ * crash.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -44,6 +47,21 @@ static void check_view(const struct contrib_view *v)
     buf_release(&b);
 }
 
+static void check_seats(const char *s, size_t len)
+{
+    unsigned n, l;
+    struct buf b = {0};
+    int r = contrib_seats_parse(s, len, &n, &l);
+
+    CHECK(r == 0 || r == -EINVAL);
+    if (r != 0)
+        return;
+    CHECK(l <= n && n <= CONTRIB_SEATS_MAX);
+    contrib_seats_encode(&b, n, l);
+    CHECK(b.len == len && memcmp(b.data, s, len) == 0);
+    buf_release(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *copy = malloc(size ? size : 1);
@@ -57,6 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(r == 0 || r == -EINVAL);
     if (r == 0)
         check_view(&v);
+    check_seats(copy, size);
     free(copy);
     return 0;
 }

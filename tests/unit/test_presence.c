@@ -1066,6 +1066,37 @@ static void test_max_sessions_replaces_unattached(void **state)
     fx_free(f);
 }
 
+/* presence_user_yield(): what a session on another node asks for under
+ * the cap across nodes. It ends the oldest session without a live
+ * connection, never a live one, and says when there is none. */
+static void test_user_yield(void **state)
+{
+    struct fx *f = fx_new();
+
+    (void)state;
+    start(f, "live", "u", PRESENCE_DEVICE_DESKTOP);
+    assert_int_equal(presence_session_start(f->p, "http", "u", PRESENCE_DEVICE_WEB, NULL, f->now),
+                     0);
+    assert_int_equal(
+        presence_session_start(f->p, "drop", "u", PRESENCE_DEVICE_MOBILE, conn(2), f->now), 0);
+    assert_int_equal(presence_socket_closed(f->p, "drop", conn(2), f->now), 0);
+    flush(f);
+    clear(f);
+    assert_int_equal(presence_user_yield(f->p, "u", f->now), 0);
+    assert_int_equal(f->nends, 1);
+    assert_string_equal(f->ends[0].sid, "http");
+    assert_int_equal(f->ends[0].reason, PRESENCE_END_REPLACED);
+    assert_int_equal(presence_user_yield(f->p, "u", f->now), 0);
+    assert_string_equal(f->ends[1].sid, "drop");
+    assert_int_equal(presence_user_yield(f->p, "u", f->now), PRESENCE_E_NO_SESSION);
+    assert_int_equal(presence_user_yield(f->p, "nobody", f->now), PRESENCE_E_NO_SESSION);
+    assert_int_equal(f->nends, 2);
+    assert_int_equal(stats(f).sessions, 1);
+    flush(f);
+    assert_int_equal(view(f, "u").status, PRESENCE_ONLINE);
+    fx_free(f);
+}
+
 static void test_max_sessions_and_ids(void **state)
 {
     struct presence_config cfg;
@@ -2379,6 +2410,7 @@ int main(void)
         cmocka_unit_test(test_device_breakdown_merges_same_type),
         cmocka_unit_test(test_max_sessions_and_ids),
         cmocka_unit_test(test_max_sessions_replaces_unattached),
+        cmocka_unit_test(test_user_yield),
         cmocka_unit_test(test_debounce_flap_cancels),
         cmocka_unit_test(test_debounce_merges_to_last_and_versions_increase),
         cmocka_unit_test(test_version_start_seeds_versions),
