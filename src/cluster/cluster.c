@@ -42,6 +42,10 @@ enum cl_op {
     CL_SPUT,      /* worker -> home: uid, data = "<n> <l>" or NULL (none here) */
     CL_SGET,      /* worker -> home: uid */
     CL_YIELD_ASK, /* worker -> home: uid, data = "<node epoch> <count>" */
+    CL_HS_PUT,    /* worker -> home: uid, data = sid, seen = deadline */
+    CL_HS_DEL,    /* worker -> home: uid, data = sid */
+    CL_HS_GET,    /* worker -> home: uid, data = sid */
+    CL_HS_FWD,    /* worker -> home: uid, data = "<node epoch> <sid>", up = leave */
     CL_VIEW,      /* home -> owner: uid, err, data = view JSON or NULL, own */
     CL_RESYNC,    /* home -> every worker: bucket */
     CL_HEALTH,    /* home -> every worker: up */
@@ -53,6 +57,8 @@ enum cl_op {
     CL_DEAD,      /* home -> every worker: data = the dead list */
     CL_SEATS,     /* home -> asker: uid, err, data = struct cluster_seat[bucket] */
     CL_YIELD,     /* home -> owner: end bucket of uid's sessions without a connection */
+    CL_HSESSION,  /* home -> asker: uid, data = "sid\nnode", bucket = enum cluster_hs */
+    CL_HBEAT,     /* home -> owner: uid, data = sid, up = leave */
 };
 
 struct cl_msg {
@@ -129,6 +135,14 @@ void cl__seats_key(const struct cluster *cl, const char *uid, char out[CLUSTER_K
 
     tag_hex(uid, h);
     snprintf(out, CLUSTER_KEY_MAX, "pd:%s:{u:%s}:c", cl->cfg.app, h);
+}
+
+static void hs_key(const struct cluster *cl, const char *uid, char out[CLUSTER_KEY_MAX])
+{
+    char h[17];
+
+    tag_hex(uid, h);
+    snprintf(out, CLUSTER_KEY_MAX, "pd:%s:{u:%s}:h", cl->cfg.app, h);
 }
 
 void cl__node_index(const struct cluster *cl, const char *member, char out[CLUSTER_KEY_MAX])
@@ -478,6 +492,104 @@ static void home_seats_get(struct cluster *cl, const struct cl_msg *m)
         seats_done(q, NULL, REDIS_E_FULL);
 }
 
+/* ---- socketless HTTP sessions (home) ---- */
+
+static void home_hs_put(struct cluster *cl, const struct cl_msg *m)
+{
+    char k[CLUSTER_KEY_MAX], v[CLUSTER_SELF_MAX + 24];
+    const char *set[4] = {"HSET", k, m->data, v}, *exp[3] = {"PEXPIRE", k, "86400000"};
+    size_t len[4], elen[3];
+
+    hs_key(cl, m->uid, k);
+    snprintf(v, sizeof(v), "%s %llu", cl->self, (unsigned long long)m->seen);
+    for (int i = 0; i < 4; i++)
+        len[i] = strlen(set[i]);
+    for (int i = 0; i < 3; i++)
+        elen[i] = strlen(exp[i]);
+    redis_cmd(cl->r, k, len[1], 4, set, len, NULL, NULL);
+    redis_cmd(cl->r, k, len[1], 3, exp, elen, NULL, NULL);
+}
+
+static void home_hs_del(struct cluster *cl, const struct cl_msg *m)
+{
+    char k[CLUSTER_KEY_MAX];
+    const char *argv[3] = {"HDEL", k, m->data};
+    size_t len[3];
+
+    hs_key(cl, m->uid, k);
+    for (int i = 0; i < 3; i++)
+        len[i] = strlen(argv[i]);
+    redis_cmd(cl->r, k, len[1], 3, argv, len, NULL, NULL);
+}
+
+struct hs_req {
+    struct cluster *cl;
+    unsigned reply_to;
+    char uid[PRESENCE_ID_MAX + 1];
+    char sid[PRESENCE_ID_MAX + 1];
+};
+
+/* Who holds the session a record (r: HGET's reply) names. */
+static enum cluster_hs hs_state(struct cluster *cl, const redisReply *r, size_t *node_len)
+{
+    uint64_t deadline;
+
+    if (!r || r->type != REDIS_REPLY_STRING ||
+        contrib_hs_parse(r->str, r->len, node_len, &deadline) != 0)
+        return CLUSTER_HS_NONE;
+    /* This node's own: the engine would have found it; a passed deadline:
+     * ended, whoever held it. */
+    if (is_self(cl, r->str, *node_len) || deadline <= time_wall_ms())
+        return CLUSTER_HS_NONE;
+    /* A holder whose lease expired, even in its grace: taking the session
+     * over now, before the holder is swept, is what keeps its user from
+     * going offline for the node's death. */
+    return cl__lease_expired(cl, r->str, *node_len) ? CLUSTER_HS_ORPHAN : CLUSTER_HS_OWNED;
+}
+
+static void hs_done(void *ctx, const redisReply *r, int err)
+{
+    struct hs_req *q = ctx;
+    struct cl_msg *m;
+    size_t nl = 0;
+    enum cluster_hs st;
+    struct buf b = {0};
+
+    if (err == REDIS_E_CLOSED) {
+        free(q);
+        return;
+    }
+    st = err ? CLUSTER_HS_NONE : hs_state(q->cl, r, &nl);
+    buf_printf(&b, "%s\n%.*s", q->sid, st == CLUSTER_HS_NONE ? 0 : (int)nl,
+               st == CLUSTER_HS_NONE ? "" : r->str);
+    log_debug("cluster", "http session %s of %s: %d %s", q->sid, q->uid, (int)st,
+              strchr(b.data, '\n') + 1);
+    m = msg_new(q->cl, CL_HSESSION, q->uid);
+    m->bucket = (unsigned)st;
+    m->data = b.data;
+    m->len = b.len;
+    send_to(q->cl, q->reply_to, m);
+    free(q);
+}
+
+static void home_hs_get(struct cluster *cl, const struct cl_msg *m)
+{
+    char k[CLUSTER_KEY_MAX];
+    const char *argv[3] = {"HGET", k, m->data};
+    size_t len[3];
+    struct hs_req *q = xcalloc(1, sizeof(*q));
+
+    q->cl = cl;
+    q->reply_to = m->msg.from;
+    memcpy(q->uid, m->uid, sizeof(q->uid));
+    snprintf(q->sid, sizeof(q->sid), "%s", m->data);
+    hs_key(cl, m->uid, k);
+    for (int i = 0; i < 3; i++)
+        len[i] = strlen(argv[i]);
+    if (redis_cmd(cl->r, k, len[1], 3, argv, len, hs_done, q) != 0)
+        hs_done(q, NULL, REDIS_E_FULL);
+}
+
 static void room_eval(struct cluster *cl, const char *room, int script, int argc, const char **args,
                       redis_reply_cb *cb, struct cl_req *q)
 {
@@ -625,27 +737,38 @@ static void on_subscribed(void *ctx, const char *ch, size_t len)
         broadcast_data(cl, CL_RRESYNC, tag, 16);
 }
 
-/* "Y <uid>\n<node epoch> <count>": to uid's owner when this node is the
- * one asked. */
-static void on_yield(struct cluster *cl, const char *uid, size_t n, const char *rest, size_t len)
+/* A control message for one node, "<op> <uid>\n<node epoch> <arg>": to
+ * uid's owner when this node is the one named. Y: arg is how many
+ * sessions without a connection to end; H, E: arg is the HTTP session
+ * to beat or end. */
+static void on_targeted(struct cluster *cl, char op, const char *uid, size_t n, const char *rest,
+                        size_t len)
 {
-    size_t self = strlen(cl->self);
-    unsigned long count;
-    char num[8];
+    size_t self = strlen(cl->self), alen;
+    const char *arg = rest + self + 1;
     struct cl_msg *m;
+    char num[8];
 
-    if (len <= self + 1 || len - self - 1 >= sizeof(num) || memcmp(rest, cl->self, self) != 0 ||
-        rest[self] != ' ')
+    if (len <= self + 1 || memcmp(rest, cl->self, self) != 0 || rest[self] != ' ')
         return;
-    memcpy(num, rest + self + 1, len - self - 1);
-    num[len - self - 1] = '\0';
-    count = strtoul(num, NULL, 10);
-    if (count == 0 || count > CONTRIB_SEATS_MAX)
+    alen = len - self - 1;
+    if (memchr(arg, '\0', alen) || memchr(arg, ' ', alen) || alen > PRESENCE_ID_MAX)
         return;
-    log_debug("cluster", "asked to end %lu of %.*s's sessions", count, (int)n, uid);
-    m = msg_new(cl, CL_YIELD, NULL);
+    m = msg_new(cl, op == 'Y' ? CL_YIELD : CL_HBEAT, NULL);
     memcpy(m->uid, uid, n);
-    m->bucket = (unsigned)count;
+    if (op == 'Y') {
+        memcpy(num, arg, MIN(alen, sizeof(num) - 1));
+        num[MIN(alen, sizeof(num) - 1)] = '\0';
+        m->bucket = (unsigned)strtoul(num, NULL, 10);
+        if (alen >= sizeof(num) || m->bucket == 0 || m->bucket > CONTRIB_SEATS_MAX) {
+            msg_free(&m->msg);
+            return;
+        }
+    } else {
+        msg_set_data(m, arg, alen);
+        m->up = op == 'E';
+    }
+    log_debug("cluster", "control %c for %.*s: %.*s", op, (int)n, uid, (int)alen, arg);
     send_to(cl, bus_route(cl->bus, m->uid, n), m);
 }
 
@@ -659,15 +782,15 @@ static void on_control(struct cluster *cl, const char *msg, size_t mlen)
 
     if (!sp || ((size_t)(sp - msg) == self && memcmp(msg, cl->self, self) == 0))
         return;
-    if (end - sp < 4 || (sp[1] != 'S' && sp[1] != 'K' && sp[1] != 'Y') || sp[2] != ' ')
+    if (end - sp < 4 || !strchr("SKYHE", sp[1]) || sp[2] != ' ')
         return;
     uid = sp + 3;
     nl = memchr(uid, '\n', (size_t)(end - uid));
     n = (size_t)((nl ? nl : end) - uid);
     if (n == 0 || n > PRESENCE_ID_MAX || memchr(uid, '\0', n) || (sp[1] != 'S' && !nl))
         return;
-    if (sp[1] == 'Y') {
-        on_yield(cl, uid, n, nl + 1, (size_t)(end - nl - 1));
+    if (sp[1] != 'S' && sp[1] != 'K') {
+        on_targeted(cl, sp[1], uid, n, nl + 1, (size_t)(end - nl - 1));
         return;
     }
     m = msg_new(cl, sp[1] == 'S' ? CL_SET : CL_KICK, NULL);
@@ -740,9 +863,11 @@ static void home_control(struct cluster *cl, const struct cl_msg *m)
     struct buf b = {0};
 
     buf_printf(&b, "%s %c %s", cl->self,
-               m->op == CL_ANNOUNCE   ? 'S'
-               : m->op == CL_KICK_ALL ? 'K'
-                                      : 'Y',
+               m->op == CL_ANNOUNCE    ? 'S'
+               : m->op == CL_KICK_ALL  ? 'K'
+               : m->op == CL_YIELD_ASK ? 'Y'
+               : m->up                 ? 'E'
+                                       : 'H',
                m->uid);
     if (m->op != CL_ANNOUNCE) {
         buf_append(&b, "\n", 1);
@@ -771,7 +896,17 @@ static void on_home(struct cluster *cl, struct cl_msg *m)
     case CL_ANNOUNCE:
     case CL_KICK_ALL:
     case CL_YIELD_ASK:
+    case CL_HS_FWD:
         home_control(cl, m);
+        break;
+    case CL_HS_PUT:
+        home_hs_put(cl, m);
+        break;
+    case CL_HS_DEL:
+        home_hs_del(cl, m);
+        break;
+    case CL_HS_GET:
+        home_hs_get(cl, m);
         break;
     case CL_SPUT:
         home_seats_put(cl, m);
@@ -844,6 +979,15 @@ static void on_worker(struct cluster *cl, unsigned w, struct cl_msg *m)
     case CL_YIELD:
         h->yield(cl->ws[w].wctx, m->uid, m->bucket);
         break;
+    case CL_HSESSION: {
+        char *nl = strchr(m->data, '\n');
+        *nl = '\0';
+        h->hsession(cl->ws[w].wctx, m->uid, m->data, (enum cluster_hs)m->bucket, nl + 1);
+        break;
+    }
+    case CL_HBEAT:
+        h->hbeat(cl->ws[w].wctx, m->uid, m->data, m->up);
+        break;
     }
 }
 
@@ -908,6 +1052,18 @@ void cluster_kick(struct cluster *cl, unsigned worker, const char *uid, const ch
     to_home(cl, worker, m);
 }
 
+/* A message of op for uid with data (a copy of the NUL-terminated text). */
+static void to_home_text(struct cluster *cl, unsigned worker, enum cl_op op, const char *uid,
+                         const char *text, uint64_t seen, bool up)
+{
+    struct cl_msg *m = msg_new(cl, op, uid);
+
+    msg_set_data(m, text, strlen(text));
+    m->seen = seen;
+    m->up = up;
+    to_home(cl, worker, m);
+}
+
 void cluster_seats_put(struct cluster *cl, unsigned worker, const char *uid, unsigned sessions,
                        unsigned live)
 {
@@ -930,13 +1086,37 @@ void cluster_seats_get(struct cluster *cl, unsigned worker, const char *uid)
 void cluster_yield(struct cluster *cl, unsigned worker, const char *uid, const char *node,
                    unsigned count)
 {
-    struct cl_msg *m = msg_new(cl, CL_YIELD_ASK, uid);
     struct buf b = {0};
 
     buf_printf(&b, "%s %u", node, count);
-    m->data = b.data;
-    m->len = b.len;
-    to_home(cl, worker, m);
+    to_home_text(cl, worker, CL_YIELD_ASK, uid, b.data, 0, false);
+    buf_release(&b);
+}
+
+void cluster_hs_put(struct cluster *cl, unsigned worker, const char *uid, const char *sid,
+                    uint64_t deadline_wall)
+{
+    to_home_text(cl, worker, CL_HS_PUT, uid, sid, deadline_wall, false);
+}
+
+void cluster_hs_del(struct cluster *cl, unsigned worker, const char *uid, const char *sid)
+{
+    to_home_text(cl, worker, CL_HS_DEL, uid, sid, 0, false);
+}
+
+void cluster_hs_get(struct cluster *cl, unsigned worker, const char *uid, const char *sid)
+{
+    to_home_text(cl, worker, CL_HS_GET, uid, sid, 0, false);
+}
+
+void cluster_hs_forward(struct cluster *cl, unsigned worker, const char *uid, const char *sid,
+                        const char *node, bool leave)
+{
+    struct buf b = {0};
+
+    buf_printf(&b, "%s %s", node, sid);
+    to_home_text(cl, worker, CL_HS_FWD, uid, b.data, 0, leave);
+    buf_release(&b);
 }
 
 void cluster_room_put(struct cluster *cl, unsigned worker, const char *room, const char *ops,

@@ -39,7 +39,8 @@
  * node is announced there too, and each other node ends the user's
  * sessions it holds (hooks.kick); so is a request to one node to end a
  * user's sessions without a live connection to make room under the
- * session cap (hooks.yield).
+ * session cap (hooks.yield), and a heartbeat or leave of an HTTP session
+ * that reached another node than the one holding it (hooks.hbeat).
  *
  * Degraded. While a shard is unreachable (redis.h's health), puts and gets
  * for it fail with an error the hook sees; the engine then keeps serving
@@ -85,6 +86,13 @@ struct cluster_seat {
     unsigned sessions, live;             /* live: those with a live connection */
 };
 
+/* Who holds a socketless HTTP session (hooks.hsession). */
+enum cluster_hs {
+    CLUSTER_HS_NONE,   /* nobody (none, ended, or its deadline passed) */
+    CLUSTER_HS_OWNED,  /* another node, its lease alive: beats go to it */
+    CLUSTER_HS_ORPHAN, /* a node epoch whose lease expired: take it over */
+};
+
 /* What a worker's engine is told (wctx = what it gave cluster_attach()). */
 struct cluster_hooks {
     /* The global view of uid (a JSON object, contrib.h; len bytes,
@@ -118,6 +126,15 @@ struct cluster_hooks {
      * a live connection, oldest first, to make room under the session
      * cap (cluster_yield()). Runs on the worker that owns uid. */
     void (*yield)(void *wctx, const char *uid, unsigned count);
+    /* The answer to cluster_hs_get(): who holds uid's HTTP session sid
+     * (node: the holder's "<node-id>.<epoch>" for OWNED and ORPHAN, else
+     * ""). A failed read is NONE. Runs on the worker that asked. */
+    void (*hsession)(void *wctx, const char *uid, const char *sid, enum cluster_hs st,
+                     const char *node);
+    /* Another node passes on a heartbeat (leave false) or a leave of
+     * uid's HTTP session sid, which this node holds (cluster_hs_forward()).
+     * Runs on the worker that owns uid. */
+    void (*hbeat)(void *wctx, const char *uid, const char *sid, bool leave);
     /* ---- rooms (each runs on the room's owner, bus_route(room id)) ---- */
     /* A message of room's script: seq, the node epoch that ran it
      * (own: this one) and its ops, lines "+ <user> <joinedAt> <meta>",
@@ -192,6 +209,22 @@ void cluster_seats_get(struct cluster *cl, unsigned worker, const char *uid);
  * round trip. */
 void cluster_yield(struct cluster *cl, unsigned worker, const char *uid, const char *node,
                    unsigned count);
+
+/* ---- socketless HTTP sessions (docs/cluster.md, "HTTP sessions") ---- */
+
+/* This node holds uid's HTTP session sid, alive until deadline_wall (wall
+ * ms): written to {u:<h>}:h, so that a heartbeat of it that reaches
+ * another node finds its way here. */
+void cluster_hs_put(struct cluster *cl, unsigned worker, const char *uid, const char *sid,
+                    uint64_t deadline_wall);
+/* uid's HTTP session sid ended here. */
+void cluster_hs_del(struct cluster *cl, unsigned worker, const char *uid, const char *sid);
+/* Asks who holds uid's HTTP session sid (hooks.hsession). */
+void cluster_hs_get(struct cluster *cl, unsigned worker, const char *uid, const char *sid);
+/* Passes a heartbeat (or, leave, a leave) of uid's HTTP session sid on to
+ * node, which holds it (its hooks.hbeat), within a Redis round trip. */
+void cluster_hs_forward(struct cluster *cl, unsigned worker, const char *uid, const char *sid,
+                        const char *node, bool leave);
 
 /* ---- rooms (docs/cluster.md, "Rooms across nodes") ---- */
 

@@ -83,6 +83,8 @@ void cl__pick_epoch(struct cluster *cl);
 bool cl__is_live(const struct cluster *cl, const char *member, size_t len);
 /* Whether member is in the dead list (node.c; home). */
 bool cl__is_dead(const struct cluster *cl, const char *member, size_t len);
+/* Whether member's lease expired (in its grace or past it; node.c; home). */
+bool cl__lease_expired(const struct cluster *cl, const char *member, size_t len);
 /* The dead list changed: every worker hears it (hooks.dead; cluster.c). */
 void cl__dead_changed(struct cluster *cl);
 /* Tells every worker to put its local users again (hooks.health, up). */

@@ -169,3 +169,22 @@ int contrib_seats_parse(const char *s, size_t len, unsigned *sessions, unsigned 
     *live = l;
     return 0;
 }
+
+int contrib_hs_parse(const char *s, size_t len, size_t *node_len, uint64_t *deadline)
+{
+    const char *sp = memchr(s, ' ', len), *p, *end = s + len;
+    uint64_t v = 0;
+
+    if (!sp || sp == s || (size_t)(sp - s) > CONTRIB_NODE_MAX || memchr(s, '\0', (size_t)(sp - s)))
+        return -EINVAL;
+    for (p = sp + 1; p < end && *p >= '0' && *p <= '9'; p++) {
+        v = v * 10 + (uint64_t)(*p - '0');
+        if (v >= (1ull << 53))
+            return -EINVAL;
+    }
+    if (p == sp + 1 || p != end || (sp[1] == '0' && p - sp > 2))
+        return -EINVAL;
+    *node_len = (size_t)(sp - s);
+    *deadline = v;
+    return 0;
+}

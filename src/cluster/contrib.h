@@ -25,6 +25,10 @@
  * reads, docs/cluster.md) are a separate, plain text: "<n> <l>", n
  * sessions of which l have a live connection.
  *
+ * So is the record of a socketless HTTP session: "<node>.<epoch>
+ * <deadline>", the node epoch holding it and the wall ms it ends unless
+ * beaten again.
+ *
  * Every function here is pure.
  */
 #ifndef CONTRIB_H
@@ -82,5 +86,11 @@ void contrib_seats_encode(struct buf *b, unsigned sessions, unsigned live);
  * not two decimal numbers without leading zeros, one space apart, live <=
  * sessions <= CONTRIB_SEATS_MAX. */
 int contrib_seats_parse(const char *s, size_t len, unsigned *sessions, unsigned *live);
+
+/* Parses exactly len bytes of an HTTP session record: 0 (*node_len: the
+ * bytes of the holder, 1..CONTRIB_NODE_MAX, a run without spaces; the
+ * deadline below 2^53), or -EINVAL. */
+#define CONTRIB_NODE_MAX 81
+int contrib_hs_parse(const char *s, size_t len, size_t *node_len, uint64_t *deadline);
 
 #endif

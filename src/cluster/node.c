@@ -123,6 +123,15 @@ bool cl__is_dead(const struct cluster *cl, const char *member, size_t len)
     return in_list(&cl->node.dead_list, member, len);
 }
 
+bool cl__lease_expired(const struct cluster *cl, const char *member, size_t len)
+{
+    for (unsigned i = 0; i < cl->node.ndead; i++)
+        if (strlen(cl->node.dead[i].member) == len &&
+            memcmp(cl->node.dead[i].member, member, len) == 0)
+            return true;
+    return false;
+}
+
 const char *cl__dead_list(const struct cluster *cl)
 {
     return cl->node.dead_list.data ? cl->node.dead_list.data : "";

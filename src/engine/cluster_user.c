@@ -31,6 +31,7 @@
 
 #include "buf.h"
 #include "cluster.h"
+#include "cluster_http.h"
 #include "cluster_room.h"
 #include "contrib.h"
 #include "engine_privacy.h"
@@ -695,6 +696,8 @@ static const struct cluster_hooks hooks = {
     .kick = on_kick,
     .seats = on_seats,
     .yield = on_yield,
+    .hsession = ch__on_hsession,
+    .hbeat = ch__on_hbeat,
     .room_message = cr__on_message,
     .room_state = cr__on_state,
     .room_resync = cr__on_resync,

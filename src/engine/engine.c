@@ -17,6 +17,7 @@
  * struct emsg on the bus (msg.h), dispatched by the op table in msg.c.
  */
 #include "engine.h"
+#include "cluster_http.h"
 #include "cluster_room.h"
 #include "cluster_user.h"
 
@@ -78,6 +79,7 @@ struct engine *engine_new(struct worker *w, const struct engine_env *env, struct
     engine__privacy_init(e);
     engine__lastseen_init(e);
     cr__init(e);
+    ch__init(e);
     cu__attach(e);
     return e;
 }
@@ -108,6 +110,7 @@ void engine_free(struct engine *e)
     presence_free(e->pres);
     flow__free(e);
     cr__free(e);
+    ch__free(e);
     engine__rooms_free(e);
     http_read__queries_free(e); /* answers that never came back */
     watch__subs_free(e);

@@ -62,6 +62,8 @@ struct engine {
     struct list seats_dirty;           /* struct gview.seats_link: session counts to write */
     struct wheel_timer seats_timer;    /* writes them, SEATS_FLUSH_MS after the first */
     bool seats_armed;                  /* seats_timer is running */
+    struct hmap hsess;                 /* struct hsess by sid: HTTP sessions (cluster_http.c) */
+    struct list hs_parked;             /* HTTP beats waiting to learn who holds their session */
     /* durable last seen (lastseen.c) */
     struct ls_engine *lastseen;
     /* privacy (engine_privacy.c) */

@@ -91,6 +91,15 @@ enum admit {
     ADMIT_NO,        /* every session of the user has a live connection */
 };
 
+/* Who holds the HTTP session an OP_HTTP_BEAT names when this node does
+ * not (em->hs; cluster_http.h). */
+enum hs_lookup {
+    HS_UNCHECKED, /* not asked yet (or not clustered) */
+    HS_NONE,      /* nobody: start a new session */
+    HS_FORWARDED, /* another node: the beat or leave was passed on to it */
+    HS_ORPHAN,    /* a dead node: take the session over, same id */
+};
+
 /* The bytes of a client's ref kept as JSON text, NUL included. */
 #define MSG_REF_MAX 64
 
@@ -112,6 +121,7 @@ struct emsg {
     bool parked;         /* owned by a puser: do not free */
     bool reread;         /* a settings write that re-read stale settings */
     uint8_t admit;       /* OP_START/OP_HTTP_BEAT: enum admit, the cap across nodes */
+    uint8_t hs;          /* OP_HTTP_BEAT: enum hs_lookup, who holds its session */
     int err;             /* OP_STARTED/OP_REPLY: 0 or a PRESENCE_E_* */
     uint32_t index;      /* OP_QUERY/OP_ANSWER: position in the answer; room joins,
                           * refreshes and OP_RSTATE: the room link's join number */

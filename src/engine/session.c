@@ -10,6 +10,7 @@
  * The forwarded ones go lazily (no answer is sent, the TTL is seconds).
  */
 #include "session.h"
+#include "cluster_http.h"
 #include "cluster_user.h"
 
 #include <openssl/rand.h>
@@ -129,6 +130,8 @@ void session__on_end(void *ctx, const struct presence_session_info *s, enum pres
 
     engine__rooms_session_ended(e, s->sid, s->user); /* its rooms see it leave */
     cu__seats_changed(e, s->user);
+    if (conn_id == 0)
+        ch__ended(e, s->user, s->sid); /* an HTTP session */
     if (why == PRESENCE_END_GRACE || !s->attached || conn_id == 0)
         return; /* its socket is already gone, or it is an HTTP session */
     em = emsg_new(OP_ENDED, conn_id);
@@ -156,9 +159,10 @@ char *session__new_sid(char out[PRESENCE_ID_MAX + 1])
     return out;
 }
 
-/* A new session of req's user: under the cap across nodes first (which
- * may park req, then 1), then the local one. */
-static int start_new(struct engine *e, struct emsg *req, void *ref, uint64_t now)
+/* A new session of req's user (keep_sid: under req->sid, else a new id):
+ * under the cap across nodes first (which may park req, then 1), then the
+ * local one. */
+static int start_new(struct engine *e, struct emsg *req, void *ref, uint64_t now, bool keep_sid)
 {
     char sid[PRESENCE_ID_MAX + 1];
 
@@ -166,7 +170,8 @@ static int start_new(struct engine *e, struct emsg *req, void *ref, uint64_t now
         return 1;
     if (req->admit == ADMIT_NO)
         return PRESENCE_E_TOO_MANY;
-    emsg_set_id(&req->sid, session__new_sid(sid));
+    if (!keep_sid) /* else a dead node's HTTP session, taken over */
+        emsg_set_id(&req->sid, session__new_sid(sid));
     return presence_session_start(e->pres, req->sid, req->uid, (enum presence_device)req->device,
                                   ref, now);
 }
@@ -188,7 +193,7 @@ void session__on_start(struct engine *e, struct emsg *req)
         }
         r = 0;
     }
-    if (r != 0 && (r = start_new(e, req, ref, now)) == 1)
+    if (r != 0 && (r = start_new(e, req, ref, now, false)) == 1)
         return; /* parked: the other nodes' counts first */
     if (r == 0)
         cu__seats_changed(e, req->uid);
@@ -261,35 +266,16 @@ void session__on_closed(struct engine *e, struct emsg *req)
         cu__seats_changed(e, si.user);
 }
 
-/* Owner side: a heartbeat over HTTP starts the session if needed (an HTTP
- * session has no socket: no grace, its TTL alone ends it), or ends it when
- * the client says it leaves. Errors come back as "!" + JSON. */
-void session__on_http_beat(struct engine *e, struct emsg *req)
+/* The answer to an HTTP beat: r < 0 an error; else, for a leave (kept
+ * -1), whether it ended; for a beat, whether the session was kept. */
+static void http_beat_answer(struct engine *e, const struct emsg *req, int r, bool kept)
 {
-    uint64_t now = loop_now(e->w->loop);
     const struct config *cfg = &e->w->srv->cfg;
-    struct presence_session_info si;
     struct buf b = {0};
-    bool known = req->sid[0] && presence_get_session(e->pres, req->sid, &si) == 0 &&
-                 strcmp(si.user, req->uid) == 0 && si.conn_ref == NULL;
-    int r = 0;
 
-    if (req->arg) { /* leave */
-        /* Says what happened: a session that is not this user's HTTP
-         * session (unknown, expired, someone else's) is not ended. */
-        bool ended = known && presence_session_end(e->pres, req->sid, now) == 0;
-        buf_printf(&b, "{\"sessionId\":\"%s\",\"ended\":%s}\n", req->sid, ended ? "true" : "false");
-        http_read__answer(e, req, buf_payload(&b));
-        return;
-    }
-    if (known) {
-        presence_heartbeat(e->pres, req->sid, now);
-    } else if ((r = start_new(e, req, NULL, now)) == 1) {
-        return; /* parked: the other nodes' counts first */
-    } else if (r == 0) {
-        cu__seats_changed(e, req->uid);
-    }
-    if (r < 0) {
+    if (req->arg)
+        buf_printf(&b, "{\"sessionId\":\"%s\",\"ended\":%s}\n", req->sid, kept ? "true" : "false");
+    else if (r < 0) {
         buf_append_str(&b, "!{\"error\":{\"code\":\"too_many_sessions\",\"message\":");
         json_append_cstr(&b, presence_strerror(r));
         buf_append_str(&b, "}}\n");
@@ -297,10 +283,46 @@ void session__on_http_beat(struct engine *e, struct emsg *req)
         buf_printf(&b,
                    "{\"sessionId\":\"%s\",\"created\":%s,\"heartbeatMs\":%lld,"
                    "\"sessionTtlMs\":%lld}\n",
-                   req->sid, known ? "false" : "true", (long long)cfg->heartbeat_interval_ms,
+                   req->sid, kept ? "false" : "true", (long long)cfg->heartbeat_interval_ms,
                    (long long)cfg->session_ttl_ms);
     }
     http_read__answer(e, req, buf_payload(&b));
+}
+
+/* Owner side: a heartbeat over HTTP starts the session if needed (an HTTP
+ * session has no socket: no grace, its TTL alone ends it), or ends it when
+ * the client says it leaves. With several nodes, a session this node does
+ * not hold may be another node's: the beat or leave goes there
+ * (cluster_http.h). Errors come back as "!" + JSON. */
+void session__on_http_beat(struct engine *e, struct emsg *req)
+{
+    uint64_t now = loop_now(e->w->loop);
+    struct presence_session_info si;
+    bool known = req->sid[0] && presence_get_session(e->pres, req->sid, &si) == 0 &&
+                 strcmp(si.user, req->uid) == 0 && si.conn_ref == NULL;
+    bool elsewhere;
+    int r = 0;
+
+    if (!known && req->sid[0] && !ch__lookup(e, req))
+        return; /* parked: who holds it first */
+    elsewhere = req->hs == HS_FORWARDED;
+    if (req->arg) { /* leave */
+        /* Says what happened: a session that is not this user's HTTP
+         * session (unknown, expired, someone else's) is not ended. */
+        http_beat_answer(e, req, -1,
+                         elsewhere || (known && presence_session_end(e->pres, req->sid, now) == 0));
+        return;
+    }
+    if (known) {
+        presence_heartbeat(e->pres, req->sid, now);
+        ch__beaten(e, req->uid, req->sid);
+    } else if (!elsewhere && (r = start_new(e, req, NULL, now, req->hs == HS_ORPHAN)) == 1) {
+        return; /* parked: the other nodes' counts first */
+    } else if (!elsewhere && r == 0) {
+        cu__seats_changed(e, req->uid);
+        ch__started(e, req->uid, req->sid);
+    }
+    http_beat_answer(e, req, r, known || elsewhere || req->hs == HS_ORPHAN);
 }
 
 /* ---- client side: the owner's answers ---- */

@@ -7,25 +7,14 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '../integration/lib/client.mjs';
-import { stopClean, sleep } from '../integration/lib/server.mjs';
-import { startRedis, startNode, uid } from './lib/nodes.mjs';
+import { sleep } from '../integration/lib/server.mjs';
+import { withTwoNodes, uid } from './lib/nodes.mjs';
 
 // Counts are written within 250 ms of a change, plus a round trip.
 const SETTLE_MS = 700;
 const ARGS = ['--max-sessions-per-user', '3', '--reconnect-grace-ms', '30000'];
 
-async function twoNodes(fn) {
-  const redis = await startRedis();
-  const a = await startNode(redis.url, 'a', ARGS);
-  const b = await startNode(redis.url, 'b', ARGS);
-  try {
-    await fn(a, b);
-  } finally {
-    await stopClean(a, assert);
-    await stopClean(b, assert);
-    await redis.close();
-  }
-}
+const twoNodes = (fn) => withTwoNodes(ARGS, fn);
 
 async function refused(srv, user) {
   const c = await Client.open(srv, { user });

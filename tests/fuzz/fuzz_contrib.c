@@ -2,8 +2,9 @@
 /*
  * fuzz_contrib.c - libFuzzer target for contrib_view_decode(), the parser
  * of a user's global view as it arrives from Redis (published by another
- * node, or read back), and contrib_seats_parse(), the parser of another
- * node's session counts read for the session cap.
+ * node, or read back), contrib_seats_parse(), the parser of another
+ * node's session counts read for the session cap, and contrib_hs_parse(),
+ * the parser of an HTTP session's record.
  *
  * The input is the message's bytes, read from an exactly sized heap copy
  * (ASan catches a read past the end). Checked: the decoder returns 0 or
@@ -11,7 +12,9 @@
  * strings within their arrays, a non-empty user id), and encoding a
  * contribution made of the decoded fields gives JSON that json_check()
  * accepts. Seats: 0 or -EINVAL; on 0 live <= sessions, and encoding the
- * counts gives back the input's bytes. A broken invariant aborts, which libFuzzer reports as a
+ * counts gives back the input's bytes; the same for an HTTP session's
+ * record (a holder without spaces, the deadline below 2^53). A broken
+ * invariant aborts, which libFuzzer reports as a
  * crash.
  */
 #include <errno.h>
@@ -62,6 +65,23 @@ static void check_seats(const char *s, size_t len)
     buf_release(&b);
 }
 
+static void check_hs(const char *s, size_t len)
+{
+    size_t nl;
+    uint64_t deadline;
+    struct buf b = {0};
+    int r = contrib_hs_parse(s, len, &nl, &deadline);
+
+    CHECK(r == 0 || r == -EINVAL);
+    if (r != 0)
+        return;
+    CHECK(nl >= 1 && nl <= CONTRIB_NODE_MAX && nl < len && !memchr(s, ' ', nl));
+    CHECK(deadline < (1ull << 53));
+    buf_printf(&b, "%.*s %llu", (int)nl, s, (unsigned long long)deadline);
+    CHECK(b.len == len && memcmp(b.data, s, len) == 0);
+    buf_release(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *copy = malloc(size ? size : 1);
@@ -76,6 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (r == 0)
         check_view(&v);
     check_seats(copy, size);
+    check_hs(copy, size);
     free(copy);
     return 0;
 }

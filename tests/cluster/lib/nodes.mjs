@@ -8,7 +8,8 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { startServer, sleep } from '../../integration/lib/server.mjs';
+import assert from 'node:assert/strict';
+import { startServer, stopClean, sleep } from '../../integration/lib/server.mjs';
 
 export const PG = process.env.PRESENCED_TEST_PG;
 
@@ -86,6 +87,21 @@ export async function startNode(redis, id, args = []) {
   if (!PG) throw new Error('PRESENCED_TEST_PG is not set: run tests/cluster/run.sh');
   return startServer(['--redis', redis, '--node-id', id, '--store', PG, '--workers', '2',
     '--cluster-lease-ms', '5000', '--cluster-orphan-grace-ms', '10000', ...args]);
+}
+
+// One Redis and two nodes 'a' and 'b' started with args, for fn(a, b,
+// redis); then every node that fn did not kill is stopped cleanly (exit
+// 0, no sanitizer report) and Redis goes.
+export async function withTwoNodes(args, fn) {
+  const redis = await startRedis();
+  const a = await startNode(redis.url, 'a', args);
+  const b = await startNode(redis.url, 'b', args);
+  try {
+    await fn(a, b, redis);
+  } finally {
+    for (const n of [a, b]) if (n.child.exitCode === null && n.child.signalCode === null) await stopClean(n, assert);
+    await redis.close();
+  }
 }
 
 // A user id no other test (or earlier run against the same database) used.
