@@ -693,10 +693,8 @@ void cr__on_health(struct engine *e)
         size_t sit;
 
         buf_append_str(&ops, "*\n");
-        for (s = hmap_first(&c->sent, &sit); s; s = hmap_next(&c->sent, s, &sit)) {
-            struct kv *k = container_of(s, struct kv, node);
-            buf_printf(&ops, "+ %s %s\n", k->key, k->val);
-        }
+        for (s = hmap_first(&c->sent, &sit); s; s = hmap_next(&c->sent, s, &sit)) /* join ops */
+            buf_append_str(&ops, container_of(s, struct kv, node)->val);
         put_ops(e, c, &ops);
         buf_release(&ops);
         read_room(e, c);

@@ -24,12 +24,12 @@ async function sameDigest(a, b, room, users) {
 
 // Waits until Redis holds user as a member of room (its node's put is
 // applied: about 10 ms plus a round trip after the join's answer).
-async function shared(redis, room, user) {
+async function shared(redis, room, user, ms = 3000) {
   const key = `pd:app:{r:${fnv1a64(room)}}:m`;
   const hkeys = (r) => { try { return String(r.cli('hkeys', key)); } catch { return ''; } };
   const all = () => (redis.nodes ?? [redis]).map(hkeys).join('\n');
   await waitUntil(() => all().split('\n').some((f) => f.endsWith(` ${user}`)),
-    `${user} in ${key}`, 3000);
+    `${user} in ${key}`, ms);
 }
 
 async function join(c, room, meta) {
@@ -181,6 +181,35 @@ test('kill -9 of a node: its room members leave on the other node within 17 s', 
     cb.close();
   } finally {
     await a.stop('SIGKILL');
+    await stopClean(b, assert);
+    await redis.close();
+  }
+});
+
+test('Redis restarted empty: each node puts its members again and both nodes read the same room', async () => {
+  const redis = await startRedis();
+  const [a, b] = await twoNodes(redis.url);
+  try {
+    const { room, ann, bob, ca, cb } = await annAndBob(redis, a, b, 'rr');
+    await redis.restart();
+    const t0 = Date.now();
+    await shared(redis, room, ann, 15000);
+    await shared(redis, room, bob, 15000);
+    console.log(`the room was put again ${Date.now() - t0} ms after Redis came back`);
+    await waitUntil(async () => {
+      try { await sameDigest(a, b, room, [ann, bob]); return true; } catch { return false; }
+    }, 'both nodes read Ann and Bob', 15000);
+    const info = await (await fetch(`${b.url}/v1/rooms/${room}`)).json();
+    assert.deepEqual(info.members.find((m) => m.user === ann).meta, { name: 'Ann' }, 'A\'s member, as A put it again');
+    // and the room goes on: a join on A after the restart reaches B
+    const carol = uid('carol');
+    const cc = await Client.open(a, { user: carol });
+    await join(cc, room, { name: 'Carol' });
+    await waitUntil(() => members(cb, room).includes(carol), 'Carol on B', 5000);
+    await sameDigest(a, b, room, [ann, bob, carol]);
+    for (const c of [ca, cb, cc]) c.close();
+  } finally {
+    await stopClean(a, assert);
     await stopClean(b, assert);
     await redis.close();
   }
