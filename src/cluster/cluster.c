@@ -252,11 +252,13 @@ static void broadcast_data(struct cluster *cl, enum cl_op op, const char *data, 
     }
 }
 
-void cl__dead_changed(struct cluster *cl)
+void cl__dead_changed(struct cluster *cl, const char *also)
 {
-    const char *list = cl__dead_list(cl);
+    struct buf b = {0};
 
-    broadcast_data(cl, CL_DEAD, list, strlen(list));
+    buf_printf(&b, "%s%s%s", cl__dead_list(cl), cl__dead_list(cl)[0] && also[0] ? "," : "", also);
+    broadcast_data(cl, CL_DEAD, b.len ? b.data : "", b.len);
+    buf_release(&b);
 }
 
 void cl__reassert(struct cluster *cl)
@@ -626,22 +628,49 @@ static void home_room_put(struct cluster *cl, const struct cl_msg *m)
     room_eval(cl, m->uid, cl->s_rput, 4, args, rput_done, req_new(cl, m->uid, -1));
 }
 
-/* Whether a field's node epoch is to be shown: this node's own fields are
- * its local state, not news; an epoch that is neither live nor wrote in
- * the last lease (a new node not in the last lease reply yet) is gone. */
-static bool field_live(struct cluster *cl, const char *node, size_t n, const redisReply *all,
-                       uint64_t now)
+/* The Redis ms of node epoch node's last write of the room (its "@"
+ * field in all), 0 when none. */
+static uint64_t wrote_at(const char *node, size_t n, const redisReply *all)
 {
-    if (is_self(cl, node, n))
-        return false;
-    if (cl__is_live(cl, node, n))
-        return true;
     for (size_t i = 2; i + 1 < all->elements; i += 2) {
         const redisReply *f = all->element[i];
         if (f->len == n + 1 && f->str[0] == '@' && memcmp(f->str + 1, node, n) == 0)
-            return strtoull(all->element[i + 1]->str, NULL, 10) + cl->cfg.lease_ms > now;
+            return strtoull(all->element[i + 1]->str, NULL, 10);
+    }
+    return 0;
+}
+
+/* Whether another epoch of node's node id wrote the room later (a node
+ * has one epoch at a time: the later one is the live one). */
+static bool superseded(const char *node, size_t n, const redisReply *all)
+{
+    const char *dot = memrchr(node, '.', n);
+    size_t id = dot ? (size_t)(dot - node) : n;
+    uint64_t mine = wrote_at(node, n, all);
+
+    for (size_t i = 2; i + 1 < all->elements; i += 2) {
+        const redisReply *f = all->element[i];
+        if (f->str[0] == '@' && f->len > id + 1 && memcmp(f->str + 1, node, id) == 0 &&
+            f->str[1 + id] == '.' && (f->len - 1 != n || memcmp(f->str + 1, node, n) != 0) &&
+            !memchr(f->str + 2 + id, '.', f->len - 2 - id) &&
+            strtoull(all->element[i + 1]->str, NULL, 10) > mine)
+            return true;
     }
     return false;
+}
+
+/* Whether a field's node epoch is to be shown: this node's own fields are
+ * its local state, not news; an epoch that is neither live nor wrote in
+ * the last lease (a new node not in the last lease reply yet) is gone, and
+ * so is one whose node wrote the room later under another epoch. */
+static bool field_live(struct cluster *cl, const char *node, size_t n, const redisReply *all,
+                       uint64_t now)
+{
+    if (is_self(cl, node, n) || superseded(node, n, all))
+        return false;
+    if (cl__is_live(cl, node, n))
+        return true;
+    return wrote_at(node, n, all) + cl->cfg.lease_ms > now;
 }
 
 static void rget_done(void *ctx, const redisReply *r, int err)

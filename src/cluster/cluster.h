@@ -151,7 +151,9 @@ struct cluster_hooks {
      * (re)subscribed: messages may have been missed. Every worker. */
     void (*room_resync)(void *wctx, const char *tag);
     /* The node epochs past their lease and grace changed: list is
-     * "m1,m2" (every one now, borrowed). Every worker. */
+     * "m1,m2" (every one now, borrowed), plus any epoch another node
+     * swept before this one's grace for it ended (it is dead just the
+     * same). Every worker. */
     void (*dead)(void *wctx, const char *list);
 };
 

@@ -85,8 +85,10 @@ bool cl__is_live(const struct cluster *cl, const char *member, size_t len);
 bool cl__is_dead(const struct cluster *cl, const char *member, size_t len);
 /* Whether member's lease expired (in its grace or past it; node.c; home). */
 bool cl__lease_expired(const struct cluster *cl, const char *member, size_t len);
-/* The dead list changed: every worker hears it (hooks.dead; cluster.c). */
-void cl__dead_changed(struct cluster *cl);
+/* The dead list changed, or also (comma-separated, "" for none) names
+ * epochs another node swept before this one listed them: every worker
+ * hears the list and those (hooks.dead; cluster.c). */
+void cl__dead_changed(struct cluster *cl, const char *also);
 /* Tells every worker to put its local users again (hooks.health, up). */
 void cl__reassert(struct cluster *cl);
 

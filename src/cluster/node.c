@@ -94,7 +94,7 @@ static void rebuild_dead_list(struct cluster *cl)
     buf_append(&nd->dead_list, "", 1);
     nd->dead_list.len--;
     if (strcmp(before, nd->dead_list.data) != 0)
-        cl__dead_changed(cl); /* rooms drop the dead epochs' members at once */
+        cl__dead_changed(cl, ""); /* rooms drop the dead epochs' members at once */
     free(before);
 }
 
@@ -141,17 +141,26 @@ const char *cl__dead_list(const struct cluster *cl)
 static void dead_prune(struct cluster *cl, const redisReply *members)
 {
     struct cl_node *nd = &cl->node;
+    struct buf gone = {0};
 
     for (unsigned i = 0; i < nd->ndead;) {
+        struct cl_dead *d = &nd->dead[i];
         bool present = false;
         for (size_t j = 0; j + 1 < members->elements; j += 2)
-            present |= strcmp(members->element[j]->str, nd->dead[i].member) == 0;
-        if (present || nd->dead[i].sweeping || nd->dead[i].prev) {
+            present |= strcmp(members->element[j]->str, d->member) == 0;
+        if (present || d->sweeping || d->prev) {
             i++;
             continue;
         }
-        dead_remove(cl, &nd->dead[i]);
+        /* Swept by another node before this one's grace for it ended: the
+         * workers never heard it dead, and must drop its rooms' members. */
+        if (!in_list(&nd->dead_list, d->member, strlen(d->member)))
+            buf_printf(&gone, "%s%s", gone.len ? "," : "", d->member);
+        dead_remove(cl, d);
     }
+    if (gone.len)
+        cl__dead_changed(cl, gone.data);
+    buf_release(&gone);
 }
 
 /* m renewed its lease: if it was seen dead, it is alive again (unless

@@ -220,6 +220,35 @@ static void drop_remote(struct engine *e, struct croom *c, const char *node)
     }
 }
 
+/* The bytes of epoch ("<node-id>.<epoch>", len bytes) that name its node. */
+static size_t node_id_len(const char *epoch, size_t len)
+{
+    const char *dot = memrchr(epoch, '.', len);
+
+    return dot ? (size_t)(dot - epoch) : len;
+}
+
+/* A message from node epoch node: the node's other epochs are over (a
+ * node has one epoch at a time: a restart, or a new one after its lease
+ * was lost while Redis restarted empty, where nobody may ever see the old
+ * one's lease expire). Their mirrored members leave. */
+static void drop_other_epochs(struct engine *e, struct croom *c, const char *node)
+{
+    size_t len = strlen(node), id = node_id_len(node, len);
+    struct hmap_node *n, *next;
+    size_t it;
+
+    for (n = hmap_first(&c->remote, &it); n; n = next) {
+        struct kv *k = container_of(n, struct kv, node);
+        size_t klen = (size_t)(strchr(k->key, ' ') - k->key);
+
+        next = hmap_next(&c->remote, n, &it);
+        if (node_id_len(k->key, klen) == id && memcmp(k->key, node, id) == 0 &&
+            (klen != len || memcmp(k->key, node, len) != 0))
+            unmirror(e, c, k);
+    }
+}
+
 /* Frees c when nothing local needs it: its mirrored members leave. */
 static void maybe_release(struct engine *e, struct croom *c)
 {
@@ -289,6 +318,7 @@ static void apply_ops(struct engine *e, struct croom *c, const char *node, const
 
     if (n.len == 0 || n.len > ROOM_WIRE_NODE_MAX)
         return;
+    drop_other_epochs(e, c, node);
     while ((r = room_wire_op_next(&p, end, &op)) != -ENOENT) {
         if (r != 0)
             continue;

@@ -186,6 +186,32 @@ test('kill -9 of a node: its room members leave on the other node within 17 s', 
   }
 });
 
+test('kill -9 of one of three nodes: its room member leaves on both others, whichever swept it', async () => {
+  const redis = await startRedis();
+  const [a, b] = await twoNodes(redis.url);
+  const c = await startNode(redis.url, 'c');
+  try {
+    const { room, ann, bob, cb } = await annAndBob(redis, a, b, 'k3');
+    const carol = uid('carol');
+    const cc = await Client.open(c, { user: carol });
+    await join(cc, room, { name: 'Carol' });
+    await waitUntil(() => members(cb, room).includes(carol), 'Carol on B', 5000);
+    a.child.kill('SIGKILL');
+    // One of B and C sweeps A; the other may see A gone from the leases
+    // before its own grace for A ended: it must drop A's members too.
+    await waitUntil(() => !members(cb, room).includes(ann) && !members(cc, room).includes(ann),
+      'Ann leaves on B and on C', 20000);
+    await sameDigest(b, c, room, [bob, carol]);
+    cb.close();
+    cc.close();
+  } finally {
+    await a.stop('SIGKILL');
+    await stopClean(b, assert);
+    await stopClean(c, assert);
+    await redis.close();
+  }
+});
+
 test('Redis restarted empty: each node puts its members again and both nodes read the same room', async () => {
   const redis = await startRedis();
   const [a, b] = await twoNodes(redis.url);

@@ -20,7 +20,8 @@
 // SIGSTOPped for longer than its lease but less than lease + orphan grace
 // (it renews in time: it must not be swept).
 //
-// Rooms are left out: they are not shared across nodes yet (docs/cluster.md).
+// Rooms: actors' sessions join one shared room (and sometimes leave it);
+// every live node's GET /v1/rooms/{id} is read now and then.
 //
 // A model says, for each user, whether some session is certainly live,
 // certainly gone, or unknown (a session ends between its last heartbeat +
@@ -41,6 +42,11 @@
 //                       have been still for CONV show the same view
 //   version-monotonic   HGET pd:app:{u:<h>}:a ver never goes back
 //   resume-within-grace / no-resume-after-grace   reloads on the same node
+//   rooms-converge      when no membership has changed and no fault has
+//                       happened for one heartbeat + TTL, and every
+//                       membership is certain, every node reads the same
+//                       member-set digest, the model's; after the wind
+//                       down every node reads the room empty
 //   no-stale-contribution  after the wind down no user keeps a contribution
 //   unexpected-close    no node closes a healthy connection (Redis chaos
 //                       included: 0 client disconnects)
@@ -56,7 +62,8 @@
 import WebSocket from 'ws';
 import net from 'node:net';
 import { startServer, MULT, sleep } from '../integration/lib/server.mjs';
-import { startRedis, userKey, PG } from '../cluster/lib/nodes.mjs';
+import { startRedis, userKey, fnv1a64, PG } from '../cluster/lib/nodes.mjs';
+import { memberDigest } from '../../clients/js/rooms.js';
 
 // ---- options ----
 const argv = process.argv.slice(2);
@@ -132,7 +139,8 @@ const stats = {}; // how many times each check judged something
 const count = (k) => { stats[k] = (stats[k] || 0) + 1; };
 const chaosLog = [];
 function trace(s) { if (TRACE) console.log(`  #${step} ${since0()} ${s}`); }
-function note(s) { chaosLog.push(`${since0()} ${s}`); trace(`chaos: ${s}`); }
+let lastFault = 0; // when the last fault began or ended
+function note(s) { lastFault = Date.now(); chaosLog.push(`${since0()} ${s}`); trace(`chaos: ${s}`); }
 
 // ---- the model ----
 const STATUSES = ['online', 'away', 'busy', 'dnd'];
@@ -186,6 +194,36 @@ function expected(u, t) {
   }
   return { status, devices, custom: live.length === 1 ? live[0].custom : null, n: live.length };
 }
+// ---- the room ----
+const ROOM = `soak-room-${tag}`;
+// 'IN', 'OUT' or 'UNK': whether u is certainly a member at t.
+function roomTri(u, t) {
+  let unk = false;
+  for (const s of u.sessions.values()) {
+    if (s.roomAt == null) continue;
+    const settled = t - s.roomAt > CONV;
+    if (s.inRoom && settled && aliveAt(s, t)) return 'IN';
+    if (!settled || (s.inRoom && !goneAt(s, t))) unk = true;
+  }
+  return unk ? 'UNK' : 'OUT';
+}
+// The digest of the certain member set, or null when one is uncertain.
+function modelDigest(t) {
+  let d = 0n;
+  for (const u of users.values()) {
+    const r = roomTri(u, t);
+    if (r === 'UNK') return null;
+    if (r === 'IN') d ^= memberDigest(u.id);
+  }
+  return d.toString(16).padStart(16, '0');
+}
+function roomJoin(s, c) {
+  if (c.send({ type: 'join', room: ROOM })) { s.inRoom = true; s.roomAt = Date.now(); }
+}
+function roomLeave(s, c) {
+  if (c.send({ type: 'room_leave', room: ROOM })) { s.inRoom = false; s.roomAt = Date.now(); }
+}
+
 function descSession(s) {
   const now = Date.now();
   const [lo, hi] = bounds(s);
@@ -553,6 +591,9 @@ async function actConnect(u, resumeOf, onNode) {
       s.conn = c; c.session = s; s.closedAt = null; s.paused = false; s.lastMsg = Date.now();
       s.endLo = s.endHi = null;
       touchP(u);
+      // the session is still in the room, but this connection is not: the
+      // SDK joins again on a resumed connection (a room_leave needs it)
+      if (s.inRoom) c.send({ type: 'join', room: ROOM });
     } else {
       resumeStats.sameLate++;
       s = newSession(u.id, c, w);
@@ -571,6 +612,52 @@ async function actConnect(u, resumeOf, onNode) {
     if (resumeOf.custom) { s.custom = resumeOf.custom; c.send({ type: 'custom', text: s.custom }); }
     touchP(u);
   }
+  // a new session joins the room (again, as the SDK does after a move) or not
+  if (!w.resumed && (resumeOf ? resumeOf.inRoom : chance(0.6))) roomJoin(s, c);
+}
+
+function actRoom(u) {
+  const c = pick(liveConns(u));
+  if (!c) return;
+  if (c.session.inRoom) roomLeave(c.session, c);
+  else roomJoin(c.session, c);
+  trace(`${u.id} room ${c.session.inRoom ? 'join' : 'leave'}`);
+}
+
+// Every live node's read of the room; judged when nothing moved for long
+// enough: one heartbeat + TTL after a fault, CONV after a join or leave,
+// every session certainly live or certainly gone. Read every second, and
+// at the end of a quiet moment the actors keep every QUIET_EVERY ms
+// (heartbeats go on), when every membership has settled.
+const QUIET_EVERY = 5000;
+const QUIET_MS = CONV + GRACE + HB_MS;
+let roomReading = false;
+async function roomRead() {
+  if (roomReading || winding || stopping) return;
+  roomReading = true;
+  try {
+    const from = Date.now();
+    const ns = liveNodes();
+    const incs = ns.map((n) => n.inc);
+    const got = await Promise.all(ns.map((n) => fetch(`${n.srv.url}/v1/rooms/${encodeURIComponent(ROOM)}`,
+      { signal: AbortSignal.timeout(5000 * MULT) }).then((r) => r.json()).catch(() => null)));
+    const to = Date.now();
+    if (ns.some((n, i) => !n.alive || n.frozen || n.inc !== incs[i]) || got.some((g) => !g || g.degraded)) return;
+    if (outageAt(from - 1000 - TTL, to) || lastFault > from - 1000 - TTL) { count('rooms-fault'); return; }
+    const want = modelDigest(from);
+    if (want === null || want !== modelDigest(to)) { count('rooms-uncertain'); return; }
+    count('rooms-converge');
+    const seen = got.map((g, i) => `${ns[i].id}=${g.digest} (${g.members.map((m) => m.user.slice(0, 4)).join(',')})`);
+    if (got.some((g) => g.digest !== want)) {
+      // the users some node lists and the model does not, or the other way
+      const listed = (g) => new Set(g.members.map((m) => m.user));
+      const odd = [...users.values()].filter((u) => got.some((g) => listed(g).has(u.id) !== (roomTri(u, from) === 'IN')));
+      const why = odd.map((u) => `${u.id.slice(0, 4)}: ${[...u.sessions.values()].map((x) => `${descSession(x)}${x.roomAt != null ? ` room ${x.inRoom ? 'in' : 'out'} ${from - x.roomAt} ms ago` : ''}`).join('; ')}`);
+      let held = '';
+      try { held = redis.cli('HKEYS', `pd:app:{r:${fnv1a64(ROOM)}}:m`).split('\n').join(','); } catch (e) { held = e.message; }
+      violate('rooms-converge', '-', 'rooms', `the model's digest ${want}, read ${seen.join(' ')}; ${why.join(' | ')}; redis ${held}`);
+    }
+  } finally { roomReading = false; }
 }
 
 // Close (or destroy) a socket, then ?resume= on the same node: within the
@@ -660,7 +747,7 @@ function actStatus(u) {
 
 const ACTIONS = [
   [10, actConnect], [7, actReload], [4, actMove], [5, actSilent], [2, actResumePaused], [3, actLeave],
-  [9, actStatus],
+  [9, actStatus], [3, actRoom],
 ];
 const TOTAL_W = ACTIONS.reduce((a, [w]) => a + w, 0);
 function pickAction() {
@@ -782,7 +869,9 @@ async function chaos(deadline) {
     const f = n < first.length ? first[n][1] : x < 0.4 ? chaosKill : x < 0.7 ? chaosPause : x < 0.85 ? chaosRestartRedis : chaosNodeStop;
     await f();
     n++;
-    await sleep(1000 + crnd() * 3000);
+    // then calm for at least one heartbeat + TTL: what must converge by
+    // then (rooms' digests) is judged in it
+    await sleep(1000 + TTL + 500 + crnd() * 2500);
   }
   return n;
 }
@@ -827,12 +916,20 @@ async function main() {
   const hb = setInterval(heartbeats, 50);
   const chk = setInterval(tick, 100);
   const ver = setInterval(sampleVersions, 300);
+  const rooms = setInterval(roomRead, 1000);
   const start = Date.now();
   const deadline = start + SECONDS * 1000;
   const chaosDone = chaos(deadline);
+  let lastQuiet = Date.now();
   while (Date.now() < deadline) {
     step++;
     if (chance(0.08)) httpRead();
+    if (Date.now() - lastQuiet > QUIET_EVERY) {
+      await sleep(QUIET_MS);
+      await roomRead();
+      lastQuiet = Date.now();
+      continue;
+    }
     const u = U(pick(ACTORS));
     try { await pickAction()(u); } catch (e) { violate('harness', u.id, '-', `action threw: ${e.stack}`); }
     await sleep(20 + rnd() * 130);
@@ -863,6 +960,11 @@ async function main() {
       else if (p.status !== 'offline') violate('no-ghost', id, c.user, `on n${c.node.idx} after every session ended (TTL + grace), still shown ${JSON.stringify(p)}`);
     }
   }
+  for (const n of nodes) {
+    const r = await (await fetch(`${n.srv.url}/v1/rooms/${encodeURIComponent(ROOM)}`)).json();
+    count('final-room');
+    if (r.count !== 0 || r.digest !== '0000000000000000') violate('rooms-converge', '-', `http@${n.id}`, `at the end, the room reads ${JSON.stringify(r)}`);
+  }
   const q = ACTORS.map((x) => `user=${encodeURIComponent(x)}`).join('&');
   for (const n of nodes) {
     const r = await fetch(`${n.srv.url}/v1/presence?${q}`);
@@ -884,6 +986,7 @@ async function main() {
   clearInterval(hb);
   clearInterval(chk);
   clearInterval(ver);
+  clearInterval(rooms);
   for (const c of [...conns]) { c.expectClose = true; c.kill(); }
   for (const n of nodes) {
     n.stopping = true;
