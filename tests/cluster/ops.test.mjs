@@ -65,6 +65,9 @@ test('PostgreSQL stopped: /readyz 200 with degraded ["store"], dependency_up 0; 
 test('a single node (no redis): /readyz as before, a store gauge, no redis gauge nor cluster counters', async () => {
   const s = await startServer();
   try {
+    // "listening" is logged as the listener opens; ready follows once every
+    // worker runs (503 "starting" until then)
+    await waitUntil(async () => (await readyz(s)).status === 200, 'ready', 5000);
     assert.deepEqual(await readyz(s), { status: 200, json: { status: 'ready' } });
     assert.equal(await up(s, 'store'), 1);
     assert.equal(await up(s, 'redis'), undefined);
