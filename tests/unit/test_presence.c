@@ -1023,6 +1023,21 @@ static void test_device_breakdown_merges_same_type(void **state)
 
 /* ---- limits and ids ---- */
 
+/* u gets one session of each kind, oldest first: "live" (a live
+ * connection), "http" (socketless) and "drop" (its socket closed, in the
+ * reconnect grace); the events of that are consumed. */
+static void three_kinds(struct fx *f)
+{
+    start(f, "live", "u", PRESENCE_DEVICE_DESKTOP);
+    assert_int_equal(presence_session_start(f->p, "http", "u", PRESENCE_DEVICE_WEB, NULL, f->now),
+                     0);
+    assert_int_equal(
+        presence_session_start(f->p, "drop", "u", PRESENCE_DEVICE_MOBILE, conn(2), f->now), 0);
+    assert_int_equal(presence_socket_closed(f->p, "drop", conn(2), f->now), 0);
+    flush(f);
+    clear(f);
+}
+
 /* Sessions without a live connection (in their reconnect grace, or
  * socketless as over HTTP) never lock a user out: at the cap the oldest of
  * them is ended, reason REPLACED, and only live connections refuse. */
@@ -1035,14 +1050,7 @@ static void test_max_sessions_replaces_unattached(void **state)
     presence_config_init(&cfg);
     cfg.max_sessions_per_user = 3;
     f = fx_new_cfg(&cfg);
-    start(f, "live", "u", PRESENCE_DEVICE_DESKTOP);
-    assert_int_equal(presence_session_start(f->p, "http", "u", PRESENCE_DEVICE_WEB, NULL, f->now),
-                     0);
-    assert_int_equal(
-        presence_session_start(f->p, "drop", "u", PRESENCE_DEVICE_MOBILE, conn(2), f->now), 0);
-    assert_int_equal(presence_socket_closed(f->p, "drop", conn(2), f->now), 0);
-    flush(f);
-    clear(f);
+    three_kinds(f);
     /* The socketless "http" is older than the dropped "drop": it goes first. */
     assert_int_equal(
         presence_session_start(f->p, "new1", "u", PRESENCE_DEVICE_TABLET, conn(3), f->now), 0);
@@ -1074,14 +1082,7 @@ static void test_user_yield(void **state)
     struct fx *f = fx_new();
 
     (void)state;
-    start(f, "live", "u", PRESENCE_DEVICE_DESKTOP);
-    assert_int_equal(presence_session_start(f->p, "http", "u", PRESENCE_DEVICE_WEB, NULL, f->now),
-                     0);
-    assert_int_equal(
-        presence_session_start(f->p, "drop", "u", PRESENCE_DEVICE_MOBILE, conn(2), f->now), 0);
-    assert_int_equal(presence_socket_closed(f->p, "drop", conn(2), f->now), 0);
-    flush(f);
-    clear(f);
+    three_kinds(f);
     assert_int_equal(presence_user_yield(f->p, "u", f->now), 0);
     assert_int_equal(f->nends, 1);
     assert_string_equal(f->ends[0].sid, "http");
