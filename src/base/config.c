@@ -257,6 +257,10 @@ const struct config_def config_defs[] = {
             "Ids one observer may query at once, over all its connections, before "
             "observer-query-rate applies."),
     /* cluster (docs/cluster.md) */
+    ROW_STRING("pusher-app", pusher_app, "",
+               "Pusher Channels apps served at /app/{key} and /apps/{id}/: ID:KEY:SECRET, options "
+               "after the secret as :client-events=true:member-limit=100 (empty: no Pusher "
+               "protocol; docs/pusher.md)."),
     ROW_STRING("redis", redis, "",
                "Redis for many nodes: redis://HOST:PORT, a comma-separated list of redis:// URLs "
                "(shards), or redis-cluster://HOST:PORT[,HOST:PORT...] (empty: one embedded node; "

@@ -101,10 +101,11 @@ struct config {
     /* last seen */
     int64_t last_seen_flush_ms; /* its store batch period */
     /* cluster */
-    char *redis;                     /* "" = one embedded node (docs/cluster.md) */
-    char *node_id;                   /* "" = the host name */
-    int64_t redis_timeout_ms;        /* a slower command or connect: shard degraded */
-    int64_t cluster_lease_ms;        /* a lease older than this: node dead */
+    char *redis;              /* "" = one embedded node (docs/cluster.md) */
+    char *pusher_app;         /* Pusher apps "ID:KEY:SECRET[:opt=v...]" (,-separated); "" = none */
+    char *node_id;            /* "" = the host name */
+    int64_t redis_timeout_ms; /* a slower command or connect: shard degraded */
+    int64_t cluster_lease_ms; /* a lease older than this: node dead */
     int64_t cluster_orphan_grace_ms; /* then this long before its users are swept */
     int64_t cluster_linger_ms;       /* a bucket unwatched this long is unsubscribed */
     int64_t cluster_reassert_ms;     /* anti-entropy period, 0 = off */

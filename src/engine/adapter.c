@@ -40,3 +40,9 @@ void adapter_frames_release(struct adapter_frames *fs)
         fs->f[i] = NULL;
     }
 }
+
+void adapter_frames_copy(struct adapter_frames *dst, const struct adapter_frames *src)
+{
+    for (unsigned i = 0; i < ADAPTER_MAX; i++)
+        dst->f[i] = src->f[i] ? payload_ref(src->f[i]) : NULL;
+}

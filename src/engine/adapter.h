@@ -86,10 +86,22 @@ struct room_joined_event {
     const char *ref;
 };
 
+/* An application event for a room's subscribers (OP_RCAST): from the
+ * HTTP API, or a client's event relayed to the others. */
+struct room_broadcast_event {
+    const char *room;
+    const char *event; /* the event's name */
+    const char *data;  /* its data: JSON text, as the sender gave it */
+    const char *user;  /* the sending user, "" = none (the server) */
+};
+
 /*
  * One protocol's operations. Every encode_* returns a new reference to a
- * frame ready for the socket (never NULL); send writes a frame to one of
- * the protocol's clients, taking a reference of its own.
+ * frame ready for the socket, or NULL when the protocol has no message for
+ * that event (then its clients get nothing: Pusher has no acks), except
+ * encode_error and encode_room_snapshot, which always give one; send
+ * writes a frame to one of the protocol's clients, taking a reference of
+ * its own.
  *
  * The room encoders take the room core's values (room.h: a delta, a
  * snapshot, an ephemeral), and must be deterministic: the room core keeps
@@ -100,6 +112,8 @@ struct room_joined_event {
  */
 struct proto_adapter {
     const char *name; /* "native" */
+    bool own_auth;    /* its clients authenticate its own way (signed
+                       * subscriptions), never with a token under auth = jwt */
     struct payload *(*encode_error)(const struct error_event *ev);
     struct payload *(*encode_ack)(const char *ref); /* ref is not "" */
     struct payload *(*encode_welcome)(const struct welcome_event *ev);
@@ -114,7 +128,14 @@ struct proto_adapter {
                                             struct buf *scratch);
     struct payload *(*encode_room_ephemeral)(const struct room_ephemeral_view *v,
                                              struct buf *scratch);
+    struct payload *(*encode_room_broadcast)(const struct room_broadcast_event *ev);
     void (*send)(struct client *c, struct payload *f);
+    /* Optional: c's session was confirmed by its owner (after the welcome). */
+    void (*on_started)(struct client *c);
+    /* Optional: the protocol's close code for the engine's (native) one. */
+    unsigned (*close_code)(unsigned native_code);
+    /* Frees c->x->adata (required when the adapter sets it), as c is freed. */
+    void (*release)(struct client *c);
 };
 
 /* Registers a (static) adapter table and returns its protocol id, which
@@ -137,5 +158,8 @@ struct adapter_frames {
 };
 
 void adapter_frames_release(struct adapter_frames *fs);
+/* dst gets src's frames, each with a new reference (dst's old contents
+ * are not released). */
+void adapter_frames_copy(struct adapter_frames *dst, const struct adapter_frames *src);
 
 #endif

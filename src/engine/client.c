@@ -110,7 +110,7 @@ void client__expire(struct client *c)
 {
     if (!c->authed) {
         frame_send_error(c, "unauthenticated", "no valid token in time", NULL);
-        wsconn_close(c->ws, 4401, "authentication required");
+        client__ws_close(c, 4401, "authentication required");
         return;
     }
     if (!c->ws) { /* an event stream: its pattern for an end */
@@ -118,7 +118,7 @@ void client__expire(struct client *c)
         return;
     }
     frame_send_token_expired(c);
-    wsconn_close(c->ws, 4403, "token expired");
+    client__ws_close(c, 4403, "token expired");
 }
 
 _Static_assert(sizeof(struct client) <= 144, "an idle socket is one 144-byte pool object");
@@ -132,7 +132,7 @@ void client__open(struct client *c, struct wsconn *ws, unsigned proto)
     c->ws = ws;
     c->proto = proto & 3u;
     hmap_insert(&e->clients, &c->node, hash_bytes(&wsconn_to_conn(ws)->id, sizeof(uint64_t)));
-    if (client__auth_jwt(e) && !c->authed) {
+    if (client__auth_jwt(e) && !c->authed && !frame_adapter(c)->own_auth) {
         c->deadline = (int64_t)(loop_now(e->w->loop) + (uint64_t)e->w->srv->cfg.auth_timeout_ms);
         engine__expiry_arm(c);
         return; /* the welcome follows a valid auth message */
@@ -166,6 +166,8 @@ void client__free(struct client *c)
 {
     client_drop_links(c);
     flow__forget(c);
+    if (c->x && c->x->adata)
+        frame_adapter(c)->release(c);
     if (c->x) {
         pool_free(c->x->links);
         free(c->x->room_claims);
@@ -231,6 +233,45 @@ out_free:
     return NULL;
 }
 
+void client__ws_send(struct client *c, struct payload *f)
+{
+    if (c->ws)
+        wsconn_send_payload(c->ws, f);
+}
+
+void client__on_ws_close(struct wsconn *ws, unsigned code)
+{
+    struct client *c = wsconn_user_data(ws);
+
+    (void)code;
+    if (!c)
+        return;
+    client__close(c);
+    wsconn_set_user_data(ws, NULL);
+}
+
+void client__ws_close(struct client *c, unsigned code, const char *reason)
+{
+    const struct proto_adapter *a = frame_adapter(c);
+
+    wsconn_close(c->ws, a->close_code ? a->close_code(code) : code, reason);
+}
+
+struct client *engine_client_bare(struct worker *w)
+{
+    struct client *c = pool_alloc(sizeof(*c)); /* ids "" inline */
+
+    c->e = engine_of(w);
+    c->device = PRESENCE_DEVICE_WEB & 7u;
+    return c;
+}
+
+void client__start_as(struct client *c, const char *uid)
+{
+    client_set_uid(c, uid);
+    session__start(c);
+}
+
 void engine_client_discard(struct client *c)
 {
     client__free(c);
@@ -241,9 +282,10 @@ void engine_client_discard(struct client *c)
 void client__on_reply(struct engine *e, struct emsg *em)
 {
     struct client *c = find_client(e, em->conn_id);
+    struct payload *f = c ? emsg_frame_of(em, c->proto) : NULL;
 
-    if (c)
-        wsconn_send_payload(c->ws, em->frame);
+    if (f) /* NULL: its protocol has no such message (a Pusher ack) */
+        frame_adapter(c)->send(c, f);
 }
 
 void client__on_kick(struct engine *e, struct emsg *em)
@@ -252,7 +294,7 @@ void client__on_kick(struct engine *e, struct emsg *em)
 
     if (c) {
         c->started = false; /* the session lives on elsewhere */
-        wsconn_close(c->ws, 4001, "session resumed on another connection");
+        client__ws_close(c, 4001, "session resumed on another connection");
     }
 }
 

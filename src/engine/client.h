@@ -44,7 +44,8 @@ struct client_x {
     uint64_t qlast;                /* loop ms of the last refill */
     struct rblock *rblock;         /* engine_room_block.c: a blockers record of its own */
     struct watch_tier *tier;       /* watch.c: the list-tier window, NULL when no such link */
-    char *okey; /* watch.c: the observer key its watches and stream count under */
+    char *okey;  /* watch.c: the observer key its watches and stream count under */
+    void *adata; /* its protocol adapter's state, freed by the adapter's release() */
 };
 
 /* The ids stored in the client itself (uid, NUL, sid, NUL) when both fit:
@@ -124,7 +125,7 @@ static inline void client_x_trim(struct client *c)
     const struct client_x *x = c->x;
 
     if (x && !x->sse && !x->links && !x->room_claims && !x->ephemeral_hold_until && !x->qlast &&
-        !x->rblock && !x->okey) {
+        !x->rblock && !x->okey && !x->adata) {
         pool_free(c->x);
         c->x = NULL;
     }
@@ -190,6 +191,18 @@ static inline struct emsg *session_msg(struct client *c, enum engine_op op, cons
  * sends everything c gets: c joins e->clients and, unless it must
  * authenticate first, starts its session (session__start()). */
 void client__open(struct client *c, struct wsconn *ws, unsigned proto);
+/* An anonymous client (opened, no user yet) takes user uid (valid) and
+ * asks for its session; the adapter's on_started() runs once it exists. */
+void client__start_as(struct client *c, const char *uid);
+/* A WebSocket adapter's send (struct proto_adapter): writes f to c's
+ * socket, taking a reference. */
+void client__ws_send(struct client *c, struct payload *f);
+/* A WebSocket adapter's on_close (struct wsconn_app), for sockets whose
+ * user data is their client (set at open): closes and frees the client. */
+void client__on_ws_close(struct wsconn *ws, unsigned code);
+/* Closes c's WebSocket with the engine's close code (docs/protocol.md),
+ * or the code its adapter maps it to (close_code). */
+void client__ws_close(struct client *c, unsigned code, const char *reason);
 /* c's WebSocket closed: its links go, its owner hears OP_CLOSED (the
  * reconnect grace), and c is freed. */
 void client__close(struct client *c);

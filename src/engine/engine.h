@@ -102,5 +102,10 @@ void engine_http_room(struct conn *c, const struct http_request *req, struct net
 void engine_http_admin(struct conn *c, const struct http_request *req, struct net_ctx *nc);
 /* Frees a prepared client whose upgrade failed (on_open never ran). */
 void engine_client_discard(struct client *c);
+/* A client for a WebSocket of another protocol that authenticates its
+ * own way (Pusher's signed subscriptions): anonymous (it takes a user
+ * later, client__start_as()), device web, needing no token under auth =
+ * jwt. Open it with client__open(), or engine_client_discard() it. */
+struct client *engine_client_bare(struct worker *w);
 
 #endif

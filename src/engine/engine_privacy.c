@@ -778,37 +778,35 @@ void engine__privacy_reload(struct engine *e, const char *uid)
 
 /* ---- settings writes: the privacy message and the admin API ---- */
 
-static void send_frame_to(struct engine *e, uint64_t conn_id, struct payload *f)
-{
-    struct emsg *em = emsg_new(OP_REPLY, conn_id);
-
-    em->frame = f;
-    owner_send(e, owner_of_conn(conn_id), em);
-}
-
-/* privacy_changed to every live socket session of uid. */
+/* privacy_changed to every live socket session of uid (each gets its
+ * own protocol's frame of the same settings). */
 static void notify_sessions(struct engine *e, struct puser *pu)
 {
     struct presence_session_info si[SESSIONS_MAX];
     size_t n = presence_list_sessions(e->pres, pu->uid, si, SESSIONS_MAX);
-    struct payload *f = frame_privacy_changed(pu_set(pu));
+    struct adapter_frames fs = {0};
 
+    frame_privacy_changed(pu_set(pu), &fs);
     for (size_t i = 0; i < n && i < SESSIONS_MAX; i++) {
         uint64_t conn = (uint64_t)(uintptr_t)si[i].conn_ref;
-        if (conn && si[i].attached)
-            send_frame_to(e, conn, payload_ref(f));
+        struct adapter_frames mine;
+
+        if (!conn || !si[i].attached)
+            continue;
+        adapter_frames_copy(&mine, &fs);
+        frame_reply_frames(e, conn, &mine);
     }
-    payload_unref(f);
+    adapter_frames_release(&fs);
 }
 
 void engine__privacy_hello(struct engine *e, struct emsg *req)
 {
-    struct puser *pu;
+    struct adapter_frames fs = {0};
 
     if (!engine__privacy_ready(e, req, req->uid, req->uid))
         return;
-    pu = puser_get(e, req->uid);
-    send_frame_to(e, req->conn_id, frame_privacy_changed(pu_set(pu)));
+    frame_privacy_changed(pu_set(puser_get(e, req->uid)), &fs);
+    frame_reply_frames(e, req->conn_id, &fs);
 }
 
 /* Answers an admin call: status code + JSON (see engine_admin.c). */

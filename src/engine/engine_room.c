@@ -82,6 +82,7 @@ struct rsub {              /* R side: workers subscribed to a room */
     uint64_t eph_window;           /* loop ms when the current one-second count began */
     uint32_t eph_count;            /* ephemerals in that second */
     bool hot;                      /* ephemerals are held for the tick */
+    uint8_t protos;                /* bit p: a subscriber of protocol p came (never cleared) */
     struct list joins;             /* struct emsg.park: joins waiting for the batch (OP_RJOIN_R) */
     struct wheel_timer join_timer; /* armed while joins wait: the room's next flush */
     uint64_t gen[];                /* per worker (nworkers): newest subscription generation seen */
@@ -128,21 +129,25 @@ static void room_error(struct engine *e, uint64_t conn_id, int err, const char *
 
 /* ---- R side ---- */
 
-/* Sends one room message to every worker with subscribers to the room. */
+/* Sends one room message, fs's frame for each protocol (NULL: none for
+ * it), to every worker with subscribers to the room; exclude is a
+ * connection that does not get it (0: none). */
 static void send_event(struct engine *e, const struct rsub *s, bool droppable, uint64_t epoch,
-                       uint64_t seq, struct payload *payload)
+                       uint64_t seq, const struct adapter_frames *fs, uint64_t exclude)
 {
     for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
+        struct adapter_frames mine;
         struct emsg *em;
 
         if (!(s->workers & (1ull << i)))
             continue;
-        em = emsg_new(OP_REVENT, 0);
+        em = emsg_new(OP_REVENT, exclude);
         emsg_set_id(&em->room, s->room);
         em->arg = droppable;
         em->epoch = epoch;
         em->since = seq;
-        em->frame = payload_ref(payload);
+        adapter_frames_copy(&mine, fs);
+        emsg_take_frames(em, &mine);
         owner_send(e, i, em);
     }
 }
@@ -157,8 +162,9 @@ static void release_held(struct engine *e, struct rsub *s)
         list_del(&em->park);
         emsg_free(&em->msg);
     }
-    for (size_t i = 0; i < s->nheld; i++) {
-        send_event(e, s, true, s->held[i].epoch, 0, s->held[i].payload);
+    for (size_t i = 0; i < s->nheld; i++) { /* the default protocol's only */
+        struct adapter_frames fs = {.f = {s->held[i].payload}};
+        send_event(e, s, true, s->held[i].epoch, 0, &fs, 0);
         payload_unref(s->held[i].payload);
     }
     s->nheld = 0;
@@ -229,11 +235,10 @@ static void rsub_release(void *owner)
     pool_free(s->held);
 }
 
-/* Sends ev to the workers with subscribers. The frame is the default
- * protocol's, which the room core encoded: every client worker's links
- * take that protocol's frame today. (A second protocol's frame would come
- * from the same cache, frame_room_event(), for the workers whose
- * subscribers speak it.) */
+/* Sends ev to the workers with subscribers, encoded once for each
+ * protocol its subscribers speak (the default protocol's frame is the one
+ * the room core made). A hot room's held ephemerals are the default
+ * protocol's only: no other adapter has an ephemeral lane yet. */
 static void fan_out(struct engine *e, const struct room_event *ev)
 {
     struct rsub *s = find_rsub(e, ev->room);
@@ -245,7 +250,10 @@ static void fan_out(struct engine *e, const struct room_event *ev)
         return;
     if (s->nheld > 0)
         release_held(e, s); /* nothing overtakes held ephemerals */
-    send_event(e, s, ev->droppable, ev->epoch, ev->seq, frame_room_event(&fs, ADAPTER_DEFAULT, ev));
+    for (unsigned p = 0; p < ADAPTER_MAX; p++)
+        if (s->protos & (1u << p))
+            frame_room_event(&fs, p, ev);
+    send_event(e, s, ev->droppable, ev->epoch, ev->seq, &fs, 0);
     adapter_frames_release(&fs);
 }
 
@@ -277,18 +285,32 @@ void engine__room_remote_ephemeral(struct engine *e, const struct room_ephemeral
     buf_release(&scratch);
 }
 
-static void send_state(struct engine *e, const struct emsg *req, struct payload *p, bool last,
-                       uint64_t epoch, uint64_t seq)
+/* Sends one part of a join's answer (p: its frame for the client's
+ * protocol, NULL = none; last: the final part); err < 0 says the join
+ * failed (its error went before). */
+static void send_state_err(struct engine *e, const struct emsg *req, struct payload *p, bool last,
+                           uint64_t epoch, uint64_t seq, int err)
 {
     struct emsg *em = emsg_new(OP_RSTATE, req->conn_id);
 
+    em->err = err;
+
     emsg_set_id(&em->room, req->room);
     em->index = req->index; /* the join this answers (engine__room_on_state) */
-    em->frame = p;
+    if (req->proto == ADAPTER_DEFAULT)
+        em->frame = p;
+    else
+        em->frames[req->proto & (ADAPTER_MAX - 1)] = p; /* encoded for the client's protocol */
     em->arg = last;
     em->epoch = epoch;
     em->since = seq;
     owner_send(e, owner_of_conn(req->conn_id), em);
+}
+
+static void send_state(struct engine *e, const struct emsg *req, struct payload *p, bool last,
+                       uint64_t epoch, uint64_t seq)
+{
+    send_state_err(e, req, p, last, epoch, seq, 0);
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -356,6 +378,7 @@ static void view_info(struct engine *e, const struct emsg *req, struct room_info
  * joins of one interval share the room's cached snapshot. */
 static void answer_join(struct engine *e, const struct emsg *req, struct room_msg *batch)
 {
+    struct room_codec codec = frame_room_codec_for(req->proto);
     struct room_resume rr = {0};
     struct room_info info;
     bool resumed = false;
@@ -367,12 +390,17 @@ static void answer_join(struct engine *e, const struct emsg *req, struct room_ms
          * (its deltas would carry the real epoch). */
         resumed = true;
     } else if (req->has_since) {
-        room_resume(e->rooms, req->room, req->epoch, req->since, &rr);
+        if (req->proto == ADAPTER_DEFAULT)
+            room_resume(e->rooms, req->room, req->epoch, req->since, &rr);
+        else
+            room_resume_as(e->rooms, req->room, req->epoch, req->since, &codec, &rr);
         resumed = rr.kind == ROOM_RESUME_DELTAS;
     } else {
         rr.kind = ROOM_RESUME_SNAPSHOT;
         rr.msgs = xcalloc(1, sizeof(*rr.msgs));
-        if (info.mode != ROOM_MODE_NORMAL)
+        if (req->proto != ADAPTER_DEFAULT) /* another protocol's: encoded for this one */
+            rr.n = room_snapshot_as(e->rooms, req->room, &codec, &rr.msgs[0]) == 0;
+        else if (info.mode != ROOM_MODE_NORMAL)
             rr.n = room_snapshot(e->rooms, req->room, &rr.msgs[0]) == 0;
         else if (batch == NULL)
             rr.n = room_snapshot_uncached(e->rooms, req->room, &rr.msgs[0]) == 0;
@@ -392,8 +420,8 @@ static void answer_join(struct engine *e, const struct emsg *req, struct room_ms
         send_state(e, req, payload_ref(rr.msgs[i].payload), false, info.epoch, rr.msgs[i].seq);
     room_resume_release(&rr);
     free(rr.msgs);
-    send_state(e, req, frame_room_joined(req->room, &info, resumed, req->ref), true, info.epoch,
-               info.seq);
+    send_state(e, req, frame_room_joined(req->room, &info, resumed, req->ref, req->proto), true,
+               info.epoch, info.seq);
 }
 
 static void on_join_timer(struct wheel_timer *t, uint64_t now);
@@ -427,11 +455,13 @@ static struct rsub *get_rsub(struct engine *e, const char *room)
     return s;
 }
 
-static void subscribe(struct engine *e, const char *room, unsigned from, uint64_t gen)
+static void subscribe(struct engine *e, const char *room, unsigned from, uint64_t gen,
+                      unsigned proto)
 {
     struct rsub *s = get_rsub(e, room);
 
     s->workers |= 1ull << from;
+    s->protos |= (uint8_t)(1u << proto);
     s->gen[from] = MAX(s->gen[from], gen);
 }
 
@@ -461,7 +491,7 @@ static void answer_waiting(struct engine *e, struct rsub *s)
         struct emsg *req = container_of(list_first(&s->joins), struct emsg, park);
 
         list_del(&req->park);
-        subscribe(e, req->room, worker_of_conn(req->conn_id), req->version);
+        subscribe(e, req->room, worker_of_conn(req->conn_id), req->version, req->proto);
         answer_join(e, req, &snap);
         emsg_free(&req->msg);
     }
@@ -532,7 +562,7 @@ void engine__room_on_join_r(struct engine *e, struct emsg *req)
                       (const char *const *)req->ids, req->nids);
     if (r < 0 && r != ROOM_E_JOINED) { /* JOINED: a resumed session re-subscribing */
         room_error(e, req->conn_id, r, req->ref);
-        send_state(e, req, NULL, true, 0, 0);
+        send_state_err(e, req, NULL, true, 0, 0, -1); /* the join failed */
         return;
     }
     room_set_visible(e->rooms, req->room, req->uid, req->arg != 0, now); /* privacy */
@@ -550,8 +580,38 @@ void engine__room_on_join_r(struct engine *e, struct emsg *req)
         }
         room_flush(e->rooms, req->room, now); /* the joiner sees itself at once */
     }
-    subscribe(e, req->room, from, req->version);
+    subscribe(e, req->room, from, req->version, req->proto);
     answer_join(e, req, NULL);
+}
+
+void engine__room_broadcast(struct engine *e, const struct room_broadcast_event *ev,
+                            uint64_t exclude)
+{
+    struct emsg *em = emsg_new(OP_RCAST, exclude);
+
+    emsg_set_id(&em->room, ev->room);
+    emsg_set_id(&em->uid, ev->user);
+    em->text = xstrdup(ev->event);
+    em->emoji = xstrdup(ev->data);
+    owner_send(e, owner_of_room(e, ev->room), em);
+}
+
+void engine__room_on_cast(struct engine *e, struct emsg *req)
+{
+    struct rsub *s = find_rsub(e, req->room);
+    struct room_broadcast_event ev = {
+        .room = req->room, .event = req->text, .data = req->emoji, .user = req->uid};
+    struct adapter_frames fs = {0};
+    struct room_info info;
+
+    if (!s)
+        return; /* nobody here listens */
+    room_get_info(e->rooms, req->room, &info);
+    frame_room_broadcast(&ev, s->protos, &fs);
+    if (s->nheld > 0)
+        release_held(e, s); /* in order with the room's other messages */
+    send_event(e, s, false, info.epoch, 0, &fs, req->conn_id);
+    adapter_frames_release(&fs);
 }
 
 void engine__room_on_sub(struct engine *e, struct emsg *req)
@@ -560,7 +620,7 @@ void engine__room_on_sub(struct engine *e, struct emsg *req)
         park(e, req);
         return;
     }
-    subscribe(e, req->room, owner_of_conn(req->conn_id), req->version);
+    subscribe(e, req->room, owner_of_conn(req->conn_id), req->version, req->proto);
     answer_join(e, req, NULL);
 }
 
@@ -569,13 +629,14 @@ void engine__room_on_sub(struct engine *e, struct emsg *req)
  * any case when user is "". */
 void engine__room_on_refresh(struct engine *e, struct emsg *req)
 {
+    struct room_codec codec = frame_room_codec_for(req->proto);
     struct room_member_view mv;
     struct room_info info;
     struct room_msg m;
 
     if (req->uid[0] && (room_get_member(e->rooms, req->room, req->uid, &mv) != 0 || !mv.published))
         return;
-    if (room_snapshot(e->rooms, req->room, &m) != 0)
+    if (room_snapshot_as(e->rooms, req->room, &codec, &m) != 0)
         return;
     room_get_info(e->rooms, req->room, &info);
     view_info(e, req, &info); /* the reader's blockers may have changed */
@@ -745,6 +806,7 @@ static struct emsg *forward(struct engine *e, const struct emsg *req, enum engin
     em->has_since = req->has_since;
     em->version = req->version; /* the subscription generation */
     em->index = req->index;     /* the link's join number */
+    em->proto = req->proto;
     em->text = req->text ? xstrdup(req->text) : NULL;
     copy_ids(em, req);
     owner_send(e, owner_of_room(e, req->room), em);
@@ -762,6 +824,7 @@ void engine__room_on_join(struct engine *e, struct emsg *req)
         emsg_set_id(&em->room, req->room);
         em->index = req->index;
         em->arg = 1;
+        em->err = -1; /* the join failed */
         owner_send(e, owner_of_conn(req->conn_id), em);
         return; /* the session is gone: nothing to join */
     }

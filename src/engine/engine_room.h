@@ -36,6 +36,11 @@ int engine__room_join(struct client *c, const char *room, const char *meta, bool
                       uint64_t epoch, uint64_t seq, const char *ref);
 /* Leaves room: -ENOENT when c is not in it. */
 int engine__room_leave(struct client *c, const char *room, const char *ref);
+/* Ends a subscription without membership (engine__room_stream()):
+ * -ENOENT when c has none to room. */
+int engine__room_unsubscribe(struct client *c, const char *room);
+/* True when c's connection is subscribed to (or joined) room. */
+bool engine__room_linked(struct client *c, const char *room);
 /* A metadata patch (meta: a JSON merge patch, compact) or an ephemeral
  * message (data: compact JSON, kind a string) to the room's owner. */
 void engine__room_patch(struct client *c, const char *room, const char *meta, const char *ref);
@@ -47,6 +52,13 @@ bool engine__room_ephemerals_held(const struct client *c);
 /* Subscribes an event-stream client to room (no membership), resuming
  * after last_event_id ("epoch-seq") when given. */
 void engine__room_stream(struct client *c, const char *room, const char *last_event_id);
+/* An application event ev (its strings copied) to every subscriber of
+ * ev->room in every protocol that has such a message, except the
+ * connection exclude (0: none): from any worker, e.g. an HTTP API call. Not
+ * part of the room's state: no seq, never replayed, never dropped. */
+struct room_broadcast_event;
+void engine__room_broadcast(struct engine *e, const struct room_broadcast_event *ev,
+                            uint64_t exclude);
 /* A closing client's room links go (membership follows the session). */
 void engine__rooms_client_closed(struct client *c);
 /* Frees the client side's local rooms (engine_free). */
@@ -90,6 +102,7 @@ engine_op_fn engine__room_on_patch;   /* OP_RPATCH and OP_REPHEM (R) */
 engine_op_fn engine__room_on_unsub;   /* OP_RUNSUB (R) */
 engine_op_fn engine__room_on_info;    /* OP_RINFO (R) */
 engine_op_fn engine__room_on_sub;     /* OP_RSUB (R) */
+engine_op_fn engine__room_on_cast;    /* OP_RCAST (R) */
 /* R: room's members on the other nodes are known now (cluster_room.c):
  * the joins and subscriptions parked for it are answered. */
 void engine__room_loaded(struct engine *e, const char *room);

@@ -118,6 +118,7 @@ static struct emsg *room_msg(struct client *c, enum engine_op op, const char *ro
     struct emsg *em = session_msg(c, op, ref);
 
     emsg_set_id(&em->room, room);
+    em->proto = (uint8_t)c->proto;
     return em;
 }
 
@@ -267,17 +268,19 @@ void engine__room_on_state(struct engine *e, struct emsg *em)
 {
     struct client *c = find_client(e, em->conn_id);
     struct room_link *l;
+    struct payload *f;
     size_t idx;
 
     if (!c || !(l = find_rlink(c, em->room, &idx)) || em->index != l->join_id)
         return; /* no such link, or the answer to one that left before it came */
-    if (em->frame && link_filtered(l))
-        deliver_filtered(l, em->frame, em->epoch, em->since, false, true);
-    else if (em->frame)
-        deliver(c, em->frame, em->epoch, em->since, false);
+    f = emsg_frame_of(em, c->proto);
+    if (f && link_filtered(l) && c->proto == ADAPTER_DEFAULT)
+        deliver_filtered(l, f, em->epoch, em->since, false, true);
+    else if (f)
+        deliver(c, f, em->epoch, em->since, false);
     if (!em->arg)
         return;
-    if (!em->frame && l->awaiting) {
+    if (em->err < 0 && l->awaiting) {
         rlink_remove(c, idx); /* the join failed */
         return;
     }
@@ -307,13 +310,16 @@ void engine__room_on_event(struct engine *e, struct emsg *em)
     list_foreach_safe(pos, tmp, &lr->links)
     {
         struct room_link *l = container_of(pos, struct room_link, link);
+        struct client *c = l->client;
+        struct payload *f = emsg_frame_of(em, c->proto);
 
-        if (l->awaiting || (em->arg && congested(l->client)))
-            continue;
-        if (link_filtered(l))
-            deliver_filtered(l, em->frame, em->epoch, em->since, !em->arg, false);
+        if (!f || l->awaiting || (em->arg && congested(c)) ||
+            (em->conn_id && client_conn_id(c) == em->conn_id))
+            continue; /* nothing for its protocol, or the one excluded */
+        if (link_filtered(l) && c->proto == ADAPTER_DEFAULT)
+            deliver_filtered(l, f, em->epoch, em->since, !em->arg, false);
         else
-            deliver(l->client, em->frame, em->epoch, em->since, !em->arg);
+            deliver(c, f, em->epoch, em->since, !em->arg);
     }
 }
 
@@ -665,6 +671,7 @@ static void request_refresh(struct room_link *l, const char *user)
     emsg_set_id(&em->room, l->lroom->room);
     emsg_set_id(&em->uid, user);
     em->index = l->join_id;
+    em->proto = (uint8_t)c->proto;
     ids_of_blockers(c, em);
     owner_send(c->e, owner_of_room(c->e, l->lroom->room), em);
 }
@@ -935,6 +942,24 @@ int engine__room_leave(struct client *c, const char *room, const char *ref)
     return 0;
 }
 
+bool engine__room_linked(struct client *c, const char *room)
+{
+    size_t idx;
+
+    return find_rlink(c, room, &idx) != NULL;
+}
+
+int engine__room_unsubscribe(struct client *c, const char *room)
+{
+    size_t idx;
+
+    if (!find_rlink(c, room, &idx))
+        return -ENOENT;
+    rlink_remove(c, idx);
+    rb_cancel(c, room);
+    return 0;
+}
+
 void engine__room_patch(struct client *c, const char *room, const char *meta, const char *ref)
 {
     struct emsg *em = room_msg(c, OP_RPATCH, room, ref);
@@ -971,6 +996,7 @@ void engine__room_stream(struct client *c, const char *room, const char *last_ev
     int used = 0;
 
     emsg_set_id(&em->room, room);
+    em->proto = (uint8_t)c->proto;
     if (last_event_id && sscanf(last_event_id, "%llu-%llu%n", &epoch, &seq, &used) == 2 &&
         last_event_id[used] == '\0') {
         em->epoch = epoch;

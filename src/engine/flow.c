@@ -84,7 +84,7 @@ bool flow__spend(struct client *c, enum budget_kind k, const char *ref)
              budget_kind_name(k));
     frame_send_error(c, "rate_limited", msg, ref);
     if (c->ws)
-        wsconn_close(c->ws, 1008, "rate limited");
+        client__ws_close(c, 1008, "rate limited");
     return false;
 }
 

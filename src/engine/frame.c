@@ -51,6 +51,8 @@ const struct proto_adapter *frame_adapter(const struct client *c)
 
 void frame_send(struct client *c, struct payload *f)
 {
+    if (!f)
+        return; /* the protocol has no such message */
     frame_adapter(c)->send(c, f);
     payload_unref(f);
 }
@@ -115,6 +117,20 @@ const struct room_codec frame_room_codec = {
     .encode_ephemeral = room_ephemeral_default,
 };
 
+struct room_codec frame_room_codec_for(unsigned proto)
+{
+    const struct proto_adapter *a;
+
+    if (proto == ADAPTER_DEFAULT)
+        return frame_room_codec;
+    a = adapter_get(proto);
+    return (struct room_codec){
+        .encode_delta = a->encode_room_delta,
+        .encode_snapshot = a->encode_room_snapshot,
+        .encode_ephemeral = a->encode_room_ephemeral,
+    };
+}
+
 struct payload *frame_room_event(struct adapter_frames *fs, unsigned proto,
                                  const struct room_event *ev)
 {
@@ -136,6 +152,14 @@ struct payload *frame_room_event(struct adapter_frames *fs, unsigned proto,
     return fs->f[proto];
 }
 
+void frame_room_broadcast(const struct room_broadcast_event *ev, unsigned protos,
+                          struct adapter_frames *fs)
+{
+    for (unsigned p = 0; p < adapter_count(); p++)
+        if (protos & (1u << p))
+            fs->f[p] = adapter_get(p)->encode_room_broadcast(ev);
+}
+
 struct payload *frame_presence(const struct presence_view *v, int cls, int64_t wall_offset_ms)
 {
     struct presence_event ev = {.view = v, .cls = cls, .wall_offset_ms = wall_offset_ms};
@@ -143,42 +167,48 @@ struct payload *frame_presence(const struct presence_view *v, int cls, int64_t w
     return adapter_get(ADAPTER_DEFAULT)->encode_presence(&ev);
 }
 
-struct payload *frame_privacy_changed(const struct store_privacy *p)
+void frame_privacy_changed(const struct store_privacy *p, struct adapter_frames *fs)
 {
     struct privacy_event ev = {.settings = p};
 
-    return adapter_get(ADAPTER_DEFAULT)->encode_privacy(&ev);
+    for (unsigned i = 0; i < adapter_count(); i++)
+        fs->f[i] = adapter_get(i)->encode_privacy(&ev);
 }
 
 struct payload *frame_room_joined(const char *room, const struct room_info *info, bool resumed,
-                                  const char *ref)
+                                  const char *ref, unsigned proto)
 {
     struct room_joined_event ev = {.room = room, .info = info, .resumed = resumed, .ref = ref};
 
-    return adapter_get(ADAPTER_DEFAULT)->encode_room_joined(&ev);
+    return adapter_get(proto)->encode_room_joined(&ev);
 }
 
-void frame_reply(struct engine *e, const struct emsg *req, struct payload *frame)
+void frame_reply_frames(struct engine *e, uint64_t conn_id, struct adapter_frames *fs)
 {
-    struct emsg *em = emsg_new(OP_REPLY, req->conn_id);
+    struct emsg *em = emsg_new(OP_REPLY, conn_id);
 
-    em->frame = frame;
-    owner_send(e, owner_of_conn(req->conn_id), em);
+    emsg_take_frames(em, fs);
+    owner_send(e, owner_of_conn(conn_id), em);
 }
 
 void frame_reply_ack(struct engine *e, const struct emsg *req)
 {
+    struct adapter_frames fs = {0};
+
     if (!req->ref[0])
         return;
-    frame_reply(e, req, adapter_get(ADAPTER_DEFAULT)->encode_ack(req->ref));
+    for (unsigned p = 0; p < adapter_count(); p++)
+        fs.f[p] = adapter_get(p)->encode_ack(req->ref);
+    frame_reply_frames(e, req->conn_id, &fs);
 }
 
 void frame_reply_error(struct engine *e, uint64_t conn_id, const char *code, const char *message,
                        const char *ref)
 {
-    struct emsg *em = emsg_new(OP_REPLY, conn_id);
     struct error_event ev = {.code = code, .message = message, .ref = ref};
+    struct adapter_frames fs = {0};
 
-    em->frame = adapter_get(ADAPTER_DEFAULT)->encode_error(&ev);
-    owner_send(e, owner_of_conn(conn_id), em);
+    for (unsigned p = 0; p < adapter_count(); p++)
+        fs.f[p] = adapter_get(p)->encode_error(&ev);
+    frame_reply_frames(e, conn_id, &fs);
 }

@@ -6,13 +6,14 @@
  *
  * Client side (frame_send_*): the event is for one local client and is
  * encoded by that client's adapter (struct client.proto, chosen at open),
- * then sent by it. Owner side (frame_presence, frame_privacy_changed,
- * frame_room_joined, frame_reply*): the frame travels by bus message to
- * the client's worker, so it is encoded by ADAPTER_DEFAULT, once per
- * event, and shared by every recipient (OP_PRESENCE carries one frame per
- * privacy class). With a second protocol these become one frame per
- * protocol in use (struct adapter_frames); docs/architecture.md
- * "Protocol adapters" says what that changes.
+ * then sent by it. Owner side: the frame travels by bus message to the
+ * client's worker. An owner that knows the recipient's protocol (a room
+ * join carries it: frame_room_joined) encodes for that one; one that does
+ * not (frame_privacy_changed, frame_reply_*) encodes once for every
+ * registered protocol (struct adapter_frames; one when only the native
+ * protocol runs) and the client's worker picks its client's
+ * (emsg_frame_of()). Watch-list transitions (frame_presence, one frame per
+ * privacy class) are still the default protocol's only.
  *
  * Room messages (owner side): the room core encodes each delta, snapshot
  * and ephemeral once through frame_room_codec, the default protocol's room
@@ -77,20 +78,28 @@ extern const struct room_codec frame_room_codec;
  * ev's value on its first call. */
 struct payload *frame_room_event(struct adapter_frames *fs, unsigned proto,
                                  const struct room_event *ev);
+/* The room codec of protocol proto (its adapter's three room encoders). */
+struct room_codec frame_room_codec_for(unsigned proto);
+/* An application event's frame for every protocol in the bit set protos,
+ * into fs (zero-filled; NULL where a protocol has no such message). */
+struct room_broadcast_event;
+void frame_room_broadcast(const struct room_broadcast_event *ev, unsigned protos,
+                          struct adapter_frames *fs);
 
 /* A presence event: v as seen by class cls (enum privacy_class), its
  * times converted with wall_offset_ms (wall - monotonic). */
 struct payload *frame_presence(const struct presence_view *v, int cls, int64_t wall_offset_ms);
-/* privacy_changed with the user's settings p. */
-struct payload *frame_privacy_changed(const struct store_privacy *p);
-/* room_joined: the room's epoch, seq, mode, count and whether the join
- * resumed, for the join with ref. */
+/* privacy_changed with the user's settings p, for every protocol, into fs
+ * (zero-filled). */
+void frame_privacy_changed(const struct store_privacy *p, struct adapter_frames *fs);
+/* room_joined in protocol proto: the room's epoch, seq, mode, count and
+ * whether the join resumed, for the join with ref (NULL: nothing). */
 struct payload *frame_room_joined(const char *room, const struct room_info *info, bool resumed,
-                                  const char *ref);
+                                  const char *ref, unsigned proto);
 
-/* Owner side: sends frame (a reference, taken over) to the client of
- * req->conn_id as an OP_REPLY. */
-void frame_reply(struct engine *e, const struct emsg *req, struct payload *frame);
+/* Owner side: sends the frames of fs (taken over, fs left empty) to the
+ * client of conn_id as an OP_REPLY; its worker writes its protocol's. */
+void frame_reply_frames(struct engine *e, uint64_t conn_id, struct adapter_frames *fs);
 /* An ack of req to its client, when it has a ref. */
 void frame_reply_ack(struct engine *e, const struct emsg *req);
 /* An error message to the client on connection conn_id (any worker). */

@@ -88,6 +88,7 @@ static engine_op_fn *const ops[OP_COUNT] = {
     [OP_RUNSUB]     = engine__room_on_unsub,
     [OP_RINFO]      = engine__room_on_info,
     [OP_RSUB]       = engine__room_on_sub,
+    [OP_RCAST]      = engine__room_on_cast,
     [OP_RVIS]       = engine__room_on_vis,
     [OP_RBLOCK]     = engine__room_on_block,
     [OP_RREFRESH]   = engine__room_on_refresh,

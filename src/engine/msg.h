@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter.h"
 #include "bus.h"
 #include "list.h"
 #include "presence.h"
@@ -59,6 +60,8 @@ enum engine_op {
     OP_RINFO,    /* HTTP worker -> R: GET /v1/rooms/{id} */
     OP_RSUB,     /* SSE worker -> R: subscribe without joining (event stream) */
     OP_RVIS,     /* U -> R: the user's room visibility (arg) changed */
+    OP_RCAST,    /* any worker -> R: an application event for the room's subscribers
+                  * (text = event, emoji = data, uid = sender, conn_id = excluded) */
     /* privacy (engine_privacy.c) */
     OP_PRIVACY,     /* client worker -> U: set settings (priv, arg = fields given) */
     OP_PRIV_HELLO,  /* owner -> itself: tell session conn_id its settings when known */
@@ -113,39 +116,63 @@ enum hs_lookup {
 struct emsg {
     struct bus_msg msg; /* first member; type WORKER_MSG_ENGINE */
     uint8_t op;
-    int8_t arg;          /* op-specific small value */
-    uint8_t device;      /* OP_START: enum presence_device */
-    uint8_t priv_mask;   /* OP_PRIVACY/ADMIN set: fields given */
-    bool has_since;      /* OP_RJOIN*: since is set */
-    bool unfiltered;     /* OP_QUERY from the admin API */
-    bool parked;         /* owned by a puser: do not free */
-    bool reread;         /* a settings write that re-read stale settings */
-    uint8_t admit;       /* OP_START/OP_HTTP_BEAT: enum admit, the cap across nodes */
-    uint8_t hs;          /* OP_HTTP_BEAT: enum hs_lookup, who holds its session */
-    int err;             /* OP_STARTED/OP_REPLY: 0 or a PRESENCE_E_* */
-    uint32_t index;      /* OP_QUERY/OP_ANSWER: position in the answer; room joins,
-                          * refreshes and OP_RSTATE: the room link's join number */
+    int8_t arg;        /* op-specific small value */
+    uint8_t device;    /* OP_START: enum presence_device */
+    uint8_t priv_mask; /* OP_PRIVACY/ADMIN set: fields given */
+    bool has_since;    /* OP_RJOIN*: since is set */
+    bool unfiltered;   /* OP_QUERY from the admin API */
+    bool parked;       /* owned by a puser: do not free */
+    bool reread;       /* a settings write that re-read stale settings */
+    uint8_t admit;     /* OP_START/OP_HTTP_BEAT: enum admit, the cap across nodes */
+    uint8_t hs;        /* OP_HTTP_BEAT: enum hs_lookup, who holds its session */
+    uint8_t proto;     /* room joins and subscriptions: the client's protocol (adapter.h) */
+    int err;        /* OP_STARTED/OP_REPLY: 0 or a PRESENCE_E_*; OP_RSTATE: < 0 = the join failed */
+    uint32_t index; /* OP_QUERY/OP_ANSWER: position in the answer; room joins,
+                     * refreshes and OP_RSTATE: the room link's join number */
     uint64_t conn_id;    /* the client connection concerned */
     uint64_t expires_in; /* OP_STATUS/OP_CUSTOM: ms, 0 = none */
     uint64_t version;    /* OP_VIEW/OP_PRESENCE */
     uint64_t query;      /* OP_QUERY/OP_ANSWER: the origin's struct query */
     const char *uid;
     const char *sid;
-    const char *ref;                        /* the client's ref as JSON text ("" = none) */
-    const char *room;                       /* room ops */
-    const char *viewer;                     /* watch/query: who looks ("" = anonymous) */
-    uint64_t epoch;                         /* OP_RJOIN*: the client's epoch (resume) */
-    uint64_t since;                         /* OP_RJOIN*: the client's seq, with has_since */
-    char *text;                             /* OP_CUSTOM, owned */
-    char *emoji;                            /* OP_CUSTOM, owned */
-    struct payload *frame;                  /* OP_VIEW/OP_PRESENCE/OP_REPLY, referenced */
-    struct store_privacy priv;              /* OP_PRIVACY, OP_ADMIN set */
-    struct payload *frames[PRIVACY_NCLASS]; /* OP_PRESENCE: per class, NULL = unchanged */
-    struct engine *eng;                     /* a write's engine (store callback) */
-    char **ids; /* OP_ADMIN contacts, OP_RINFO the reader's blockers: owned copies */
+    const char *ref;       /* the client's ref as JSON text ("" = none) */
+    const char *room;      /* room ops */
+    const char *viewer;    /* watch/query: who looks ("" = anonymous) */
+    uint64_t epoch;        /* OP_RJOIN*: the client's epoch (resume) */
+    uint64_t since;        /* OP_RJOIN*: the client's seq, with has_since */
+    char *text;            /* OP_CUSTOM, owned */
+    char *emoji;           /* OP_CUSTOM, owned */
+    struct payload *frame; /* OP_VIEW/OP_PRESENCE/OP_REPLY, referenced */
+    /* OP_PRESENCE: per class, NULL = unchanged. OP_REPLY, OP_RSTATE and
+     * OP_REVENT: frames[p] is protocol p's frame for p != ADAPTER_DEFAULT
+     * (frame is the default's; NULL = nothing for that protocol), read
+     * with emsg_frame_of(). */
+    struct store_privacy priv; /* OP_PRIVACY, OP_ADMIN set */
+    struct payload *frames[PRIVACY_NCLASS];
+    struct engine *eng; /* a write's engine (store callback) */
+    char **ids;         /* OP_ADMIN contacts, OP_RINFO the reader's blockers: owned copies */
     size_t nids;
     struct list park; /* waiting in a struct puser */
 };
+
+_Static_assert(ADAPTER_MAX <= PRIVACY_NCLASS, "em->frames holds a frame per protocol");
+
+/* The frame of em (OP_REPLY, OP_RSTATE, OP_REVENT) for protocol proto,
+ * borrowed; NULL when it carries none for that protocol. */
+static inline struct payload *emsg_frame_of(const struct emsg *em, unsigned proto)
+{
+    return proto == ADAPTER_DEFAULT ? em->frame : em->frames[proto];
+}
+
+/* Moves the frames of fs (one per protocol, any may be NULL) into em:
+ * em takes over fs's references and fs is left empty. */
+static inline void emsg_take_frames(struct emsg *em, struct adapter_frames *fs)
+{
+    em->frame = fs->f[ADAPTER_DEFAULT];
+    for (unsigned p = 1; p < ADAPTER_MAX; p++)
+        em->frames[p] = fs->f[p];
+    memset(fs, 0, sizeof(*fs));
+}
 
 /* A handler of one op (the op table in msg.c). It may keep em by setting
  * em->parked (engine_privacy.c parks it); otherwise em is freed after it

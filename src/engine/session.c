@@ -342,7 +342,7 @@ void session__on_started(struct engine *e, struct emsg *res)
     if (res->err < 0) {
         frame_send_error(c, res->err == PRESENCE_E_TOO_MANY ? "too_many_sessions" : "invalid",
                          presence_strerror(res->err), NULL);
-        wsconn_close(c->ws, 1008, "session refused");
+        client__ws_close(c, 1008, "session refused");
         return;
     }
     client_set_sid(c, res->sid);
@@ -350,6 +350,8 @@ void session__on_started(struct engine *e, struct emsg *res)
     c->last_beat = loop_now(e->w->loop);
     frame_send_welcome(c, &e->w->srv->cfg, client_conn_id(c), client_uid(c), client_sid(c),
                        res->arg != 0);
+    if (frame_adapter(c)->on_started)
+        frame_adapter(c)->on_started(c);
 }
 
 void session__on_ended(struct engine *e, struct emsg *em)
@@ -361,7 +363,7 @@ void session__on_ended(struct engine *e, struct emsg *em)
     c->started = false;
     frame_send_session_ended(c, em->arg, em->text);
     if (em->arg == PRESENCE_END_LEAVE)
-        wsconn_close(c->ws, 1000, "left");
+        client__ws_close(c, 1000, "left");
     else
-        wsconn_close(c->ws, 4000, "session ended");
+        client__ws_close(c, 4000, "session ended");
 }

@@ -128,6 +128,15 @@ static struct payload *text_room_ephemeral(const struct room_ephemeral_view *v, 
     return text_payload(&b);
 }
 
+static struct payload *text_room_broadcast(const struct room_broadcast_event *ev)
+{
+    struct buf b = {0};
+
+    buf_printf(&b, "broadcast room=%s event=%s data=%s user=%s", ev->room, ev->event, ev->data,
+               ev->user);
+    return text_payload(&b);
+}
+
 static void text_send(struct client *c, struct payload *f)
 {
     (void)c;
@@ -147,6 +156,7 @@ static const struct proto_adapter text_adapter = {
     .encode_room_delta = text_room_delta,
     .encode_room_snapshot = text_room_snapshot,
     .encode_room_ephemeral = text_room_ephemeral,
+    .encode_room_broadcast = text_room_broadcast,
     .send = text_send,
 };
 

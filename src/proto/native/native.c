@@ -347,6 +347,11 @@ static const char *room_arg(struct client *c, const cJSON *root, const char *ref
         frame_send_error(c, "invalid", "\"room\" must be a room id", ref);
         return NULL;
     }
+    if (strncmp(r->valuestring, "~p", 2) == 0) { /* proto/pusher/pusher_name.h */
+        frame_send_error(c, "invalid", "room ids starting with ~p are reserved for Pusher channels",
+                         ref);
+        return NULL;
+    }
     return r->valuestring;
 }
 
@@ -570,21 +575,10 @@ static void on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
     }
 }
 
-static void on_close(struct wsconn *ws, unsigned code)
-{
-    struct client *c = wsconn_user_data(ws);
-
-    (void)code;
-    if (!c)
-        return;
-    client__close(c);
-    wsconn_set_user_data(ws, NULL);
-}
-
 const struct wsconn_app native_app = {
     .on_open = on_open,
     .on_message = on_message,
-    .on_close = on_close,
+    .on_close = client__on_ws_close,
 };
 
 /* GET /v1/ws: the native protocol's WebSocket upgrade. */

@@ -260,10 +260,23 @@ static struct payload *enc_room_ephemeral(const struct room_ephemeral_view *v, s
     return scratch_frame(b);
 }
 
-static void send_frame(struct client *c, struct payload *f)
+/* {"type":"broadcast","room":R,"event":E,"data":D[,"user":U]} */
+static struct payload *enc_room_broadcast(const struct room_broadcast_event *ev)
 {
-    if (c->ws)
-        wsconn_send_payload(c->ws, f);
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"type\":\"broadcast\",\"room\":");
+    json_append_cstr(&b, ev->room);
+    buf_append_str(&b, ",\"event\":");
+    json_append_cstr(&b, ev->event);
+    buf_append_str(&b, ",\"data\":");
+    buf_append_str(&b, ev->data);
+    if (ev->user[0]) {
+        buf_append_str(&b, ",\"user\":");
+        json_append_cstr(&b, ev->user);
+    }
+    buf_append_str(&b, "}");
+    return frame_text(&b);
 }
 
 const struct proto_adapter native_adapter = {
@@ -279,5 +292,6 @@ const struct proto_adapter native_adapter = {
     .encode_room_delta = enc_room_delta,
     .encode_room_snapshot = enc_room_snapshot,
     .encode_room_ephemeral = enc_room_ephemeral,
-    .send = send_frame,
+    .encode_room_broadcast = enc_room_broadcast,
+    .send = client__ws_send,
 };

@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pusher.c - the Pusher protocol's client messages: the event table, the
+ * handlers that turn them into engine operations, the WebSocket
+ * application at /app/{key}, and the registration (pusher.h).
+ *
+ * Per socket the adapter keeps a struct pclient in c->x->adata: the
+ * presence subscriptions that wait for the session to start, the session's
+ * keep-alive timer and the client-event bucket.
+ */
+#include "pusher.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "adapter.h"
+#include "client.h"
+#include "engine.h"
+#include "engine_room.h"
+#include "engine_state.h"
+#include "frame.h"
+#include "json.h"
+#include "loop.h"
+#include "pusher_api.h"
+#include "pusher_app.h"
+#include "pusher_auth.h"
+#include "pusher_encode.h"
+#include "pusher_name.h"
+#include "session.h"
+#include "ws.h"
+
+#define MAX_PENDING        8     /* presence subscriptions waiting for the session */
+#define CLIENT_EVENT_RATE  10    /* client events per second per socket (Pusher's) */
+#define CLIENT_EVENT_BYTES 10240 /* data of one client event (Pusher's 10 KB) */
+#define USER_INFO_MAX      1024  /* a member's user_info: the room core's metadata limit */
+
+struct pending {
+    char room[PUSHER_ROOM_MAX + 1];
+    char ref[MSG_REF_MAX];
+    char *info; /* cJSON_free() */
+};
+
+struct pclient {
+    struct client *c;
+    struct wheel_timer beat; /* keeps the session alive while the socket is open */
+    struct pending pend[MAX_PENDING];
+    unsigned npend;
+    double tokens;     /* client-event bucket */
+    uint64_t refilled; /* loop ms */
+};
+
+static struct pusher_app app;
+static unsigned pusher_proto;
+static const struct route no_routes[1];
+struct route_list pusher_routes = {no_routes, 0};
+
+/* ---- per-socket state ---- */
+
+static void on_beat(struct wheel_timer *t, uint64_t now);
+
+static struct pclient *pc_of(struct client *c)
+{
+    struct client_x *x = client_x(c);
+
+    if (!x->adata) {
+        struct pclient *pc = xcalloc(1, sizeof(*pc));
+        pc->c = c;
+        pc->tokens = CLIENT_EVENT_RATE;
+        wheel_timer_init(&pc->beat, on_beat);
+        x->adata = pc;
+    }
+    return x->adata;
+}
+
+void pusher__release(struct client *c)
+{
+    struct pclient *pc = c->x->adata;
+
+    wheel_del(&pc->beat);
+    for (unsigned i = 0; i < pc->npend; i++)
+        cJSON_free(pc->pend[i].info);
+    free(pc);
+    c->x->adata = NULL;
+}
+
+static uint64_t beat_ms(const struct client *c)
+{
+    int64_t ttl = c->e->w->srv->cfg.session_ttl_ms;
+
+    return (uint64_t)(ttl / 3 > 1000 ? ttl / 3 : 1000);
+}
+
+static void on_beat(struct wheel_timer *t, uint64_t now)
+{
+    struct pclient *pc = container_of(t, struct pclient, beat);
+
+    (void)now;
+    if (pc->c->started)
+        session__heartbeat(pc->c, "");
+    loop_timer_start(pc->c->e->w->loop, &pc->beat, beat_ms(pc->c));
+}
+
+/* ---- frames of the adapter's own ---- */
+
+static void send_json(struct client *c, struct buf *b)
+{
+    frame_send(c, frame_text(b));
+}
+
+/* pusher:error {code, message}; close with code when close is set. */
+static void send_error(struct client *c, int code, const char *message, bool close)
+{
+    struct buf b = {0};
+
+    buf_printf(&b, "{\"event\":\"pusher:error\",\"data\":{\"code\":%d,\"message\":", code);
+    json_append_cstr(&b, message);
+    buf_append_str(&b, "}}");
+    send_json(c, &b);
+    if (close)
+        wsconn_close(c->ws, (unsigned)code, message);
+}
+
+static void subscription_error(struct client *c, const char *channel, const char *type,
+                               const char *message, int status)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"event\":\"pusher:subscription_error\",\"channel\":");
+    json_append_cstr(&b, channel);
+    buf_append_str(&b, ",\"data\":{\"type\":");
+    json_append_cstr(&b, type);
+    buf_append_str(&b, ",\"error\":");
+    json_append_cstr(&b, message);
+    buf_printf(&b, ",\"status\":%d}}", status);
+    send_json(c, &b);
+}
+
+/* The ref a join carries: the channel as a JSON string when it fits (its
+ * errors then say which channel), else none. */
+static void channel_ref(const char *channel, char ref[MSG_REF_MAX])
+{
+    if (strlen(channel) + 3 > MSG_REF_MAX)
+        ref[0] = '\0';
+    else
+        snprintf(ref, MSG_REF_MAX, "\"%s\"", channel);
+}
+
+/* ---- subscribe / unsubscribe ---- */
+
+static const char *str_field(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void join_now(struct client *c, const char *room, const char *info, const char *ref)
+{
+    int r = engine__room_join(c, room, info, false, 0, 0, ref);
+    char channel[PUSHER_CHANNEL_MAX + 1];
+
+    if (r == -EMLINK && pusher_channel_of(room, channel))
+        subscription_error(c, channel, "LimitReached",
+                           "this connection is in max-rooms-per-connection channels", 4100);
+}
+
+void pusher__on_started(struct client *c)
+{
+    struct pclient *pc = pc_of(c);
+
+    loop_timer_start(c->e->w->loop, &pc->beat, beat_ms(c));
+    for (unsigned i = 0; i < pc->npend; i++) {
+        join_now(c, pc->pend[i].room, pc->pend[i].info, pc->pend[i].ref);
+        cJSON_free(pc->pend[i].info);
+    }
+    pc->npend = 0;
+}
+
+static bool pending_has(const struct pclient *pc, const char *room)
+{
+    for (unsigned i = 0; i < pc->npend; i++)
+        if (strcmp(pc->pend[i].room, room) == 0)
+            return true;
+    return false;
+}
+
+/* A presence subscription of user uid with info (taken over): joins at
+ * once when the session runs, else waits for it (starting it first). */
+static void presence_join(struct client *c, const char *channel, const char *room, const char *uid,
+                          char *info)
+{
+    struct pclient *pc = pc_of(c);
+    char ref[MSG_REF_MAX];
+
+    channel_ref(channel, ref);
+    if (client_uid(c)[0] && strcmp(client_uid(c), uid) != 0) {
+        subscription_error(c, channel, "AuthError",
+                           "a connection is one user: its presence channels must name the same "
+                           "user_id",
+                           401);
+    } else if (c->started) {
+        join_now(c, room, info, ref);
+    } else if (pc->npend == MAX_PENDING || pending_has(pc, room)) {
+        subscription_error(c, channel, "LimitReached", "too many subscriptions in flight", 4100);
+    } else {
+        struct pending *p = &pc->pend[pc->npend++];
+        snprintf(p->room, sizeof(p->room), "%s", room);
+        memcpy(p->ref, ref, sizeof(p->ref));
+        p->info = info;
+        info = NULL;
+        if (!client_uid(c)[0])
+            client__start_as(c, uid);
+    }
+    cJSON_free(info);
+}
+
+static void subscribe_presence(struct client *c, const char *channel, const char *room,
+                               const cJSON *data, const char *sid)
+{
+    const char *auth = str_field(data, "auth"), *cd = str_field(data, "channel_data");
+    char uid[PUSHER_USER_ID_MAX + 1], *info = NULL;
+    int r;
+
+    if (!auth || !cd || !pusher_channel_auth_ok(app.key, app.secret, sid, channel, cd, auth)) {
+        subscription_error(c, channel, "AuthError", "invalid signature", 401);
+        return;
+    }
+    if ((r = pusher_member_parse(cd, USER_INFO_MAX, uid, sizeof(uid), &info)) < 0) {
+        subscription_error(c, channel, "InvalidRequest", pusher_strerror(r), 400);
+        return;
+    }
+    presence_join(c, channel, room, uid, info);
+}
+
+static void msg_subscribe(struct client *c, const cJSON *data)
+{
+    const char *channel = str_field(data, "channel");
+    enum pusher_channel_kind k = channel ? pusher_channel_kind(channel) : PUSHER_CH_INVALID;
+    char sid[PUSHER_SOCKET_ID_MAX], room[PUSHER_ROOM_MAX + 1];
+    const char *auth = str_field(data, "auth");
+
+    if (k == PUSHER_CH_INVALID || k == PUSHER_CH_USER ||
+        !pusher_room_of(channel, k == PUSHER_CH_PRESENCE, room)) {
+        subscription_error(c, channel ? channel : "", "InvalidChannel",
+                           k == PUSHER_CH_USER ? "server-to-user channels need pusher:signin"
+                                               : "invalid channel name",
+                           400);
+        return;
+    }
+    if (engine__room_linked(c, room) || pending_has(pc_of(c), room))
+        return; /* subscribed already: nothing changes */
+    pusher_socket_id(client_conn_id(c), sid);
+    if (k == PUSHER_CH_PRESENCE) {
+        subscribe_presence(c, channel, room, data, sid);
+        return;
+    }
+    if (k != PUSHER_CH_PUBLIC &&
+        (!auth || !pusher_channel_auth_ok(app.key, app.secret, sid, channel, NULL, auth))) {
+        subscription_error(c, channel, "AuthError", "invalid signature", 401);
+        return;
+    }
+    engine__room_stream(c, room, NULL);
+}
+
+static void msg_unsubscribe(struct client *c, const cJSON *data)
+{
+    const char *channel = str_field(data, "channel");
+    enum pusher_channel_kind k = channel ? pusher_channel_kind(channel) : PUSHER_CH_INVALID;
+    struct pclient *pc = pc_of(c);
+    char room[PUSHER_ROOM_MAX + 1];
+
+    if (k == PUSHER_CH_INVALID || !pusher_room_of(channel, k == PUSHER_CH_PRESENCE, room))
+        return; /* never subscribed: no reply is expected */
+    for (unsigned i = 0; i < pc->npend; i++) {
+        if (strcmp(pc->pend[i].room, room) == 0) { /* still waiting for the session */
+            cJSON_free(pc->pend[i].info);
+            pc->pend[i] = pc->pend[--pc->npend];
+            return;
+        }
+    }
+    if (k == PUSHER_CH_PRESENCE && c->started)
+        engine__room_leave(c, room, "");
+    else
+        engine__room_unsubscribe(c, room);
+}
+
+/* ---- client events ---- */
+
+static bool take_token(struct client *c)
+{
+    struct pclient *pc = pc_of(c);
+    uint64_t now = loop_now(c->e->w->loop);
+
+    pc->tokens += (double)(now - pc->refilled) * CLIENT_EVENT_RATE / 1000.0;
+    if (pc->tokens > CLIENT_EVENT_RATE)
+        pc->tokens = CLIENT_EVENT_RATE;
+    pc->refilled = now;
+    if (pc->tokens < 1.0)
+        return false;
+    pc->tokens -= 1.0;
+    return true;
+}
+
+static void msg_client_event(struct client *c, const char *event, const cJSON *root)
+{
+    const char *channel = str_field(root, "channel");
+    enum pusher_channel_kind k = channel ? pusher_channel_kind(channel) : PUSHER_CH_INVALID;
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");
+    char room[PUSHER_ROOM_MAX + 1], *text;
+    struct room_broadcast_event ev;
+
+    if (!app.client_events) {
+        send_error(c, 4301, "client events are not enabled for this app", false);
+        return;
+    }
+    if ((k != PUSHER_CH_PRIVATE && k != PUSHER_CH_PRESENCE && k != PUSHER_CH_ENCRYPTED) ||
+        !pusher_room_of(channel, k == PUSHER_CH_PRESENCE, room) || !engine__room_linked(c, room)) {
+        send_error(c, 4009,
+                   "client events need a private or presence channel this connection "
+                   "is subscribed to",
+                   false);
+        return;
+    }
+    if (!take_token(c)) {
+        send_error(c, 4301, "The rate limit for sending client events exceeded the quota", false);
+        return;
+    }
+    text = data ? cJSON_PrintUnformatted(data) : NULL;
+    if (!text || strlen(text) > CLIENT_EVENT_BYTES) {
+        send_error(c, 4301, "client event data is missing or over 10 KB", false);
+        cJSON_free(text);
+        return;
+    }
+    ev = (struct room_broadcast_event){
+        .room = room, .event = event, .data = text, .user = client_uid(c)};
+    engine__room_broadcast(c->e, &ev, client_conn_id(c));
+    cJSON_free(text);
+}
+
+/* ---- the event table ---- */
+
+static void msg_ping(struct client *c, const cJSON *root)
+{
+    struct buf b = {0};
+
+    (void)root;
+    buf_append_str(&b, "{\"event\":\"pusher:pong\",\"data\":{}}");
+    send_json(c, &b);
+}
+
+struct pusher_event {
+    const char *name;
+    void (*fn)(struct client *c, const cJSON *data);
+};
+
+/* clang-format off */
+static const struct pusher_event events[] = {
+    {"pusher:ping",        msg_ping},
+    {"pusher:subscribe",   msg_subscribe},
+    {"pusher:unsubscribe", msg_unsubscribe},
+};
+/* clang-format on */
+
+/* "data" as an object: pusher-js sends one; a string holding JSON is
+ * parsed (*owned then gets it, for the caller to cJSON_Delete()). */
+static const cJSON *data_of(const cJSON *root, cJSON **owned)
+{
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "data");
+
+    *owned = NULL;
+    if (cJSON_IsString(d))
+        return *owned = cJSON_Parse(d->valuestring);
+    return d;
+}
+
+static void dispatch(struct client *c, const cJSON *root, const char *event)
+{
+    cJSON *owned;
+    const cJSON *data;
+
+    if (strncmp(event, "client-", 7) == 0) {
+        msg_client_event(c, event, root);
+        return;
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(events); i++) {
+        if (strcmp(event, events[i].name) == 0) {
+            data = data_of(root, &owned);
+            events[i].fn(c, cJSON_IsObject(data) ? data : NULL);
+            cJSON_Delete(owned);
+            return;
+        }
+    }
+    /* Unknown events (pusher:signin in this version, and others) are
+     * ignored, as Pusher ignores them. */
+}
+
+/* ---- the WebSocket application ---- */
+
+static void on_open(struct wsconn *ws)
+{
+    struct client *c = wsconn_app_data(ws);
+
+    wsconn_set_user_data(ws, c);
+    client__open(c, ws, pusher_proto);
+}
+
+static void on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
+{
+    struct client *c = wsconn_user_data(ws);
+    const cJSON *ev;
+    cJSON *root;
+
+    if (binary) {
+        send_error(c, 4003, "binary frames are not supported", false);
+        wsconn_close(ws, 1003, "binary frames are not supported");
+        return;
+    }
+    root = cJSON_ParseWithLength(p, n);
+    ev = root ? cJSON_GetObjectItemCaseSensitive(root, "event") : NULL;
+    if (!cJSON_IsString(ev)) {
+        send_error(c, 4200, "a message must be a JSON object with a string \"event\"", false);
+    } else {
+        if (c->started)
+            session__heartbeat(c, ""); /* throttled there */
+        if (cJSON_IsObject(root))
+            dispatch(c, root, ev->valuestring);
+    }
+    cJSON_Delete(root);
+}
+
+static const struct wsconn_app pusher_app_ws = {
+    .on_open = on_open,
+    .on_message = on_message,
+    .on_close = client__on_ws_close,
+};
+
+/* A socket of an unknown app key: refused as Pusher refuses it,
+ * pusher:error 4001, then close 4001. */
+static void refuse_open(struct wsconn *ws)
+{
+    static const char msg[] = "{\"event\":\"pusher:error\",\"data\":{\"code\":4001,"
+                              "\"message\":\"App key not in this server\"}}";
+
+    wsconn_send_text(ws, msg, sizeof(msg) - 1);
+    wsconn_close(ws, 4001, "app key not known");
+}
+
+static void refuse_message(struct wsconn *ws, bool binary, const char *p, size_t n)
+{
+    (void)ws, (void)binary, (void)p, (void)n;
+}
+
+static const struct wsconn_app refused_ws = {
+    .on_open = refuse_open,
+    .on_message = refuse_message,
+};
+
+/* GET /app/{key}: the Pusher WebSocket. */
+static void get_app(struct conn *conn, const struct http_request *req, struct net_ctx *nc)
+{
+    size_t klen = strlen(app.key);
+    struct client *c;
+
+    if (req->path_len != 5 + klen || memcmp(req->path + 5, app.key, klen) != 0) {
+        wsconn_upgrade(conn, req, &nc->wsconn_opts, &refused_ws, NULL);
+        return;
+    }
+    c = engine_client_bare(nc->worker);
+    if (!wsconn_upgrade(conn, req, &nc->wsconn_opts, &pusher_app_ws, c))
+        engine_client_discard(c);
+}
+
+static const struct route routes[] = {
+    {"GET", "/app/", get_app},
+    {"GET", "/apps/", pusher_api_get},
+    {"POST", "/apps/", pusher_api_post},
+};
+
+int pusher_register(const struct config *cfg, char *err, size_t errlen)
+{
+    if (!cfg->pusher_app || !cfg->pusher_app[0])
+        return 0;
+    if (pusher_app_parse(cfg->pusher_app, &app, err, errlen) < 0)
+        return -1;
+    pusher_encode_init();
+    pusher_api_init(&app);
+    pusher_proto = adapter_register(&pusher_adapter);
+    pusher_routes = (struct route_list)ROUTE_LIST(routes);
+    return 0;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pusher_api.h - the Pusher HTTP API at /apps/{id}/ (docs/pusher.md),
+ * signed as the Pusher server libraries sign it (pusher_auth.h:
+ * auth_key, auth_timestamp within 600 s, auth_version, body_md5,
+ * auth_signature; constant-time compare).
+ *
+ *   POST /apps/{id}/events        {name, data, channel | channels[<= 100], socket_id?}
+ *   POST /apps/{id}/batch_events  {batch: [<= 10 of {name, data, channel, socket_id?}]}
+ *
+ * Each event goes to every subscriber of each channel (on this node; the
+ * socket socket_id excluded) and answers 200 {}. Errors answer Pusher's
+ * statuses with a text body: 400 malformed, 401 signature, 404 unknown app
+ * or endpoint, 413 data over 10 KB. The read endpoints (GET channels,
+ * users) answer 501 in this version.
+ */
+#ifndef PUSHER_API_H
+#define PUSHER_API_H
+
+#include "pusher_app.h"
+#include "route.h"
+
+/* The app the API serves (borrowed for the process's life). */
+void pusher_api_init(const struct pusher_app *app);
+
+route_handler pusher_api_get;
+route_handler pusher_api_post;
+
+#endif

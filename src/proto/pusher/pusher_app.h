@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pusher_app.h - the Pusher apps of the configuration (pusher-app): their
+ * id, key, secret and options, parsed once at start (pure).
+ *
+ * Syntax: "ID:KEY:SECRET" with options after the secret as ":name=value"
+ * items: client-events=true|false (default false, as on Pusher),
+ * member-limit=N (1..10000, default 100: presence members per channel).
+ * ID is 1..32 digits or letters, KEY and SECRET 1..64 bytes of
+ * [A-Za-z0-9_-.]. Several apps are comma-separated; this version serves
+ * one (each app would be a namespace of its own: docs/pusher.md), so a
+ * second is refused with a message that says so.
+ */
+#ifndef PUSHER_APP_H
+#define PUSHER_APP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define PUSHER_APP_FIELD_MAX 64
+
+struct pusher_app {
+    char id[PUSHER_APP_FIELD_MAX + 1];
+    char key[PUSHER_APP_FIELD_MAX + 1];
+    char secret[PUSHER_APP_FIELD_MAX + 1];
+    bool client_events;    /* client-* events are relayed */
+    unsigned member_limit; /* members of a presence channel a new member may join */
+};
+
+/* Parses spec into *app. 0, or -1 with a message in err (errlen bytes). */
+int pusher_app_parse(const char *spec, struct pusher_app *app, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pusher_encode.c - engine events as Pusher frames (pusher_encode.h).
+ */
+#include "pusher_encode.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "buf.h"
+#include "client.h"
+#include "frame.h"
+#include "json.h"
+#include "pusher.h"
+#include "pusher_name.h"
+#include "room.h"
+#include "ws.h"
+#include "wsconn.h"
+
+static uint32_t boot; /* the first part of every socket id */
+
+void pusher_encode_init(void)
+{
+    uint32_t r = 0;
+
+    if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+        r = 1;
+    boot = r % 1000000000u + 1u;
+}
+
+void pusher_socket_id(uint64_t conn_id, char out[PUSHER_SOCKET_ID_MAX])
+{
+    snprintf(out, PUSHER_SOCKET_ID_MAX, "%" PRIu32 ".%" PRIu64, boot, conn_id);
+}
+
+bool pusher_conn_of(const char *s, uint64_t *conn_id)
+{
+    char *end;
+    unsigned long long b = strtoull(s, &end, 10);
+
+    if (end == s || *end != '.' || b != boot || end[1] < '0' || end[1] > '9')
+        return false;
+    *conn_id = strtoull(end + 1, &end, 10);
+    return *end == '\0';
+}
+
+/* ---- helpers ---- */
+
+/* Appends {"event":E,"channel":C,"data": to b (the caller adds the data). */
+static void head(struct buf *b, const char *event, const char *channel)
+{
+    buf_append_str(b, "{\"event\":");
+    json_append_cstr(b, event);
+    if (channel) {
+        buf_append_str(b, ",\"channel\":");
+        json_append_cstr(b, channel);
+    }
+    buf_append_str(b, ",\"data\":");
+}
+
+/* Appends the text of inner as a JSON string (Pusher's data is a string
+ * holding JSON) and releases inner. */
+static void append_as_string(struct buf *b, struct buf *inner)
+{
+    json_append_string(b, inner->data ? inner->data : "", inner->len);
+    buf_release(inner);
+}
+
+/* Appends b as one more text frame to out and empties b. */
+static void add_frame(struct buf *out, struct buf *b)
+{
+    struct payload *p = ws_frame_payload(WS_OP_TEXT, b->data, b->len);
+
+    buf_append(out, p->data, p->len);
+    payload_unref(p);
+    b->len = 0;
+}
+
+static struct payload *frames_of(struct buf *out)
+{
+    struct payload *p = out->len ? payload_from(out->data, out->len) : NULL;
+
+    buf_release(out);
+    return p;
+}
+
+static const char *channel_of(const char *room, char *buf)
+{
+    return pusher_channel_of(room, buf) ? buf : room;
+}
+
+/* {"user_id":U,"user_info":I} or {"user_id":U} (info NULL) into b. */
+static void member_json(struct buf *b, const char *user, const char *info, size_t n)
+{
+    buf_append_str(b, "{\"user_id\":");
+    json_append_cstr(b, user);
+    if (info) {
+        buf_append_str(b, ",\"user_info\":");
+        buf_append(b, info, n);
+    }
+    buf_append_str(b, "}");
+}
+
+/* ---- the events ---- */
+
+static struct payload *enc_welcome(const struct welcome_event *ev)
+{
+    char sid[PUSHER_SOCKET_ID_MAX];
+    struct buf b = {0}, in = {0};
+
+    if (ev->uid && ev->uid[0])
+        return NULL; /* a presence subscription's session: welcomed at open */
+    pusher_socket_id(ev->conn_id, sid);
+    head(&b, "pusher:connection_established", NULL);
+    buf_printf(&in, "{\"socket_id\":\"%s\",\"activity_timeout\":%d}", sid,
+               PUSHER_ACTIVITY_TIMEOUT_S);
+    append_as_string(&b, &in);
+    buf_append_str(&b, "}");
+    return frame_text(&b);
+}
+
+/* The Pusher status of an engine error code. */
+static int status_of(const char *code)
+{
+    if (strcmp(code, "room_full") == 0 || strcmp(code, "too_many_rooms") == 0 ||
+        strcmp(code, "too_many_sessions") == 0 || strcmp(code, "rate_limited") == 0)
+        return 4100;
+    if (strcmp(code, "forbidden") == 0 || strcmp(code, "unauthorized") == 0)
+        return 401;
+    return 400;
+}
+
+/* A ref that names a channel: a JSON string (the adapter passes those). */
+static bool ref_channel(const char *ref, char *out, size_t n)
+{
+    size_t len = ref ? strlen(ref) : 0;
+
+    if (len < 3 || ref[0] != '"' || ref[len - 1] != '"' || len - 2 >= n)
+        return false;
+    memcpy(out, ref + 1, len - 2);
+    out[len - 2] = '\0';
+    return true;
+}
+
+static struct payload *enc_error(const struct error_event *ev)
+{
+    char channel[PUSHER_CHANNEL_MAX + 1];
+    int status = status_of(ev->code);
+    struct buf b = {0};
+
+    if (ref_channel(ev->ref, channel, sizeof(channel))) {
+        head(&b, "pusher:subscription_error", channel);
+        buf_append_str(&b, "{\"type\":");
+        json_append_cstr(&b, status == 4100  ? "LimitReached"
+                             : status == 401 ? "AuthError"
+                                             : "InvalidRequest");
+        buf_append_str(&b, ",\"error\":");
+        json_append_cstr(&b, ev->message);
+        buf_printf(&b, ",\"status\":%d}}", status);
+        return frame_text(&b);
+    }
+    head(&b, "pusher:error", NULL);
+    buf_append_str(&b, "{\"code\":");
+    if (status == 4100)
+        buf_append_str(&b, "4100");
+    else
+        buf_append_str(&b, "null");
+    buf_append_str(&b, ",\"message\":");
+    json_append_cstr(&b, ev->message);
+    buf_append_str(&b, "}}");
+    return frame_text(&b);
+}
+
+static struct payload *enc_nothing_ref(const char *ref)
+{
+    (void)ref;
+    return NULL;
+}
+
+static struct payload *enc_ended(const struct ended_event *ev)
+{
+    struct buf b = {0};
+
+    head(&b, "pusher:error", NULL);
+    buf_append_str(&b, "{\"code\":4200,\"message\":");
+    json_append_cstr(&b, ev->message ? ev->message : "the session ended");
+    buf_append_str(&b, "}}");
+    return frame_text(&b);
+}
+
+static struct payload *enc_nothing(void)
+{
+    return NULL;
+}
+
+static struct payload *enc_presence(const struct presence_event *ev)
+{
+    (void)ev;
+    return NULL;
+}
+
+static struct payload *enc_privacy(const struct privacy_event *ev)
+{
+    (void)ev;
+    return NULL;
+}
+
+static struct payload *enc_room_joined(const struct room_joined_event *ev)
+{
+    (void)ev;
+    return NULL;
+}
+
+/* member_added (joins and patches: the new user_info) and member_removed
+ * frames, one per member, in one payload. */
+static struct payload *enc_room_delta(const struct room_delta_view *v, struct buf *scratch)
+{
+    char channel[PUSHER_CHANNEL_MAX + 1];
+    struct buf out = {0}, in = {0};
+    const char *ch = channel_of(v->head.room, channel);
+
+    if (!pusher_room_is_presence(v->head.room))
+        return NULL;
+    scratch->len = 0;
+    for (size_t i = 0; i < v->njoins + v->npatches; i++) {
+        const struct room_entry *x = i < v->njoins ? &v->joins[i] : &v->patches[i - v->njoins];
+        head(scratch, "pusher_internal:member_added", ch);
+        member_json(&in, x->user, x->meta, x->meta_len);
+        append_as_string(scratch, &in);
+        buf_append_str(scratch, "}");
+        add_frame(&out, scratch);
+    }
+    for (size_t i = 0; i < v->nleaves; i++) {
+        head(scratch, "pusher_internal:member_removed", ch);
+        member_json(&in, v->leaves[i], NULL, 0);
+        append_as_string(scratch, &in);
+        buf_append_str(scratch, "}");
+        add_frame(&out, scratch);
+    }
+    return frames_of(&out);
+}
+
+/* {"presence":{"ids":[..],"hash":{id:info,..},"count":N}} */
+static void presence_data(struct buf *in, const struct room_snapshot_view *v)
+{
+    buf_append_str(in, "{\"presence\":{\"ids\":[");
+    for (size_t i = 0; i < v->nmembers; i++) {
+        if (i)
+            buf_append_str(in, ",");
+        json_append_cstr(in, v->members[i].user);
+    }
+    buf_append_str(in, "],\"hash\":{");
+    for (size_t i = 0; i < v->nmembers; i++) {
+        if (i)
+            buf_append_str(in, ",");
+        json_append_cstr(in, v->members[i].user);
+        buf_append_str(in, ":");
+        buf_append(in, v->members[i].meta, v->members[i].meta_len);
+    }
+    buf_append_str(in, "},\"count\":");
+    json_append_u64(in, v->head.count);
+    buf_append_str(in, "}}");
+}
+
+static struct payload *enc_room_snapshot(const struct room_snapshot_view *v, struct buf *scratch)
+{
+    char channel[PUSHER_CHANNEL_MAX + 1];
+    struct buf in = {0};
+
+    scratch->len = 0;
+    head(scratch, "pusher_internal:subscription_succeeded", channel_of(v->head.room, channel));
+    if (pusher_room_is_presence(v->head.room))
+        presence_data(&in, v);
+    else
+        buf_append_str(&in, "{}");
+    append_as_string(scratch, &in);
+    buf_append_str(scratch, "}");
+    return ws_frame_payload(WS_OP_TEXT, scratch->data, scratch->len);
+}
+
+static struct payload *enc_room_ephemeral(const struct room_ephemeral_view *v, struct buf *scratch)
+{
+    (void)v;
+    (void)scratch;
+    return NULL;
+}
+
+static struct payload *enc_room_broadcast(const struct room_broadcast_event *ev)
+{
+    char channel[PUSHER_CHANNEL_MAX + 1];
+    struct buf b = {0};
+
+    head(&b, ev->event, channel_of(ev->room, channel));
+    buf_append_str(&b, ev->data);
+    if (ev->user[0] && pusher_room_is_presence(ev->room)) {
+        buf_append_str(&b, ",\"user_id\":");
+        json_append_cstr(&b, ev->user);
+    }
+    buf_append_str(&b, "}");
+    return frame_text(&b);
+}
+
+/* Pusher's close codes drive pusher-js's reconnection (4000 would mean
+ * "TLS only", 40xx "do not reconnect"): a session that ended or moved
+ * reconnects at once (4200), a refused or rate-limited one backs off
+ * (4100), an authentication failure does not come back (4009). */
+static unsigned close_code(unsigned native)
+{
+    switch (native) {
+    case 4000:
+    case 4001:
+        return 4200;
+    case 1008:
+        return 4100;
+    case 4401:
+    case 4403:
+        return 4009;
+    default:
+        return native;
+    }
+}
+
+const struct proto_adapter pusher_adapter = {
+    .name = "pusher",
+    .own_auth = true,
+    .encode_error = enc_error,
+    .encode_ack = enc_nothing_ref,
+    .encode_welcome = enc_welcome,
+    .encode_ended = enc_ended,
+    .encode_token_expired = enc_nothing,
+    .encode_presence = enc_presence,
+    .encode_privacy = enc_privacy,
+    .encode_room_joined = enc_room_joined,
+    .encode_room_delta = enc_room_delta,
+    .encode_room_snapshot = enc_room_snapshot,
+    .encode_room_ephemeral = enc_room_ephemeral,
+    .encode_room_broadcast = enc_room_broadcast,
+    .send = client__ws_send,
+    .on_started = pusher__on_started,
+    .close_code = close_code,
+    .release = pusher__release,
+};

@@ -1,0 +1,69 @@
+// pusher.test.mjs - Pusher presence channels across two nodes: the same
+// user on two nodes is one member (one member_added, and member_removed
+// only when its last socket, on either node, is gone), and a member on one
+// node is in the other node's subscription_succeeded. pusher-js clients,
+// the `pusher` server library as the authorizer.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { sleep, waitUntil } from '../integration/lib/server.mjs';
+import { withTwoNodes, uid } from './lib/nodes.mjs';
+
+const require = createRequire(import.meta.url);
+const PusherClient = require('pusher-js');
+const PusherServer = require('pusher');
+
+const APP = { id: '77', key: 'cluster-key', secret: 'cluster-secret' };
+const ARGS = ['--pusher-app', `${APP.id}:${APP.key}:${APP.secret}`, '--reconnect-grace-ms', '500',
+  '--presence-debounce-ms', '50'];
+
+function connect(node, user) {
+  const api = new PusherServer({ appId: APP.id, key: APP.key, secret: APP.secret });
+  return new PusherClient(APP.key, {
+    cluster: 'local', wsHost: '127.0.0.1', wsPort: node.port, forceTLS: false,
+    enabledTransports: ['ws'], disableStats: true,
+    channelAuthorization: {
+      customHandler: ({ socketId, channelName }, cb) =>
+        cb(null, api.authorizeChannel(socketId, channelName, { user_id: user, user_info: { name: user } })),
+    },
+  });
+}
+
+function subscribed(ch) {
+  return new Promise((resolve, reject) => {
+    ch.bind('pusher:subscription_succeeded', resolve);
+    ch.bind('pusher:subscription_error', (e) => reject(new Error(JSON.stringify(e))));
+  });
+}
+
+test('the same user on two nodes triggers one member_added, and one member_removed after its last socket', async () => {
+  await withTwoNodes(ARGS, async (a, b) => {
+    const ch = `presence-${uid('doc')}`;
+    const watcher = connect(a, uid('w'));
+    const wch = watcher.subscribe(ch);
+    await subscribed(wch);
+    const log = [];
+    wch.bind('pusher:member_added', (m) => log.push(['added', m.id]));
+    wch.bind('pusher:member_removed', (m) => log.push(['removed', m.id]));
+
+    const user = uid('bob');
+    const onA = connect(a, user);
+    const onB = connect(b, user);
+    const sa = await subscribed(onA.subscribe(ch));
+    const sb = await subscribed(onB.subscribe(ch));
+    assert.equal(sa.count, 2);
+    await waitUntil(() => sb.count === 2 || onB.channel(ch).members.count === 2, 'node b sees both members', 5000);
+    await sleep(1000);
+    assert.deepEqual(log, [['added', user]], 'one member_added for two sockets on two nodes');
+
+    onA.disconnect();
+    await sleep(1500); // past the grace: b's socket still holds the member
+    assert.deepEqual(log, [['added', user]]);
+    onB.disconnect();
+    await waitUntil(() => log.length === 2, 'member_removed', 8000);
+    assert.deepEqual(log[1], ['removed', user]);
+    await sleep(500);
+    assert.equal(log.length, 2, 'exactly one member_removed');
+    watcher.disconnect();
+  });
+});
