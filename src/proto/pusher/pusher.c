@@ -110,32 +110,15 @@ static void send_json(struct client *c, struct buf *b)
     frame_send(c, frame_text(b));
 }
 
-/* pusher:error {code, message}; close with code when close is set. */
-static void send_error(struct client *c, int code, const char *message, bool close)
+static void send_error(struct client *c, int code, const char *message)
 {
-    struct buf b = {0};
-
-    buf_printf(&b, "{\"event\":\"pusher:error\",\"data\":{\"code\":%d,\"message\":", code);
-    json_append_cstr(&b, message);
-    buf_append_str(&b, "}}");
-    send_json(c, &b);
-    if (close)
-        wsconn_close(c->ws, (unsigned)code, message);
+    frame_send(c, pusher_frame_error(code, message));
 }
 
 static void subscription_error(struct client *c, const char *channel, const char *type,
                                const char *message, int status)
 {
-    struct buf b = {0};
-
-    buf_append_str(&b, "{\"event\":\"pusher:subscription_error\",\"channel\":");
-    json_append_cstr(&b, channel);
-    buf_append_str(&b, ",\"data\":{\"type\":");
-    json_append_cstr(&b, type);
-    buf_append_str(&b, ",\"error\":");
-    json_append_cstr(&b, message);
-    buf_printf(&b, ",\"status\":%d}}", status);
-    send_json(c, &b);
+    frame_send(c, pusher_frame_subscription_error(channel, type, message, status));
 }
 
 /* The ref a join carries: the channel as a JSON string when it fits (its
@@ -313,24 +296,23 @@ static void msg_client_event(struct client *c, const char *event, const cJSON *r
     struct room_broadcast_event ev;
 
     if (!app.client_events) {
-        send_error(c, 4301, "client events are not enabled for this app", false);
+        send_error(c, 4301, "client events are not enabled for this app");
         return;
     }
     if ((k != PUSHER_CH_PRIVATE && k != PUSHER_CH_PRESENCE && k != PUSHER_CH_ENCRYPTED) ||
         !pusher_room_of(channel, k == PUSHER_CH_PRESENCE, room) || !engine__room_linked(c, room)) {
         send_error(c, 4009,
                    "client events need a private or presence channel this connection "
-                   "is subscribed to",
-                   false);
+                   "is subscribed to");
         return;
     }
     if (!take_token(c)) {
-        send_error(c, 4301, "The rate limit for sending client events exceeded the quota", false);
+        send_error(c, 4301, "The rate limit for sending client events exceeded the quota");
         return;
     }
     text = data ? cJSON_PrintUnformatted(data) : NULL;
     if (!text || strlen(text) > CLIENT_EVENT_BYTES) {
-        send_error(c, 4301, "client event data is missing or over 10 KB", false);
+        send_error(c, 4301, "client event data is missing or over 10 KB");
         cJSON_free(text);
         return;
     }
@@ -414,14 +396,14 @@ static void on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
     cJSON *root;
 
     if (binary) {
-        send_error(c, 4003, "binary frames are not supported", false);
+        send_error(c, 4003, "binary frames are not supported");
         wsconn_close(ws, 1003, "binary frames are not supported");
         return;
     }
     root = cJSON_ParseWithLength(p, n);
     ev = root ? cJSON_GetObjectItemCaseSensitive(root, "event") : NULL;
     if (!cJSON_IsString(ev)) {
-        send_error(c, 4200, "a message must be a JSON object with a string \"event\"", false);
+        send_error(c, 4200, "a message must be a JSON object with a string \"event\"");
     } else {
         if (c->started)
             session__heartbeat(c, ""); /* throttled there */

@@ -145,33 +145,46 @@ static bool ref_channel(const char *ref, char *out, size_t n)
     return true;
 }
 
+struct payload *pusher_frame_error(int code, const char *message)
+{
+    struct buf b = {0};
+
+    head(&b, "pusher:error", NULL);
+    if (code)
+        buf_printf(&b, "{\"code\":%d,\"message\":", code);
+    else
+        buf_append_str(&b, "{\"code\":null,\"message\":");
+    json_append_cstr(&b, message);
+    buf_append_str(&b, "}}");
+    return frame_text(&b);
+}
+
+struct payload *pusher_frame_subscription_error(const char *channel, const char *type,
+                                                const char *message, int status)
+{
+    struct buf b = {0};
+
+    head(&b, "pusher:subscription_error", channel);
+    buf_append_str(&b, "{\"type\":");
+    json_append_cstr(&b, type);
+    buf_append_str(&b, ",\"error\":");
+    json_append_cstr(&b, message);
+    buf_printf(&b, ",\"status\":%d}}", status);
+    return frame_text(&b);
+}
+
 static struct payload *enc_error(const struct error_event *ev)
 {
     char channel[PUSHER_CHANNEL_MAX + 1];
     int status = status_of(ev->code);
-    struct buf b = {0};
 
-    if (ref_channel(ev->ref, channel, sizeof(channel))) {
-        head(&b, "pusher:subscription_error", channel);
-        buf_append_str(&b, "{\"type\":");
-        json_append_cstr(&b, status == 4100  ? "LimitReached"
-                             : status == 401 ? "AuthError"
-                                             : "InvalidRequest");
-        buf_append_str(&b, ",\"error\":");
-        json_append_cstr(&b, ev->message);
-        buf_printf(&b, ",\"status\":%d}}", status);
-        return frame_text(&b);
-    }
-    head(&b, "pusher:error", NULL);
-    buf_append_str(&b, "{\"code\":");
-    if (status == 4100)
-        buf_append_str(&b, "4100");
-    else
-        buf_append_str(&b, "null");
-    buf_append_str(&b, ",\"message\":");
-    json_append_cstr(&b, ev->message);
-    buf_append_str(&b, "}}");
-    return frame_text(&b);
+    if (ref_channel(ev->ref, channel, sizeof(channel)))
+        return pusher_frame_subscription_error(channel,
+                                               status == 4100  ? "LimitReached"
+                                               : status == 401 ? "AuthError"
+                                                               : "InvalidRequest",
+                                               ev->message, status);
+    return pusher_frame_error(status == 4100 ? 4100 : 0, ev->message);
 }
 
 static struct payload *enc_nothing_ref(const char *ref)
@@ -182,13 +195,7 @@ static struct payload *enc_nothing_ref(const char *ref)
 
 static struct payload *enc_ended(const struct ended_event *ev)
 {
-    struct buf b = {0};
-
-    head(&b, "pusher:error", NULL);
-    buf_append_str(&b, "{\"code\":4200,\"message\":");
-    json_append_cstr(&b, ev->message ? ev->message : "the session ended");
-    buf_append_str(&b, "}}");
-    return frame_text(&b);
+    return pusher_frame_error(4200, ev->message ? ev->message : "the session ended");
 }
 
 static struct payload *enc_nothing(void)

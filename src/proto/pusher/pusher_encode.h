@@ -33,6 +33,11 @@ extern const struct proto_adapter pusher_adapter;
 
 /* Draws the boot number of the socket ids (before the workers start). */
 void pusher_encode_init(void);
+/* pusher:error {code, message} (code 0: null) and
+ * pusher:subscription_error {type, error, status} on channel, as frames. */
+struct payload *pusher_frame_error(int code, const char *message);
+struct payload *pusher_frame_subscription_error(const char *channel, const char *type,
+                                                const char *message, int status);
 /* c's socket id into out. */
 void pusher_socket_id(uint64_t conn_id, char out[PUSHER_SOCKET_ID_MAX]);
 /* The connection of socket id s on this node; false when s is another
