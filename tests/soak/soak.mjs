@@ -657,10 +657,14 @@ function reconnectObserver(id) {
 const liveConns = (u) => [...u.sessions.values()].filter((s) => s.endLo == null && s.conn && s.conn.checkable && !s.paused).map((s) => s.conn);
 
 async function actConnect(u, resumeOf) {
-  if (u.sessions.size >= 6 && !resumeOf) return;
+  if ((u.sessions.size >= 6 && !resumeOf) || winding) return;
   const c = new Conn(u.id, { resume: resumeOf?.sid });
   const w = await c.welcome;
-  if (!w || w.type !== 'welcome' || c.inc !== incarnation || stopping) { c.kill(); return; }
+  if (!w || w.type !== 'welcome' || c.inc !== incarnation || stopping || winding) {
+    c.kill();
+    if (w?.resumed && winding && resumeOf.endLo == null) { resumeOf.closedAt = Date.now(); touchP(u); } // its grace restarts
+    return;
+  }
   const now = Date.now();
   let s;
   if (resumeOf) {
@@ -903,6 +907,7 @@ function pickAction() {
 // ---- heartbeats and checks ----
 let stopping = false;
 let finished = false;
+let winding = false; // the wind down: a late reload's reconnect opens no session
 function heartbeats() {
   const now = Date.now();
   for (const c of conns) {
@@ -992,12 +997,17 @@ async function main() {
   // Wind down: every actor goes away (silently or not); after TTL + grace +
   // W nobody may be shown online, and rooms hold only the observers.
   step++;
+  winding = true;
   trace('wind down');
   for (const u of users.values()) {
     if (!u.actor) continue;
     for (const s of u.sessions.values()) {
       if (s.endLo != null || !s.conn) continue;
-      if (chance(0.5)) actLeaveSession(u, s); else { s.conn.kill(); s.closedAt = Date.now(); s.conn = null; touchP(u); }
+      // A paused socket cannot send its leave (Conn.send refuses): it is
+      // destroyed instead, so the model never ends a session the server
+      // still holds until its TTL.
+      const leave = chance(0.5);
+      if (!(leave && actLeaveSession(u, s))) { s.conn.kill(); s.closedAt = Date.now(); s.conn = null; touchP(u); }
     }
   }
   await sleep(TTL + GRACE + W + 500);
@@ -1042,11 +1052,13 @@ async function main() {
   }
   return 1;
 }
+// Sends s's leave; false (and nothing changed) when its socket cannot send.
 function actLeaveSession(u, s) {
+  if (!s.conn.send({ type: 'leave' })) return false;
   s.conn.expectClose = true;
-  s.conn.send({ type: 'leave' });
   s.endLo = Date.now(); s.endHi = s.endLo + 50;
   touchAll(u);
+  return true;
 }
 
 main().then((rc) => process.exit(rc), (e) => {
