@@ -140,6 +140,48 @@ int room_wire_ephemeral_parse(const char *body, size_t len, struct room_wire_eph
     return 0;
 }
 
+/* A field of 0..max bytes or "-" (then len 0), followed by a space. */
+static int take_opt(const char **p, const char *end, size_t max, struct room_wire_str *s)
+{
+    if (take_field(p, end, max, ' ', s))
+        return -EINVAL;
+    if (s->len == 1 && s->p[0] == '-')
+        s->len = 0;
+    return 0;
+}
+
+/* A decimal of 1..max ended by a newline; *p moves past the newline. */
+static int take_len(const char **p, const char *end, uint64_t max, uint64_t *out)
+{
+    const char *q = *p;
+    uint64_t v = 0;
+
+    for (; q < end && *q >= '0' && *q <= '9' && v <= max; q++)
+        v = v * 10 + (uint64_t)(*q - '0');
+    if (q == *p || q == end || *q != '\n' || v == 0 || v > max)
+        return -EINVAL;
+    *out = v;
+    *p = q + 1;
+    return 0;
+}
+
+int room_wire_cast_parse(const char *body, size_t len, struct room_wire_cast *out)
+{
+    const char *p = body + 2, *end = body + len;
+    uint64_t n;
+
+    if (len < 2 || body[0] != '!' || body[1] != ' ')
+        return -EINVAL;
+    if (take_opt(&p, end, ROOM_ID_MAX, &out->user) ||
+        take_opt(&p, end, ROOM_WIRE_TAG_MAX, &out->exclude) ||
+        take_len(&p, end, ROOM_WIRE_EVENT_MAX, &n) || n > (uint64_t)(end - p) ||
+        memchr(p, '\0', (size_t)(end - p)))
+        return -EINVAL;
+    out->event = (struct room_wire_str){p, (size_t)n};
+    out->data = (struct room_wire_str){p + n, (size_t)(end - p) - (size_t)n};
+    return 0;
+}
+
 /* Keeps b's text a C string after a buf_append(). */
 static void terminate(struct buf *b)
 {
@@ -165,6 +207,15 @@ void room_wire_put_ephemeral(struct buf *b, const char *user, const char *kind, 
                              size_t data_len)
 {
     buf_printf(b, "%s %s ", user, kind);
+    buf_append(b, data, data_len);
+    terminate(b);
+}
+
+void room_wire_put_cast(struct buf *b, const char *user, const char *exclude, const char *event,
+                        const char *data, size_t data_len)
+{
+    buf_printf(b, "! %s %s %zu\n", user[0] ? user : "-", exclude[0] ? exclude : "-", strlen(event));
+    buf_append(b, event, strlen(event));
     buf_append(b, data, data_len);
     terminate(b);
 }

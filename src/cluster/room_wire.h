@@ -8,7 +8,7 @@
  *   "<seq> <node> <room>\n<body>"
  * seq: the channel's seq (decimal, 0 for the ephemeral lane, else >= 1);
  * node: the sender's "<node-id>.<epoch hex>"; body: the sender's ops
- * (seq >= 1) or one ephemeral value (seq 0).
+ * (seq >= 1), or one ephemeral value or one application event (seq 0).
  *
  * Ops, one per line ("\n" between them):
  *   "*"                           drop all of the sender's members
@@ -17,6 +17,13 @@
  * State lines (a room read), one per member of a node epoch:
  *   "<node> <user> <joinedAt> <meta>"
  * An ephemeral value: "<user> <kind> <data>".
+ * An application event (a broadcast to the room's subscribers):
+ *   "! <user> <exclude> <n>\n<event><data>"
+ * user: the sender, "-" for none (the server); exclude: the sender's
+ * socket as its adapter names it across nodes (adapter.h), "-" for none;
+ * n: the event name's length in bytes (1..ROOM_WIRE_EVENT_MAX), followed
+ * by the name and then the data. "!" is never a user id (room.h), so the
+ * two bodies of seq 0 are told apart by their first byte.
  *
  * user: 1..ROOM_ID_MAX bytes without space, newline or NUL; node:
  * 1..ROOM_WIRE_NODE_MAX bytes likewise; kind: 1..ROOM_KIND_MAX bytes;
@@ -31,6 +38,7 @@
 #ifndef ROOM_WIRE_H
 #define ROOM_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,7 +46,9 @@
 #include "cluster.h"
 #include "room.h"
 
-#define ROOM_WIRE_NODE_MAX (CLUSTER_NODE_ID_MAX + 1 + 16) /* "<node-id>.<epoch hex>" */
+#define ROOM_WIRE_NODE_MAX  (CLUSTER_NODE_ID_MAX + 1 + 16) /* "<node-id>.<epoch hex>" */
+#define ROOM_WIRE_EVENT_MAX 256u /* bytes in an application event's name */
+#define ROOM_WIRE_TAG_MAX   64u  /* bytes in an application event's exclude tag */
 
 /* A span of the input. */
 struct room_wire_str {
@@ -92,6 +102,21 @@ struct room_wire_ephemeral {
 /* Parses body: 0 or -EINVAL. */
 int room_wire_ephemeral_parse(const char *body, size_t len, struct room_wire_ephemeral *out);
 
+/* An application event (a seq-0 body that starts with "!"). user and
+ * exclude have len 0 for "-". */
+struct room_wire_cast {
+    struct room_wire_str user, exclude, event, data;
+};
+
+/* Whether a seq-0 body is an application event rather than an ephemeral. */
+static inline bool room_wire_is_cast(const char *body, size_t len)
+{
+    return len > 0 && body[0] == '!';
+}
+
+/* Parses body: 0 or -EINVAL (fields out of range, a NUL anywhere). */
+int room_wire_cast_parse(const char *body, size_t len, struct room_wire_cast *out);
+
 /* Appends "+ <user> <joinedAt> <meta>\n" to b. user must be valid (as
  * above); meta has no newline (the room core stores compact JSON). */
 void room_wire_put_join(struct buf *b, const char *user, uint64_t joined_at, const char *meta,
@@ -103,5 +128,11 @@ void room_wire_put_leave(struct buf *b, const char *user);
 /* Appends "<user> <kind> <data>" to b. */
 void room_wire_put_ephemeral(struct buf *b, const char *user, const char *kind, const char *data,
                              size_t data_len);
+
+/* Appends an application event to b. user and exclude: "" for none,
+ * else valid (no space, newline or NUL; exclude <= ROOM_WIRE_TAG_MAX
+ * bytes); event: 1..ROOM_WIRE_EVENT_MAX bytes without NUL; data: no NUL. */
+void room_wire_put_cast(struct buf *b, const char *user, const char *exclude, const char *event,
+                        const char *data, size_t data_len);
 
 #endif

@@ -33,6 +33,16 @@ unsigned adapter_count(void)
     return nadapters;
 }
 
+uint64_t adapter_conn_of(const char *tag)
+{
+    uint64_t conn = 0;
+
+    for (unsigned i = 0; i < nadapters && !conn && tag[0]; i++)
+        if (adapters[i]->conn_of)
+            conn = adapters[i]->conn_of(tag);
+    return conn;
+}
+
 void adapter_frames_release(struct adapter_frames *fs)
 {
     for (unsigned i = 0; i < ADAPTER_MAX; i++) {

@@ -93,6 +93,10 @@ struct room_broadcast_event {
     const char *event; /* the event's name */
     const char *data;  /* its data: JSON text, as the sender gave it */
     const char *user;  /* the sending user, "" = none (the server) */
+    /* The socket that does not receive it, as its adapter names it on
+     * every node (conn_of below), "" = none: the sender's own socket, or
+     * the HTTP API's socket_id. Nodes other than the socket's skip nobody. */
+    const char *exclude;
 };
 
 /*
@@ -136,6 +140,9 @@ struct proto_adapter {
     unsigned (*close_code)(unsigned native_code);
     /* Frees c->x->adata (required when the adapter sets it), as c is freed. */
     void (*release)(struct client *c);
+    /* Optional: the connection of this node that tag (a socket name of
+     * this protocol, room_broadcast_event.exclude) names, 0 = none here. */
+    uint64_t (*conn_of)(const char *tag);
 };
 
 /* Registers a (static) adapter table and returns its protocol id, which
@@ -147,6 +154,9 @@ unsigned adapter_register(const struct proto_adapter *a);
 const struct proto_adapter *adapter_get(unsigned id);
 /* How many adapters are registered. */
 unsigned adapter_count(void);
+/* The connection of this node that tag names for any registered adapter
+ * (proto_adapter.conn_of), 0 = none. */
+uint64_t adapter_conn_of(const char *tag);
 
 /*
  * The per-event cache: one event's frame per protocol, encoded on first

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter.h"
 #include "buf.h"
 #include "engine_room.h"
 #include "engine_state.h"
@@ -399,6 +400,39 @@ void cr__ephemeral_out(struct engine *e, const struct room_ephemeral_view *v)
     buf_release(&b);
 }
 
+void cr__cast_out(struct engine *e, const struct room_broadcast_event *ev)
+{
+    struct buf b = {0};
+
+    if (!on(e))
+        return;
+    room_wire_put_cast(&b, ev->user, ev->exclude, ev->event, ev->data, strlen(ev->data));
+    cluster_room_publish(e->env->cluster, e->w->id, ev->room, b.data, b.len);
+    buf_release(&b);
+}
+
+/* An application event of room from another node (room_wire.h). */
+static void cast_in(struct engine *e, const char *room, const char *text, size_t len)
+{
+    char user[ROOM_ID_MAX + 1], tag[ROOM_WIRE_TAG_MAX + 1], *event, *data;
+    struct room_wire_cast w;
+    struct room_broadcast_event ev;
+
+    if (room_wire_cast_parse(text, len, &w) != 0)
+        return;
+    memcpy(user, w.user.p, w.user.len);
+    user[w.user.len] = '\0';
+    memcpy(tag, w.exclude.p, w.exclude.len);
+    tag[w.exclude.len] = '\0';
+    event = xstrndup(w.event.p, w.event.len);
+    data = xstrndup(w.data.p, w.data.len);
+    ev = (struct room_broadcast_event){
+        .room = room, .event = event, .data = data, .user = user, .exclude = tag};
+    engine__room_remote_cast(e, &ev);
+    free(event);
+    free(data);
+}
+
 void cr__on_message(void *wctx, const char *room, uint64_t seq, const char *node, bool own,
                     const char *ops, size_t len)
 {
@@ -407,8 +441,10 @@ void cr__on_message(void *wctx, const char *room, uint64_t seq, const char *node
 
     if (!c)
         return;     /* nothing here needs the room (a linger's message) */
-    if (seq == 0) { /* the ephemeral lane */
-        if (!own && c->loaded)
+    if (seq == 0) { /* the ephemeral lane, and application events */
+        if (!own && room_wire_is_cast(ops, len))
+            cast_in(e, room, ops, len);
+        else if (!own && c->loaded)
             ephemeral_in(e, room, ops, len);
         return;
     }

@@ -74,6 +74,11 @@ bool cr__park_read(struct engine *e, struct emsg *em);
 struct room_ephemeral_view;
 void cr__ephemeral_out(struct engine *e, const struct room_ephemeral_view *v);
 
+/* R side: an application event for room's subscribers (OP_RCAST) is
+ * published on the room's channel (seq 0), for the other nodes'. */
+struct room_broadcast_event;
+void cr__cast_out(struct engine *e, const struct room_broadcast_event *ev);
+
 /* The cluster hooks of rooms (cluster_user.c's table names them). */
 void cr__on_message(void *wctx, const char *room, uint64_t seq, const char *node, bool own,
                     const char *ops, size_t len);

@@ -591,27 +591,46 @@ void engine__room_broadcast(struct engine *e, const struct room_broadcast_event 
 
     emsg_set_id(&em->room, ev->room);
     emsg_set_id(&em->uid, ev->user);
+    emsg_set_id(&em->sid, ev->exclude);
     em->text = xstrdup(ev->event);
     em->emoji = xstrdup(ev->data);
     owner_send(e, owner_of_room(e, ev->room), em);
 }
 
-void engine__room_on_cast(struct engine *e, struct emsg *req)
+/* Sends ev to the room's local subscribers but exclude (a connection
+ * id, 0 = none), in order with the room's other messages. */
+static void deliver_cast(struct engine *e, const struct room_broadcast_event *ev, uint64_t exclude)
 {
-    struct rsub *s = find_rsub(e, req->room);
-    struct room_broadcast_event ev = {
-        .room = req->room, .event = req->text, .data = req->emoji, .user = req->uid};
+    struct rsub *s = find_rsub(e, ev->room);
     struct adapter_frames fs = {0};
-    struct room_info info;
+    struct room_info info = {0};
 
     if (!s)
         return; /* nobody here listens */
-    room_get_info(e->rooms, req->room, &info);
-    frame_room_broadcast(&ev, s->protos, &fs);
+    if (room_get_info(e->rooms, ev->room, &info) != 0)
+        info.epoch = 0; /* subscribers of a room without members */
+    frame_room_broadcast(ev, s->protos, &fs);
     if (s->nheld > 0)
-        release_held(e, s); /* in order with the room's other messages */
-    send_event(e, s, false, info.epoch, 0, &fs, req->conn_id);
+        release_held(e, s);
+    send_event(e, s, false, info.epoch, 0, &fs, exclude);
     adapter_frames_release(&fs);
+}
+
+void engine__room_on_cast(struct engine *e, struct emsg *req)
+{
+    struct room_broadcast_event ev = {.room = req->room,
+                                      .event = req->text,
+                                      .data = req->emoji,
+                                      .user = req->uid,
+                                      .exclude = req->sid};
+
+    cr__cast_out(e, &ev); /* the other nodes' subscribers */
+    deliver_cast(e, &ev, req->conn_id);
+}
+
+void engine__room_remote_cast(struct engine *e, const struct room_broadcast_event *ev)
+{
+    deliver_cast(e, ev, adapter_conn_of(ev->exclude));
 }
 
 void engine__room_on_sub(struct engine *e, struct emsg *req)

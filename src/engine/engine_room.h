@@ -55,7 +55,9 @@ void engine__room_stream(struct client *c, const char *room, const char *last_ev
 /* An application event ev (its strings copied) to every subscriber of
  * ev->room in every protocol that has such a message, except the
  * connection exclude (0: none): from any worker, e.g. an HTTP API call. Not
- * part of the room's state: no seq, never replayed, never dropped. */
+ * part of the room's state: no seq, never replayed, never dropped. With
+ * `redis`, the room's channel takes it to the other nodes' subscribers
+ * (at most once, as pub/sub is), which skip ev->exclude's socket. */
 struct room_broadcast_event;
 void engine__room_broadcast(struct engine *e, const struct room_broadcast_event *ev,
                             uint64_t exclude);
@@ -111,6 +113,9 @@ void engine__room_loaded(struct engine *e, const char *room);
  * subscribers as the local ones are, without entering this node's core. */
 struct room_ephemeral_view;
 void engine__room_remote_ephemeral(struct engine *e, const struct room_ephemeral_view *v);
+/* R: an application event another node published (cluster_room.c): sent
+ * to the local subscribers but the socket ev->exclude names here. */
+void engine__room_remote_cast(struct engine *e, const struct room_broadcast_event *ev);
 engine_op_fn engine__room_on_vis;     /* OP_RVIS (R) */
 engine_op_fn engine__room_on_refresh; /* OP_RREFRESH (R) */
 engine_op_fn engine__room_on_state;   /* OP_RSTATE (client side) */

@@ -67,3 +67,41 @@ test('the same user on two nodes triggers one member_added, and one member_remov
     watcher.disconnect();
   });
 });
+
+test('events cross nodes: a client event on one node and an HTTP API event on the other, socket_id excluded on its own node', async () => {
+  const args = ['--pusher-app', `${APP.id}:${APP.key}:${APP.secret}:client-events=true`,
+    '--reconnect-grace-ms', '500'];
+  await withTwoNodes(args, async (a, b) => {
+    const ch = `presence-${uid('ev')}`;
+    const ann = uid('ann');
+    const onA = connect(a, ann);
+    const onB = connect(b, uid('bob'));
+    const onB2 = connect(b, uid('cat'));
+    const [ca, cb, cb2] = [onA.subscribe(ch), onB.subscribe(ch), onB2.subscribe(ch)];
+    await Promise.all([subscribed(ca), subscribed(cb), subscribed(cb2)]);
+    await waitUntil(() => ca.members.count === 3 && cb.members.count === 3, 'both nodes see 3 members', 5000);
+    const got = { a: [], b: [], b2: [] };
+    for (const [k, c] of [['a', ca], ['b', cb], ['b2', cb2]]) {
+      c.bind('client-typing', (d, meta) => got[k].push(['client-typing', d, meta?.user_id]));
+      c.bind('news', (d) => got[k].push(['news', d]));
+    }
+
+    // A client event from node a: b's two sockets get it with the sender's user_id; a does not.
+    assert.equal(ca.trigger('client-typing', { on: true }), true);
+    await waitUntil(() => got.b.length === 1 && got.b2.length === 1, 'the client event on node b', 5000);
+    assert.deepEqual(got.b[0], ['client-typing', { on: true }, ann], 'with the sender\'s user_id');
+    assert.deepEqual(got.b2[0], ['client-typing', { on: true }, ann]);
+
+    // The HTTP API on node a, excluding bob's socket on node b.
+    const api = new PusherServer({ appId: APP.id, key: APP.key, secret: APP.secret, host: '127.0.0.1', port: String(a.port) });
+    const r = await api.trigger(ch, 'news', { n: 1 }, { socket_id: onB.connection.socket_id });
+    assert.equal(r.status, 200);
+    await waitUntil(() => got.a.length === 1 && got.b2.length === 2, 'the API event on both nodes', 5000);
+    await sleep(500);
+    assert.deepEqual(got.a, [['news', { n: 1 }]]);
+    assert.deepEqual(got.b2[1], ['news', { n: 1 }]);
+    assert.deepEqual(got.b, [got.b[0]], 'the excluded socket on the other node got nothing');
+    assert.equal(got.a.filter((x) => x[0] === 'client-typing').length, 0, 'a client event is not echoed');
+    for (const c of [onA, onB, onB2]) c.disconnect();
+  });
+});

@@ -104,6 +104,30 @@ static void check_ephemeral(struct room_wire_str body)
     buf_release(&b);
 }
 
+static void check_cast(struct room_wire_str body)
+{
+    struct room_wire_cast w, back;
+    char user[ROOM_ID_MAX + 1], tag[ROOM_WIRE_TAG_MAX + 1], event[ROOM_WIRE_EVENT_MAX + 1];
+    struct buf b = {0};
+
+    if (room_wire_cast_parse(body.p, body.len, &w) != 0)
+        return;
+    check_span(w.user, 0, ROOM_ID_MAX, true);
+    check_span(w.exclude, 0, ROOM_WIRE_TAG_MAX, true);
+    check_span(w.event, 1, ROOM_WIRE_EVENT_MAX, false);
+    check_span(w.data, 0, body.len, false);
+    memcpy(user, w.user.p, w.user.len);
+    user[w.user.len] = '\0';
+    memcpy(tag, w.exclude.p, w.exclude.len);
+    tag[w.exclude.len] = '\0';
+    memcpy(event, w.event.p, w.event.len);
+    event[w.event.len] = '\0';
+    room_wire_put_cast(&b, user, tag, event, w.data.p, w.data.len);
+    CHECK(room_wire_cast_parse(b.data, b.len, &back) == 0);
+    CHECK(same(back.event, w.event) && same(back.data, w.data) && back.user.len == w.user.len);
+    buf_release(&b);
+}
+
 static void check_state(const char *text, size_t len)
 {
     const char *p = text, *end = text + len, *before;
@@ -142,7 +166,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_span(m.node, 1, ROOM_WIRE_NODE_MAX, true);
         check_span(m.room, 1, ROOM_ID_MAX, true);
         check_span(m.body, 0, size, false);
-        if (m.seq == 0)
+        if (m.seq == 0 && room_wire_is_cast(m.body.p, m.body.len))
+            check_cast(m.body);
+        else if (m.seq == 0)
             check_ephemeral(m.body);
         else
             check_ops(m.body);

@@ -180,6 +180,41 @@ static void test_ephemeral(void **state)
     assert_int_equal(room_wire_ephemeral_parse(text, strlen(text), &w), -EINVAL);
 }
 
+static void test_cast(void **state)
+{
+    struct room_wire_cast w;
+    struct buf b = {0};
+    const char *ok = "! ann 12.7 9\nclient-hi\"data\"";
+    struct guard g = guard_place(ok, strlen(ok));
+
+    (void)state;
+    assert_true(room_wire_is_cast(ok, strlen(ok)));
+    assert_false(room_wire_is_cast("ann cursor x", 12));
+    assert_int_equal(room_wire_cast_parse(g.data, strlen(ok), &w), 0);
+    STR_EQ(w.user, "ann");
+    STR_EQ(w.exclude, "12.7");
+    STR_EQ(w.event, "client-hi");
+    STR_EQ(w.data, "\"data\"");
+    guard_free(&g);
+    /* "-" for none; an event name may hold spaces and newlines */
+    room_wire_put_cast(&b, "", "", "my event\n", "{}", 2);
+    assert_string_equal(b.data, "! - - 9\nmy event\n{}");
+    assert_int_equal(room_wire_cast_parse(b.data, b.len, &w), 0);
+    assert_int_equal(w.user.len, 0);
+    assert_int_equal(w.exclude.len, 0);
+    STR_EQ(w.event, "my event\n");
+    STR_EQ(w.data, "{}");
+    buf_release(&b);
+    assert_int_equal(room_wire_cast_parse("! - - 0\n", 8, &w), -EINVAL);     /* no name */
+    assert_int_equal(room_wire_cast_parse("! - - 5\nab", 10, &w), -EINVAL);  /* short */
+    assert_int_equal(room_wire_cast_parse("! - - 257\n", 10, &w), -EINVAL);  /* too long */
+    assert_int_equal(room_wire_cast_parse("! - -  2\nab", 11, &w), -EINVAL); /* no length */
+    assert_int_equal(room_wire_cast_parse("! - - 2", 7, &w), -EINVAL);       /* no newline */
+    assert_int_equal(room_wire_cast_parse("!- - 2\nab", 9, &w), -EINVAL);
+    assert_int_equal(room_wire_cast_parse("! - - 2\na\0", 10, &w), -EINVAL); /* NUL */
+    assert_int_equal(room_wire_cast_parse("! - - 99999999999999999999999\nab", 31, &w), -EINVAL);
+}
+
 static void test_encoders_read_back(void **state)
 {
     struct buf b = {0};
@@ -215,8 +250,12 @@ static void test_encoders_read_back(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_messages),           cmocka_unit_test(test_ops),
-        cmocka_unit_test(test_state_lines),        cmocka_unit_test(test_ephemeral),
+        cmocka_unit_test(test_messages),
+        cmocka_unit_test(test_ops),
+        cmocka_unit_test(test_state_lines),
+        cmocka_unit_test(test_ephemeral),
+        cmocka_unit_test(test_cast),
+        cmocka_unit_test(test_cast),
         cmocka_unit_test(test_encoders_read_back),
     };
 

@@ -292,7 +292,7 @@ static void msg_client_event(struct client *c, const char *event, const cJSON *r
     const char *channel = str_field(root, "channel");
     enum pusher_channel_kind k = channel ? pusher_channel_kind(channel) : PUSHER_CH_INVALID;
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(root, "data");
-    char room[PUSHER_ROOM_MAX + 1], *text;
+    char room[PUSHER_ROOM_MAX + 1], sid[PUSHER_SOCKET_ID_MAX], *text;
     struct room_broadcast_event ev;
 
     if (!app.client_events) {
@@ -316,8 +316,9 @@ static void msg_client_event(struct client *c, const char *event, const cJSON *r
         cJSON_free(text);
         return;
     }
+    pusher_socket_id(client_conn_id(c), sid);
     ev = (struct room_broadcast_event){
-        .room = room, .event = event, .data = text, .user = client_uid(c)};
+        .room = room, .event = event, .data = text, .user = client_uid(c), .exclude = sid};
     engine__room_broadcast(c->e, &ev, client_conn_id(c));
     cJSON_free(text);
 }

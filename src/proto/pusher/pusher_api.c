@@ -77,15 +77,23 @@ static bool signed_ok(struct conn *c, const struct http_request *req, const char
     return false;
 }
 
-/* The connection a socket_id names on this node (0: none, or another's). */
-static uint64_t excluded(const cJSON *ev)
+/* The socket an event's socket_id excludes: its name on every node
+ * ("" = none, or not a socket id) and its connection here (0: none). */
+struct excluded {
+    const char *tag;
+    uint64_t conn;
+};
+
+static struct excluded excluded(const cJSON *ev)
 {
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(ev, "socket_id");
-    uint64_t conn = 0;
+    struct excluded x = {.tag = ""};
 
-    if (cJSON_IsString(s) && pusher_conn_of(s->valuestring, &conn))
-        return conn;
-    return 0;
+    if (cJSON_IsString(s) && pusher_socket_id_valid(s->valuestring)) {
+        x.tag = s->valuestring;
+        pusher_conn_of(x.tag, &x.conn);
+    }
+    return x;
 }
 
 /* Validates one event object; returns the HTTP status (200 = fine) and
@@ -121,15 +129,16 @@ static int check_event(const cJSON *ev, const char **why)
 }
 
 static void send_to(struct engine *e, const char *channel, const char *name, const char *data,
-                    uint64_t exclude)
+                    struct excluded x)
 {
     enum pusher_channel_kind k = pusher_channel_kind(channel);
     char room[PUSHER_ROOM_MAX + 1];
-    struct room_broadcast_event ev = {.room = room, .event = name, .data = data, .user = ""};
+    struct room_broadcast_event ev = {
+        .room = room, .event = name, .data = data, .user = "", .exclude = x.tag};
 
     if (k == PUSHER_CH_USER || !pusher_room_of(channel, k == PUSHER_CH_PRESENCE, room))
         return; /* server-to-user channels: not in this version */
-    engine__room_broadcast(e, &ev, exclude);
+    engine__room_broadcast(e, &ev, x.conn);
 }
 
 /* Sends one checked event to each of its channels. */
@@ -139,7 +148,7 @@ static void publish(struct engine *e, const cJSON *ev)
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(ev, "data");
     const cJSON *one = cJSON_GetObjectItemCaseSensitive(ev, "channel");
     const cJSON *ch;
-    uint64_t exclude = excluded(ev);
+    struct excluded exclude = excluded(ev);
     struct buf text = {0}; /* the data as a JSON string: Pusher's data is one */
 
     json_append_cstr(&text, data->valuestring);

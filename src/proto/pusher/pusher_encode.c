@@ -330,6 +330,14 @@ static unsigned close_code(unsigned native)
     }
 }
 
+/* The adapter's conn_of: a socket id of this node's. */
+static uint64_t conn_of_socket(const char *tag)
+{
+    uint64_t conn = 0;
+
+    return pusher_conn_of(tag, &conn) ? conn : 0;
+}
+
 const struct proto_adapter pusher_adapter = {
     .name = "pusher",
     .own_auth = true,
@@ -349,4 +357,5 @@ const struct proto_adapter pusher_adapter = {
     .on_started = pusher__on_started,
     .close_code = close_code,
     .release = pusher__release,
+    .conn_of = conn_of_socket,
 };
