@@ -114,6 +114,13 @@ gen() {
     echo "bench: $w $t $label failed (see $LOG)" >&2
     FAILED=1
   fi
+  server_alive "$w $t $label"
+}
+# server_alive WHAT: says so, with the server's log, when it has exited.
+server_alive() {
+  kill -0 "$SRV_PID" 2>/dev/null && return 0
+  { echo "bench: the server of $1 had exited; the end of its log:"; tail -n 20 "$OUT/server.log"; } |
+    tee -a "$LOG" >&2
 }
 
 # W2 hold: the generator's child k connects to port k % 2; the run gives up
@@ -256,7 +263,11 @@ node bench/w7.mjs $W7 --out "$OUT/w7.jsonl" 2>>"$LOG" || { echo "bench: w7 faile
 
 echo "bench: generator runs done in ${SECONDS}s" >&2
 { echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"; } >>"$OUT/machine.txt"
-/usr/bin/python3 bench/report.py "$MODE" "$OUT" || FAILED=1
+if ! /usr/bin/python3 bench/report.py "$MODE" "$OUT"; then
+  FAILED=1
+  echo "bench: the generator's complaints (from $LOG):" >&2
+  grep -aE '^(presence-bench|bench):' "$LOG" | head -n 30 >&2
+fi
 if [ "$MODE" = full ] && command -v gnuplot >/dev/null; then
   (cd "$OUT" && for g in ../../plot/*.gp; do gnuplot "$g" || FAILED=1; done)
 fi

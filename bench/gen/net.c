@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -63,6 +64,22 @@ static void mark_pending(struct net *n, struct conn *c)
     }
 }
 
+/* The first few connection failures of a process, on stderr (the bench
+ * log), so a run whose connections all fail says why. */
+static void say_failure(const char *fmt, ...)
+{
+    static int said;
+    va_list ap;
+
+    if (said++ >= 3)
+        return;
+    va_start(ap, fmt);
+    fprintf(stderr, "presence-bench: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
 static void conn_closed(struct net *n, struct conn *c, int code)
 {
     if (c->fd >= 0) {
@@ -101,6 +118,7 @@ void net_connect(struct net *n, struct conn *c, int src_host, const char *query)
     if (!c->mask)
         c->mask = (uint32_t)random() | 1u;
     if (connect(c->fd, (struct sockaddr *)&n->dst, sizeof n->dst) < 0 && errno != EINPROGRESS) {
+        say_failure("connect: %s", strerror(errno));
         c->state = CS_CONNECTING;
         conn_closed(n, c, 1006);
         return;
@@ -348,6 +366,8 @@ static void on_readable(struct net *n, struct conn *c)
     if (c->state == CS_HANDSHAKE) {
         ssize_t h = handshake_done(n, p, len);
         if (h < 0) {
+            const char *eol = memchr(p, '\r', len);
+            say_failure("handshake refused: %.*s", (int)(eol ? eol - p : (len > 80 ? 80 : (ssize_t)len)), p);
             conn_closed(n, c, 1006);
             return;
         }
@@ -381,6 +401,7 @@ static void on_connected(struct net *n, struct conn *c)
     socklen_t el = sizeof err;
     getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el);
     if (err) {
+        say_failure("connect: %s", strerror(err));
         conn_closed(n, c, 1006);
         return;
     }
