@@ -133,11 +133,18 @@ struct proto_adapter {
     struct payload *(*encode_room_ephemeral)(const struct room_ephemeral_view *v,
                                              struct buf *scratch);
     struct payload *(*encode_room_broadcast)(const struct room_broadcast_event *ev);
+    /* Optional, for a protocol whose watch lists show only online and
+     * offline (Pusher's watchlist): user turned online or offline for the
+     * watcher. Such a protocol's watchers get this instead of
+     * encode_presence's frames, once per change (watch.c). */
+    struct payload *(*encode_watch)(const char *user, bool online);
     void (*send)(struct client *c, struct payload *f);
     /* Optional: c's session was confirmed by its owner (after the welcome). */
     void (*on_started)(struct client *c);
-    /* Optional: the protocol's close code for the engine's (native) one. */
-    unsigned (*close_code)(unsigned native_code);
+    /* Optional: the protocol's close code for the engine's (native) one;
+     * end is the session's enum presence_end_reason when a session end
+     * closes the socket, else -1. */
+    unsigned (*close_code)(unsigned native_code, int end);
     /* Frees c->x->adata (required when the adapter sets it), as c is freed. */
     void (*release)(struct client *c);
     /* Optional: the connection of this node that tag (a socket name of

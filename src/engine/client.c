@@ -250,11 +250,16 @@ void client__on_ws_close(struct wsconn *ws, unsigned code)
     wsconn_set_user_data(ws, NULL);
 }
 
-void client__ws_close(struct client *c, unsigned code, const char *reason)
+void client__ws_close_end(struct client *c, unsigned code, int end, const char *reason)
 {
     const struct proto_adapter *a = frame_adapter(c);
 
-    wsconn_close(c->ws, a->close_code ? a->close_code(code) : code, reason);
+    wsconn_close(c->ws, a->close_code ? a->close_code(code, end) : code, reason);
+}
+
+void client__ws_close(struct client *c, unsigned code, const char *reason)
+{
+    client__ws_close_end(c, code, -1, reason);
 }
 
 struct client *engine_client_bare(struct worker *w)

@@ -203,6 +203,9 @@ void client__on_ws_close(struct wsconn *ws, unsigned code);
 /* Closes c's WebSocket with the engine's close code (docs/protocol.md),
  * or the code its adapter maps it to (close_code). */
 void client__ws_close(struct client *c, unsigned code, const char *reason);
+/* The same for a socket closed because its session ended for reason end
+ * (enum presence_end_reason), which the adapter's close_code sees. */
+void client__ws_close_end(struct client *c, unsigned code, int end, const char *reason);
 /* c's WebSocket closed: its links go, its owner hears OP_CLOSED (the
  * reconnect grace), and c is freed. */
 void client__close(struct client *c);

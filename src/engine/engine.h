@@ -98,6 +98,16 @@ void engine_sse_presence(struct conn *c, const struct http_request *req, struct 
  * snapshot and deltas (event "room", id "epoch-seq"), resumable with
  * Last-Event-ID. */
 void engine_http_room(struct conn *c, const struct http_request *req, struct net_ctx *nc);
+/* A room read for another protocol's HTTP API (Pusher's GET channels/X):
+ * the room as GET /v1/rooms/{id} reads it without a reader (published
+ * members only, first 1000; the other nodes' included), handed as that
+ * JSON text (json, n bytes; a room that did not answer in time reads
+ * {"room":..,"count":null,"degraded":true}) to done, which writes c's
+ * response. done runs on c's worker, once, unless c went away. room must
+ * be valid (room_id_valid()). */
+typedef void engine_room_read_done(struct conn *c, const char *json, size_t n);
+void engine_read_room(struct conn *c, struct engine *e, const char *room,
+                      engine_room_read_done *done);
 /* /v1/admin/... (engine_admin.c; docs/api.md). */
 void engine_http_admin(struct conn *c, const struct http_request *req, struct net_ctx *nc);
 /* Frees a prepared client whose upgrade failed (on_open never ran). */

@@ -65,6 +65,17 @@ static bool is_method(const struct http_request *req, const char *m)
 /* Sends em to the owner of key. A write (everything but GET privacy) is
  * answered only when its outcome is known: a 2xx once it was applied, an
  * error when nothing was, never a timeout after which it may still apply. */
+void engine__kick_user(struct engine *e, const char *uid, const char *reason)
+{
+    struct emsg *em = emsg_new(OP_ADMIN, 0);
+
+    em->arg = ADMIN_KICK;
+    emsg_set_id(&em->uid, uid);
+    if (reason)
+        em->text = xstrdup(reason);
+    owner_send(e, owner_of_user(e, uid), em); /* em->query 0: no answer */
+}
+
 static void send_admin(struct conn *c, struct worker *w, struct emsg *em, const char *key)
 {
     struct engine *e = engine_of(w);

@@ -13,4 +13,10 @@
  * as one part of the admin query. */
 engine_op_fn engine__admin_rooms;
 
+/* Ends every session of uid on every node, as the admin API's kick does
+ * (session_ended "kicked" with reason as its message, NULL = none), with
+ * nobody to answer: for an adapter's API (Pusher's terminate_connections). */
+struct engine;
+void engine__kick_user(struct engine *e, const char *uid, const char *reason);
+
 #endif

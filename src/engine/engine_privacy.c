@@ -371,6 +371,16 @@ struct payload *engine__view_frame(struct engine *e, const struct presence_view 
     return frame_presence(&v, cls, wall_offset(e));
 }
 
+bool engine__view_online(struct engine *e, const struct presence_view *truth, int cls)
+{
+    const struct privacy_public *pub;
+    const struct store_privacy *set = engine__privacy_settings(e, truth->user, &pub);
+    struct presence_view v;
+
+    privacy_view(truth, set, pub, (enum privacy_class)cls, &v);
+    return v.status != PRESENCE_OFFLINE;
+}
+
 static enum privacy_relation relation(struct puser *pu, const char *viewer, bool contact,
                                       bool blocked)
 {
@@ -814,6 +824,10 @@ static void admin_answer(struct engine *e, const struct emsg *req, int code, str
 {
     struct buf b = {0};
 
+    if (!req->query) { /* an adapter's call (engine__kick_user()): nobody waits */
+        buf_release(json);
+        return;
+    }
     buf_printf(&b, "%03d", code);
     buf_append(&b, json->data ? json->data : "", json->len);
     buf_append(&b, "\n", 1);

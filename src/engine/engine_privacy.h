@@ -36,6 +36,9 @@ const struct store_privacy *engine__privacy_settings(struct engine *e, const cha
                                                      const struct privacy_public **pub);
 /* Owner: encodes the view of uid for class cls (a presence event frame). */
 struct payload *engine__view_frame(struct engine *e, const struct presence_view *truth, int cls);
+/* Owner: whether class cls sees uid online (its view's status is not
+ * offline), for the adapters that show only online and offline. */
+bool engine__view_online(struct engine *e, const struct presence_view *truth, int cls);
 /* The presence core's on_change: keeps the public last-seen state and
  * republishes to the user's watchers. */
 void engine__privacy_on_change(struct engine *e, const struct presence_view *old,

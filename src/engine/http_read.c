@@ -125,6 +125,7 @@ struct query {
     struct payload **parts;           /* by index; raw JSON, not framed */
     char (*ids)[PRESENCE_ID_MAX + 1]; /* the user or room of each part */
     struct wheel_timer timer;         /* reads: QUERY_TIMEOUT_MS */
+    engine_room_read_done *done;      /* QUERY_ROOM for an adapter: writes the answer */
 };
 
 /* A write is answered when its outcome is known, never on a timer. */
@@ -159,6 +160,10 @@ static void query_finish(struct query *q)
 {
     struct buf b = {0};
 
+    if (q->kind == QUERY_ROOM && q->done) {
+        q->done(q->conn, q->parts[0]->data, q->parts[0]->len);
+        return;
+    }
     if (q->kind == QUERY_ROOM) {
         httpd_respond(q->conn, 200, "application/json", "Cache-Control: no-store\r\n",
                       q->parts[0]->data, q->parts[0]->len);
@@ -743,6 +748,16 @@ static void room_read(struct conn *c, struct engine *e, const char *room, const 
         memset(&none, 0, sizeof(none));
         room_blockers_read(rr, -EINVAL, &none);
     }
+}
+
+void engine_read_room(struct conn *c, struct engine *e, const char *room,
+                      engine_room_read_done *done)
+{
+    struct query *q = http_read__query_new(c, QUERY_ROOM, 1);
+
+    q->done = done;
+    copy_id(q->ids[0], room);
+    room_info_ask(e, q, NULL, 0);
 }
 
 /* GET /v1/rooms/{id} and GET /v1/rooms/{id}/events */

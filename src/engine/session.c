@@ -365,5 +365,5 @@ void session__on_ended(struct engine *e, struct emsg *em)
     if (em->arg == PRESENCE_END_LEAVE)
         client__ws_close(c, 1000, "left");
     else
-        client__ws_close(c, 4000, "session ended");
+        client__ws_close_end(c, 4000, em->arg, "session ended");
 }

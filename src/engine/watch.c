@@ -26,14 +26,35 @@ static struct watch *find_watch(struct engine *e, const char *uid)
     return ENGINE_FIND(struct watch, &e->watches, uid, uid);
 }
 
-/* Sends frame f (the watch's current one for class cls) to one watcher,
- * as a WebSocket frame or an SSE event (formatted once per frame, shared
- * by all streams). */
-static void client_send_frame(struct client *c, struct watch *wt, int cls)
+/* An adapter that shows only online and offline (encode_watch, Pusher's
+ * watchlist events) tells its watcher when that changes: the first time
+ * only when online, as Pusher lists the online ids at sign-in. */
+static void send_online(struct watch_link *l, struct watch *wt, int cls)
 {
+    const struct proto_adapter *a = frame_adapter(l->client);
+    int8_t on = (int8_t)((wt->online >> cls) & 1);
+
+    if (l->online_sent == on || (l->online_sent < 0 && !on)) {
+        l->online_sent = on;
+        return;
+    }
+    l->online_sent = on;
+    frame_send(l->client, a->encode_watch(wt->uid, on != 0));
+}
+
+/* Sends the watch's current frame for class cls to one watcher, as a
+ * WebSocket frame or an SSE event (formatted once per frame, shared by
+ * all streams), or its adapter's online/offline frame. */
+static void link_send(struct watch_link *l, struct watch *wt, int cls)
+{
+    struct client *c = l->client;
     const char *json;
     size_t n;
 
+    if (frame_adapter(c)->encode_watch) {
+        send_online(l, wt, cls);
+        return;
+    }
     if (c->ws) {
         wsconn_send_payload(c->ws, wt->last[cls]);
         return;
@@ -136,7 +157,7 @@ static void view_deliver(struct watch *wt, struct wview *v)
         if (changed && !l->need_snapshot && l->list_tier && l->client->ws)
             tier_hold(l, f);
         else if (changed || l->need_snapshot)
-            client_send_frame(l->client, wt, v->cls);
+            link_send(l, wt, v->cls);
         l->need_snapshot = false;
     }
     payload_unref(v->sent);
@@ -167,6 +188,7 @@ void watch__on_view(struct engine *e, struct emsg *em)
         return; /* unwatched meanwhile */
     v->cls = em->arg;
     set_last(wt, v->cls, em->frame);
+    wt->online = (uint8_t)((wt->online & ~(1u << v->cls)) | (em->online & (1u << v->cls)));
     view_deliver(wt, v);
 }
 
@@ -178,9 +200,12 @@ void watch__on_presence(struct engine *e, struct emsg *em)
 
     if (!wt)
         return;
-    for (int k = 0; k < PRIVACY_NCLASS; k++)
-        if (em->frames[k])
-            set_last(wt, k, em->frames[k]);
+    for (int k = 0; k < PRIVACY_NCLASS; k++) {
+        if (!em->frames[k])
+            continue;
+        set_last(wt, k, em->frames[k]);
+        wt->online = (uint8_t)((wt->online & ~(1u << k)) | (em->online & (1u << k)));
+    }
     list_foreach(pos, &wt->views)
     {
         struct wview *v = container_of(pos, struct wview, node);
@@ -279,6 +304,7 @@ void watch__add(struct client *c, const char *uid)
     l->watch = wt;
     l->client = c;
     l->need_snapshot = v->cls < 0;
+    l->online_sent = -1;
     list_insert_tail(&v->links, &l->link);
     if (x->nlinks == x->caplinks) {
         x->caplinks = x->caplinks ? x->caplinks * 2 : 8;
@@ -286,7 +312,7 @@ void watch__add(struct client *c, const char *uid)
     }
     x->links[x->nlinks++] = l;
     if (v->cls >= 0)
-        client_send_frame(c, wt, v->cls); /* snapshot from the local copy */
+        link_send(l, wt, v->cls); /* snapshot from the local copy */
 }
 
 static void watch_free(struct engine *e, struct watch *wt)
@@ -408,6 +434,7 @@ void watch__republish(struct engine *e, struct sub *s, const struct presence_vie
     struct payload *frames[PRIVACY_NCLASS] = {0};
     uint64_t workers = sub_workers(s);
     bool any = false;
+    uint8_t online = 0;
 
     for (int k = 0; k < PRIVACY_NCLASS; k++) {
         struct payload *key;
@@ -421,6 +448,7 @@ void watch__republish(struct engine *e, struct sub *s, const struct presence_vie
         payload_unref(s->lastf[k]);
         s->lastf[k] = key;
         frames[k] = engine__view_frame(e, truth, k);
+        online |= (uint8_t)(engine__view_online(e, truth, k) << k);
         any = true;
     }
     for (unsigned i = 0; any && i < e->w->srv->nworkers; i++) {
@@ -430,6 +458,7 @@ void watch__republish(struct engine *e, struct sub *s, const struct presence_vie
         em = emsg_new(OP_PRESENCE, 0);
         emsg_set_id(&em->uid, truth->user);
         em->version = truth->version;
+        em->online = online;
         for (int k = 0; k < PRIVACY_NCLASS; k++)
             em->frames[k] = frames[k] ? payload_ref(frames[k]) : NULL;
         owner_send(e, i, em);
@@ -442,6 +471,7 @@ void watch__send_view(struct engine *e, const struct presence_view *truth, const
                       uint64_t workers)
 {
     struct payload *f = engine__view_frame(e, truth, v->cls);
+    uint8_t online = (uint8_t)(engine__view_online(e, truth, v->cls) << v->cls);
 
     for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
         struct emsg *em;
@@ -452,6 +482,7 @@ void watch__send_view(struct engine *e, const struct presence_view *truth, const
         emsg_set_id(&em->viewer, v->viewer);
         em->arg = (int8_t)v->cls;
         em->version = truth->version;
+        em->online = online;
         em->frame = payload_ref(f);
         owner_send(e, i, em);
     }

@@ -37,6 +37,7 @@ struct watch_link {
     struct watch *watch; /* the user watched */
     struct client *client;
     bool need_snapshot;      /* waiting for the owner's OP_VIEW */
+    int8_t online_sent;      /* an online-only adapter's (encode_watch): 1/0 last told, -1 none */
     bool list_tier;          /* "tier":"list": transitions wait for the client's window */
     struct payload *pending; /* list tier: the latest frame not yet sent (referenced) */
     struct list pend;        /* in struct watch_tier.links while pending is set */
@@ -68,7 +69,9 @@ struct watch {
     struct payload *last[PRIVACY_NCLASS];     /* last frame per class, NULL = none yet */
     struct payload *last_sse[PRIVACY_NCLASS]; /* the same as SSE events, made on need */
     uint64_t sse_id;                          /* SSE event ids of this user's stream */
+    uint8_t online;                           /* bit k: class k's last frame shows online */
 };
+_Static_assert(PRIVACY_NCLASS <= 8, "struct watch's online has a bit per class");
 
 /* Owner side: one viewer (a user id, "" = anonymous) watching a user. */
 struct subv {

@@ -105,3 +105,28 @@ test('events cross nodes: a client event on one node and an HTTP API event on th
     for (const c of [onA, onB, onB2]) c.disconnect();
   });
 });
+
+test('a signed-in user on node a: sendToUser and terminate_connections through node b reach it', async () => {
+  await withTwoNodes(ARGS, async (a, b) => {
+    const user = uid('sig');
+    const api = new PusherServer({ appId: APP.id, key: APP.key, secret: APP.secret, host: '127.0.0.1', port: String(b.port) });
+    const p = new PusherClient(APP.key, {
+      cluster: 'local', wsHost: '127.0.0.1', wsPort: a.port, forceTLS: false,
+      enabledTransports: ['ws'], disableStats: true,
+      userAuthentication: { customHandler: ({ socketId }, cb) => cb(null, api.authenticateUser(socketId, { id: user })) },
+    });
+    const got = [];
+    p.user.bind('note', (d) => got.push(d));
+    p.signin();
+    await p.user.signinDonePromise;
+    await waitUntil(() => p.user.serverToUserChannel?.subscribed, 'the user channel subscribed', 5000);
+    assert.equal((await api.sendToUser(user, 'note', { via: 'b' })).status, 200);
+    await waitUntil(() => got.length === 1, 'the event from node b', 5000);
+    assert.deepEqual(got, [{ via: 'b' }]);
+    assert.equal((await api.terminateUserConnections(user)).status, 200);
+    await waitUntil(() => p.connection.state !== 'connected', 'the socket on node a closed', 5000);
+    await sleep(1000);
+    assert.notEqual(p.connection.state, 'connected', 'and it does not come back');
+    p.disconnect();
+  });
+});

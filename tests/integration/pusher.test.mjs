@@ -13,6 +13,7 @@ import { createRequire } from 'node:module';
 import WebSocket from 'ws';
 import { startServer, stopClean, sleep, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
+import { adminRequest } from './lib/admin.mjs';
 
 const require = createRequire(import.meta.url);
 const PusherClient = require('pusher-js');
@@ -22,7 +23,9 @@ if (process.env.PUSHER_LOG) PusherClient.logToConsole = true;
 const APP = { id: '4711', key: 'test-key-1', secret: 'test-secret-1' };
 const FLAGS = ['--pusher-app', `${APP.id}:${APP.key}:${APP.secret}:client-events=true`,
   '--reconnect-grace-ms', '500', '--presence-debounce-ms', '50', '--session-ttl-ms', '4000',
-  '--heartbeat-min-ms', '200', '--heartbeat-interval-ms', '1000'];
+  '--heartbeat-min-ms', '200', '--heartbeat-interval-ms', '1000',
+  '--admin-api-key', 'pusher-test-admin-key-0123456789'];
+const ADMIN_KEY = 'pusher-test-admin-key-0123456789';
 
 let n = 0;
 const uniq = (p) => `${p}-${process.pid}-${++n}`;
@@ -252,6 +255,183 @@ describe('pusher protocol', () => {
     assert.equal(gotB.length, 2, 'nothing refused was delivered');
     a.disconnect();
     b.disconnect();
+  });
+
+  // pusher-js with user authentication through the server library.
+  function signedIn(srv, user, { watchlist } = {}) {
+    const api = backend(srv);
+    const p = new PusherClient(APP.key, {
+      cluster: 'local', wsHost: '127.0.0.1', wsPort: srv.port, forceTLS: false,
+      enabledTransports: ['ws'], disableStats: true,
+      userAuthentication: {
+        customHandler: ({ socketId }, cb) =>
+          cb(null, api.authenticateUser(socketId, { id: user, user_info: { name: user }, ...(watchlist ? { watchlist } : {}) })),
+      },
+    });
+    p.signin();
+    return p;
+  }
+  const dataOf = (m) => (typeof m.data === 'string' ? JSON.parse(m.data) : m.data);
+  const presenceOf = async (user) => (await (await fetch(`${srv.url}/v1/presence?user=${user}`)).json()).users[0];
+
+  test('pusher:signin: the user is online, and sendToUser reaches its #server-to-user channel only', async () => {
+    const [ann, bob] = [uniq('sig-ann'), uniq('sig-bob')];
+    const pa = signedIn(srv, ann);
+    const pb = signedIn(srv, bob);
+    const got = { a: [], b: [] };
+    pa.user.bind('hello', (d) => got.a.push(d));
+    pb.user.bind('hello', (d) => got.b.push(d));
+    await pa.user.signinDonePromise;
+    await pb.user.signinDonePromise;
+    assert.equal(pa.user.user_data.id, ann);
+    await waitUntil(async () => (await presenceOf(ann)).status === 'online', 'the signed-in user online to native readers');
+    // pusher-js subscribes to #server-to-user-<id> after the sign-in; give it a moment to land.
+    await waitUntil(() => pa.user.serverToUserChannel?.subscribed && pb.user.serverToUserChannel?.subscribed, 'the user channels subscribed');
+    const r = await backend(srv).sendToUser(ann, 'hello', { n: 1 });
+    assert.equal(r.status, 200);
+    await waitUntil(() => got.a.length === 1, 'the event on ann\'s user channel');
+    await sleep(300);
+    assert.deepEqual(got, { a: [{ n: 1 }], b: [] });
+    pa.disconnect();
+    pb.disconnect();
+    await waitUntil(async () => (await presenceOf(ann)).status === 'offline', 'offline after the socket and its grace', 8000);
+  });
+
+  test('pusher:signin refusals: a bad signature, another socket\'s auth, another user\'s user channel', async () => {
+    const r = await raw(srv);
+    const sid = JSON.parse(r.first.data).socket_id;
+    const userData = JSON.stringify({ id: 'mallory' });
+    r.send({ event: 'pusher:signin', data: { user_data: userData, auth: `${APP.key}:${'0'.repeat(64)}` } });
+    const closed = new Promise((res) => r.ws.once('close', (c) => res(c)));
+    const err = await waitUntil(() => r.msgs.find((m) => m.event === 'pusher:error'), 'pusher:error');
+    assert.equal(err.data.code, 4009);
+    assert.equal(await closed, 4009);
+
+    // Auth signed for another socket is refused the same way.
+    const other = await raw(srv);
+    const stolen = backend(srv).authenticateUser(sid, { id: 'mallory' });
+    other.send({ event: 'pusher:signin', data: stolen });
+    const closed2 = new Promise((res) => other.ws.once('close', (c) => res(c)));
+    assert.equal(await closed2, 4009);
+
+    // A signed-in socket may subscribe to its own user channel only.
+    const s = await raw(srv);
+    const sid3 = JSON.parse(s.first.data).socket_id;
+    const eve = uniq('eve');
+    s.send({ event: 'pusher:signin', data: backend(srv).authenticateUser(sid3, { id: eve }) });
+    const ok = await waitUntil(() => s.msgs.find((m) => m.event === 'pusher:signin_success'), 'signin_success');
+    assert.equal(typeof ok.data, 'string', 'data is a JSON string, as Pusher sends it');
+    assert.equal(JSON.parse(dataOf(ok).user_data).id, eve);
+    s.send({ event: 'pusher:subscribe', data: { channel: '#server-to-user-someone-else' } });
+    const se = await waitUntil(() => s.msgs.find((m) => m.event === 'pusher:subscription_error'), 'subscription_error');
+    assert.equal(dataOf(se).status, 403);
+    s.send({ event: 'pusher:subscribe', data: { channel: `#server-to-user-${eve}` } });
+    await waitUntil(() => s.msgs.find((m) => m.event === 'pusher_internal:subscription_succeeded'), 'its own channel');
+    // An unsigned socket has no user channel at all.
+    const u = await raw(srv);
+    u.send({ event: 'pusher:subscribe', data: { channel: `#server-to-user-${eve}` } });
+    const ue = await waitUntil(() => u.msgs.find((m) => m.event === 'pusher:subscription_error'), 'subscription_error');
+    assert.equal(dataOf(ue).status, 403);
+    s.ws.close();
+    u.ws.close();
+  });
+
+  test('watchlist: online of the watched users at sign-in, then online and offline as they change, once each', async () => {
+    const [ann, bob, cat] = [uniq('wl-ann'), uniq('wl-bob'), uniq('wl-cat')];
+    const pb = signedIn(srv, bob);
+    await pb.user.signinDonePromise;
+    await waitUntil(async () => (await presenceOf(bob)).status === 'online', 'bob online');
+    const pa = signedIn(srv, ann, { watchlist: [bob, cat, bob] });
+    const log = [];
+    pa.user.watchlist.bind('online', (e) => log.push(['online', ...e.user_ids]));
+    pa.user.watchlist.bind('offline', (e) => log.push(['offline', ...e.user_ids]));
+    await pa.user.signinDonePromise;
+    await waitUntil(() => log.length === 1, 'bob listed online after the sign-in');
+    assert.deepEqual(log, [['online', bob]], 'cat, offline, is not listed; bob once');
+    const pc = connect(srv, cat);
+    await subscribed(pc.subscribe(`presence-${uniq('wl')}`)); // a presence subscription is a session too
+    await waitUntil(() => log.length === 2, 'cat online');
+    assert.deepEqual(log[1], ['online', cat]);
+    pb.disconnect();
+    await waitUntil(() => log.length === 3, 'bob offline after its grace', 8000);
+    assert.deepEqual(log[2], ['offline', bob]);
+    await sleep(500);
+    assert.equal(log.length, 3, 'one event per change');
+    pa.disconnect();
+    pc.disconnect();
+  });
+
+  test('watchlist: an invisible user is offline to the watcher and never shows online', async () => {
+    const [ann, dan] = [uniq('wl2-ann'), uniq('wl2-dan')];
+    const pd = signedIn(srv, dan);
+    await pd.user.signinDonePromise;
+    const pa = signedIn(srv, ann, { watchlist: [dan] });
+    const log = [];
+    pa.user.watchlist.bind('online', (e) => log.push(['online', ...e.user_ids]));
+    pa.user.watchlist.bind('offline', (e) => log.push(['offline', ...e.user_ids]));
+    await waitUntil(() => log.length === 1, 'dan online');
+    const r = await adminRequest(srv, 'PUT', `/v1/admin/users/${dan}/privacy`, { key: ADMIN_KEY, body: { invisible: true } });
+    assert.equal(r.status, 200);
+    await waitUntil(() => log.length === 2, 'dan turned invisible: offline');
+    assert.deepEqual(log[1], ['offline', dan]);
+    const pd2 = signedIn(srv, dan); // a second socket while invisible
+    await pd2.user.signinDonePromise;
+    await sleep(700);
+    assert.deepEqual(log, [['online', dan], ['offline', dan]], 'nothing while invisible');
+    for (const p of [pa, pd, pd2]) p.disconnect();
+  });
+
+  test('terminate_connections closes every socket of the user with 4009, and pusher-js does not come back', async () => {
+    const user = uniq('term');
+    const a = signedIn(srv, user);
+    const b = connect(srv, user);
+    const other = signedIn(srv, uniq('bystander'));
+    await a.user.signinDonePromise;
+    await subscribed(b.subscribe(`presence-${uniq('tr')}`));
+    await other.user.signinDonePromise;
+    const codes = [];
+    for (const p of [a, b]) p.connection.bind('error', (e) => codes.push(e?.error?.data?.code));
+    const r = await backend(srv).terminateUserConnections(user);
+    assert.equal(r.status, 200);
+    await waitUntil(() => a.connection.state !== 'connected' && b.connection.state !== 'connected', 'both sockets closed');
+    await sleep(1500);
+    assert.notEqual(a.connection.state, 'connected', 'no reconnect after 4009');
+    assert.notEqual(b.connection.state, 'connected');
+    assert.ok(codes.includes(4009), `pusher:error 4009 seen: ${JSON.stringify(codes)}`);
+    assert.equal(other.connection.state, 'connected', 'another user\'s socket stays');
+    await waitUntil(async () => (await presenceOf(user)).status === 'offline', 'offline at once (a kick has no grace)', 3000);
+    other.disconnect();
+  });
+
+  test('HTTP API reads: channels/{name} with user_count and channels/{name}/users, hidden members absent', async () => {
+    const room = uniq('rd');
+    const ch = `presence-${room}`;
+    const api = backend(srv);
+    const get = async (path, params) => {
+      try { const r = await api.get({ path, params }); return [r.status, await r.json()]; } catch (e) { return [e.status, e.body]; }
+    };
+    assert.deepEqual(await get(`/channels/${ch}`, { info: 'user_count' }), [200, { occupied: false, user_count: 0 }]);
+    const [ann, bob] = [uniq('rd-ann'), uniq('rd-bob')];
+    const pa = connect(srv, ann);
+    const pb = connect(srv, bob);
+    await Promise.all([subscribed(pa.subscribe(ch)), subscribed(pb.subscribe(ch))]);
+    assert.deepEqual(await get(`/channels/${ch}`, { info: 'user_count' }), [200, { occupied: true, user_count: 2 }]);
+    assert.deepEqual(await get(`/channels/${ch}`), [200, { occupied: true }]);
+    const [st, body] = await get(`/channels/${ch}/users`);
+    assert.equal(st, 200);
+    assert.deepEqual(body.users.map((u) => u.id).sort(), [ann, bob].sort());
+    // bob turns invisible: the API reads him as absent.
+    await adminRequest(srv, 'PUT', `/v1/admin/users/${bob}/privacy`, { key: ADMIN_KEY, body: { invisible: true } });
+    await waitUntil(async () => (await get(`/channels/${ch}/users`))[1].users.length === 1, 'bob hidden from the read');
+    assert.deepEqual((await get(`/channels/${ch}/users`))[1], { users: [{ id: ann }] });
+    assert.deepEqual(await get(`/channels/${ch}`, { info: 'user_count' }), [200, { occupied: true, user_count: 1 }]);
+    // What this version does not read, and bad requests.
+    assert.equal((await get('/channels/private-x/users'))[0], 400);
+    assert.equal((await get('/channels/private-x'))[0], 501);
+    assert.equal((await get('/channels'))[0], 501);
+    assert.equal((await get('/channels/presence-a/other'))[0], 404);
+    pa.disconnect();
+    pb.disconnect();
   });
 
   test('binary frames are refused', async () => {

@@ -6,7 +6,13 @@
  *
  * Per socket the adapter keeps a struct pclient in c->x->adata: the
  * presence subscriptions that wait for the session to start, the session's
- * keep-alive timer and the client-event bucket.
+ * keep-alive timer, the client-event bucket and the signed-in user.
+ *
+ * pusher:signin (user authentication) makes the socket its user's
+ * session, as a presence subscription does, and lets it subscribe to that
+ * user's own channel "#server-to-user-<id>" (the room "~p~hserver-to-user-
+ * <id>", pusher_name.h), which the HTTP API's events (the server
+ * libraries' sendToUser) reach on every node.
  */
 #include "pusher.h"
 
@@ -30,12 +36,14 @@
 #include "pusher_encode.h"
 #include "pusher_name.h"
 #include "session.h"
+#include "watch.h"
 #include "ws.h"
 
 #define MAX_PENDING        8     /* presence subscriptions waiting for the session */
 #define CLIENT_EVENT_RATE  10    /* client events per second per socket (Pusher's) */
 #define CLIENT_EVENT_BYTES 10240 /* data of one client event (Pusher's 10 KB) */
 #define USER_INFO_MAX      1024  /* a member's user_info: the room core's metadata limit */
+#define WATCHLIST_MAX      100   /* ids in a signed-in user's watchlist (Pusher's limit) */
 
 struct pending {
     char room[PUSHER_ROOM_MAX + 1];
@@ -48,8 +56,9 @@ struct pclient {
     struct wheel_timer beat; /* keeps the session alive while the socket is open */
     struct pending pend[MAX_PENDING];
     unsigned npend;
-    double tokens;     /* client-event bucket */
-    uint64_t refilled; /* loop ms */
+    double tokens;                          /* client-event bucket */
+    uint64_t refilled;                      /* loop ms */
+    char signed_in[PUSHER_USER_ID_MAX + 1]; /* pusher:signin's user id, "" = none */
 };
 
 static struct pusher_app app;
@@ -218,6 +227,14 @@ static void subscribe_presence(struct client *c, const char *channel, const char
     presence_join(c, channel, room, uid, info);
 }
 
+/* Whether channel is "#server-to-user-" + the socket's signed-in user. */
+static bool own_user_channel(struct client *c, const char *channel)
+{
+    const char *id = pc_of(c)->signed_in;
+
+    return id[0] && strcmp(channel + strlen(PUSHER_USER_CHANNEL_PREFIX), id) == 0;
+}
+
 static void msg_subscribe(struct client *c, const cJSON *data)
 {
     const char *channel = str_field(data, "channel");
@@ -225,12 +242,14 @@ static void msg_subscribe(struct client *c, const cJSON *data)
     char sid[PUSHER_SOCKET_ID_MAX], room[PUSHER_ROOM_MAX + 1];
     const char *auth = str_field(data, "auth");
 
-    if (k == PUSHER_CH_INVALID || k == PUSHER_CH_USER ||
-        !pusher_room_of(channel, k == PUSHER_CH_PRESENCE, room)) {
-        subscription_error(c, channel ? channel : "", "InvalidChannel",
-                           k == PUSHER_CH_USER ? "server-to-user channels need pusher:signin"
-                                               : "invalid channel name",
+    if (k == PUSHER_CH_INVALID || !pusher_room_of(channel, k == PUSHER_CH_PRESENCE, room)) {
+        subscription_error(c, channel ? channel : "", "InvalidChannel", "invalid channel name",
                            400);
+        return;
+    }
+    if (k == PUSHER_CH_USER && !own_user_channel(c, channel)) {
+        subscription_error(c, channel, "AuthError",
+                           "a server-to-user channel is its signed-in user's only", 403);
         return;
     }
     if (engine__room_linked(c, room) || pending_has(pc_of(c), room))
@@ -240,7 +259,7 @@ static void msg_subscribe(struct client *c, const cJSON *data)
         subscribe_presence(c, channel, room, data, sid);
         return;
     }
-    if (k != PUSHER_CH_PUBLIC &&
+    if (k != PUSHER_CH_PUBLIC && k != PUSHER_CH_USER &&
         (!auth || !pusher_channel_auth_ok(app.key, app.secret, sid, channel, NULL, auth))) {
         subscription_error(c, channel, "AuthError", "invalid signature", 401);
         return;
@@ -323,6 +342,99 @@ static void msg_client_event(struct client *c, const char *event, const cJSON *r
     cJSON_free(text);
 }
 
+/* ---- pusher:signin ---- */
+
+/* A refused sign-in: pusher:error 4009, then close 4009 (pusher-js does not
+ * reconnect), as Pusher does. */
+static void signin_refused(struct client *c, const char *why)
+{
+    send_error(c, 4009, why);
+    client__ws_close(c, 4009, "sign-in refused");
+}
+
+/* pusher:signin_success {"user_data": the signed text}, its data a JSON
+ * string as Pusher's always is. */
+static void signin_success(struct client *c, const char *user_data)
+{
+    struct buf b = {0}, in = {0};
+
+    buf_append_str(&in, "{\"user_data\":");
+    json_append_cstr(&in, user_data);
+    buf_append_str(&in, "}");
+    buf_append_str(&b, "{\"event\":\"pusher:signin_success\",\"data\":");
+    json_append_string(&b, in.data, in.len);
+    buf_append_str(&b, "}");
+    buf_release(&in);
+    send_json(c, &b);
+}
+
+/* Whether ids[i] is new to c: not watched yet and not earlier in ids. */
+static bool fresh_at(struct client *c, const char *const *ids, size_t i)
+{
+    size_t idx;
+
+    for (size_t j = 0; j < i; j++)
+        if (strcmp(ids[j], ids[i]) == 0)
+            return false;
+    return watch__find_link(c, ids[i], &idx) == NULL;
+}
+
+/* The signed-in user's watchlist: its users' watch links, whose online
+ * and offline reach the socket as pusher_internal:watchlist_events
+ * (encode_watch), the online ones at once. Over the watch limits
+ * (max-watch, max-watch-per-user) nothing is watched: pusher:error 4004. */
+static void watch_list(struct client *c, const char *const *ids, size_t n)
+{
+    size_t fresh = 0;
+
+    for (size_t i = 0; i < n; i++)
+        fresh += fresh_at(c, ids, i);
+    if (fresh == 0)
+        return;
+    if ((c->x ? c->x->nlinks : 0) + fresh > (size_t)c->e->w->srv->cfg.max_watch ||
+        !watch__reserve(c, fresh)) {
+        send_error(c, 4004, "the watchlist is over this server's watch limits");
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (fresh_at(c, ids, i))
+            watch__add(c, ids[i]);
+}
+
+/* {"auth": "<key>:<hmac of socket_id::user::user_data>", "user_data":
+ * "{\"id\":...,\"user_info\":...,\"watchlist\":[...]}"} */
+static void msg_signin(struct client *c, const cJSON *data)
+{
+    const char *auth = str_field(data, "auth"), *ud = str_field(data, "user_data");
+    struct pclient *pc = pc_of(c);
+    char sid[PUSHER_SOCKET_ID_MAX], id[PUSHER_USER_ID_MAX + 1], **watch = NULL;
+    size_t nwatch = 0;
+    int r;
+
+    pusher_socket_id(client_conn_id(c), sid);
+    if (!auth || !ud || !pusher_signin_ok(app.key, app.secret, sid, ud, auth)) {
+        signin_refused(c, "invalid signature");
+        return;
+    }
+    if ((r = pusher_user_data_parse(ud, USER_INFO_MAX, WATCHLIST_MAX, id, sizeof(id), NULL, &watch,
+                                    &nwatch)) < 0) {
+        signin_refused(c, pusher_strerror(r));
+        return;
+    }
+    if ((client_uid(c)[0] && strcmp(client_uid(c), id) != 0) ||
+        (pc->signed_in[0] && strcmp(pc->signed_in, id) != 0)) {
+        pusher_watchlist_free(watch, nwatch);
+        signin_refused(c, "a connection is one user: it signed in or joined as another");
+        return;
+    }
+    snprintf(pc->signed_in, sizeof(pc->signed_in), "%s", id);
+    if (!client_uid(c)[0])
+        client__start_as(c, id); /* a signed-in user is online */
+    signin_success(c, ud);
+    watch_list(c, (const char *const *)watch, nwatch);
+    pusher_watchlist_free(watch, nwatch);
+}
+
 /* ---- the event table ---- */
 
 static void msg_ping(struct client *c, const cJSON *root)
@@ -342,6 +454,7 @@ struct pusher_event {
 /* clang-format off */
 static const struct pusher_event events[] = {
     {"pusher:ping",        msg_ping},
+    {"pusher:signin",      msg_signin},
     {"pusher:subscribe",   msg_subscribe},
     {"pusher:unsubscribe", msg_unsubscribe},
 };
@@ -376,8 +489,7 @@ static void dispatch(struct client *c, const cJSON *root, const char *event)
             return;
         }
     }
-    /* Unknown events (pusher:signin in this version, and others) are
-     * ignored, as Pusher ignores them. */
+    /* Unknown events are ignored, as Pusher ignores them. */
 }
 
 /* ---- the WebSocket application ---- */

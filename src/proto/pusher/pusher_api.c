@@ -11,6 +11,7 @@
 #include <cJSON.h>
 
 #include "adapter.h"
+#include "engine_admin.h"
 #include "engine_room.h"
 #include "engine_state.h"
 #include "httpd.h"
@@ -18,6 +19,7 @@
 #include "pusher_auth.h"
 #include "pusher_encode.h"
 #include "pusher_name.h"
+#include "room.h"
 
 #define EVENT_DATA_MAX 10240 /* bytes of an event's data (Pusher's 10 KB) */
 #define EVENT_NAME_MAX 200   /* bytes of an event's name */
@@ -136,8 +138,8 @@ static void send_to(struct engine *e, const char *channel, const char *name, con
     struct room_broadcast_event ev = {
         .room = room, .event = name, .data = data, .user = "", .exclude = x.tag};
 
-    if (k == PUSHER_CH_USER || !pusher_room_of(channel, k == PUSHER_CH_PRESENCE, room))
-        return; /* server-to-user channels: not in this version */
+    if (!pusher_room_of(channel, k == PUSHER_CH_PRESENCE, room))
+        return; /* a user channel of an id too long for a room: nobody can hold it */
     engine__room_broadcast(e, &ev, x.conn);
 }
 
@@ -190,21 +192,181 @@ static void post_events(struct conn *c, const struct http_request *req, struct e
     answer(c, status, status == 200 ? "{}" : why);
 }
 
+/* The user id of "users/<id>/terminate_connections" into uid, or false. */
+static bool terminate_path(const char *rest, char uid[PUSHER_USER_ID_MAX + 1])
+{
+    static const char head[] = "users/", tail[] = "/terminate_connections";
+    size_t n = strlen(rest), idn;
+
+    if (n <= sizeof(head) - 1 + sizeof(tail) - 1 || strncmp(rest, head, sizeof(head) - 1) != 0 ||
+        strcmp(rest + n - (sizeof(tail) - 1), tail) != 0)
+        return false;
+    idn = n - (sizeof(head) - 1) - (sizeof(tail) - 1);
+    if (idn > PUSHER_USER_ID_MAX)
+        return false;
+    memcpy(uid, rest + sizeof(head) - 1, idn);
+    uid[idn] = '\0';
+    return true;
+}
+
+/* POST users/{id}/terminate_connections: every socket of the user (its
+ * sessions: signed in, or in a presence channel) on every node is closed
+ * with pusher:error 4009, as the admin API's kick ends them. */
+static void terminate(struct conn *c, struct engine *e, const char *uid)
+{
+    if (!room_id_valid(uid)) {
+        answer(c, 400, "user ids are 1-128 of A-Z a-z 0-9 - _ . ~ : @\n");
+        return;
+    }
+    engine__kick_user(e, uid, "connection terminated by the server");
+    answer(c, 200, "{}");
+}
+
 void pusher_api_post(struct conn *c, const struct http_request *req, struct net_ctx *nc)
 {
-    char path[PATH_MAX_BYTES];
+    char path[PATH_MAX_BYTES], uid[PUSHER_USER_ID_MAX + 1];
     const char *rest;
+    bool events, term;
 
     if (!own_app(req, path, &rest)) {
         answer(c, 404, "unknown app\n");
         return;
     }
-    if (strcmp(rest, "events") != 0 && strcmp(rest, "batch_events") != 0) {
+    events = strcmp(rest, "events") == 0 || strcmp(rest, "batch_events") == 0;
+    term = !events && terminate_path(rest, uid);
+    if (!events && !term) {
         answer(c, 404, "unknown endpoint\n");
         return;
     }
-    if (signed_ok(c, req, path))
+    if (!signed_ok(c, req, path))
+        return;
+    if (term)
+        terminate(c, nc->app, uid);
+    else
         post_events(c, req, nc->app, rest[0] == 'b');
+}
+
+/* ---- reads: GET channels/{name}[/users] ---- */
+
+/* The room info the engine read (engine_read_room()), parsed; NULL after
+ * a 503 when the room's owner did not answer in time. */
+static cJSON *room_info(struct conn *c, const char *json, size_t n)
+{
+    cJSON *root = cJSON_ParseWithLength(json, n);
+
+    if (!root || !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(root, "count"))) {
+        cJSON_Delete(root);
+        answer(c, 503, "the channel could not be read in time; try again\n");
+        return NULL;
+    }
+    return root;
+}
+
+/* {"occupied": bool[, "user_count": n]}: a presence channel is occupied
+ * while it has a member (its published ones: hidden users are absent). */
+static void info_answer(struct conn *c, const char *json, size_t n, bool user_count)
+{
+    cJSON *root = room_info(c, json, n);
+    struct buf b = {0};
+    int count;
+
+    if (!root)
+        return;
+    count = cJSON_GetObjectItemCaseSensitive(root, "count")->valueint;
+    buf_printf(&b, "{\"occupied\":%s", count > 0 ? "true" : "false");
+    if (user_count)
+        buf_printf(&b, ",\"user_count\":%d", count);
+    buf_append(&b, "}", 2);
+    answer(c, 200, b.data);
+    buf_release(&b);
+    cJSON_Delete(root);
+}
+
+static void info_done(struct conn *c, const char *json, size_t n)
+{
+    info_answer(c, json, n, false);
+}
+
+static void info_count_done(struct conn *c, const char *json, size_t n)
+{
+    info_answer(c, json, n, true);
+}
+
+/* {"users":[{"id":...},...]}: the channel's published members (the first
+ * 1000, as the native room read lists them). */
+static void users_done(struct conn *c, const char *json, size_t n)
+{
+    cJSON *root = room_info(c, json, n);
+    const cJSON *m;
+    struct buf b = {0};
+    bool first = true;
+
+    if (!root)
+        return;
+    buf_append_str(&b, "{\"users\":[");
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(root, "members"))
+    {
+        const cJSON *u = cJSON_GetObjectItemCaseSensitive(m, "user");
+        if (!cJSON_IsString(u))
+            continue;
+        buf_append_str(&b, first ? "{\"id\":" : ",{\"id\":");
+        json_append_cstr(&b, u->valuestring);
+        buf_append_str(&b, "}");
+        first = false;
+    }
+    buf_append(&b, "]}", 3);
+    answer(c, 200, b.data);
+    buf_release(&b);
+    cJSON_Delete(root);
+}
+
+/* Whether the query's info names field (info=user_count,subscription_count). */
+static bool info_has(const struct http_request *req, const char *field)
+{
+    char q[PUSHER_API_QUERY_MAX + 1], v[256];
+    size_t fl = strlen(field);
+
+    memcpy(q, req->query ? req->query : "", req->query_len);
+    q[req->query_len] = '\0';
+    if (pusher_query_get(q, "info", v, sizeof(v)) < 0)
+        return false;
+    for (const char *p = v; (p = strstr(p, field)) != NULL; p += fl)
+        if ((p == v || p[-1] == ',') && (p[fl] == '\0' || p[fl] == ','))
+            return true;
+    return false;
+}
+
+/* GET channels/{name} or channels/{name}/users. Presence channels only:
+ * the occupancy of other channels (subscriptions without members) is not
+ * known across workers and nodes in this version (501). */
+static void get_channel(struct conn *c, const struct http_request *req, struct engine *e,
+                        char *name)
+{
+    char *slash = strchr(name, '/'), room[PUSHER_ROOM_MAX + 1];
+    bool users = slash && strcmp(slash, "/users") == 0;
+    enum pusher_channel_kind k;
+
+    if (slash && !users) {
+        answer(c, 404, "unknown endpoint\n");
+        return;
+    }
+    if (slash)
+        *slash = '\0';
+    k = pusher_channel_kind(name);
+    if (k == PUSHER_CH_INVALID || !pusher_room_of(name, k == PUSHER_CH_PRESENCE, room)) {
+        answer(c, 400, "invalid channel name\n");
+        return;
+    }
+    if (k != PUSHER_CH_PRESENCE) {
+        answer(c, users ? 400 : 501,
+               users ? "users are listed for presence channels only\n"
+                     : "only presence channels are read in this version of presenced\n");
+        return;
+    }
+    engine_read_room(c, e, room,
+                     users                         ? users_done
+                     : info_has(req, "user_count") ? info_count_done
+                                                   : info_done);
 }
 
 void pusher_api_get(struct conn *c, const struct http_request *req, struct net_ctx *nc)
@@ -212,11 +374,16 @@ void pusher_api_get(struct conn *c, const struct http_request *req, struct net_c
     char path[PATH_MAX_BYTES];
     const char *rest;
 
-    (void)nc;
     if (!own_app(req, path, &rest)) {
         answer(c, 404, "unknown app\n");
         return;
     }
-    if (signed_ok(c, req, path))
-        answer(c, 501, "the channel and user reads are not in this version of presenced\n");
+    if (!signed_ok(c, req, path))
+        return;
+    if (strncmp(rest, "channels/", 9) == 0 && rest[9])
+        get_channel(c, req, nc->app, (char *)rest + 9);
+    else if (strcmp(rest, "channels") == 0)
+        answer(c, 501, "the channel list is not in this version of presenced\n");
+    else
+        answer(c, 404, "unknown endpoint\n");
 }

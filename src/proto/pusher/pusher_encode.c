@@ -195,6 +195,8 @@ static struct payload *enc_nothing_ref(const char *ref)
 
 static struct payload *enc_ended(const struct ended_event *ev)
 {
+    if (ev->why == PRESENCE_END_KICKED)
+        return pusher_frame_error(4009, ev->message ? ev->message : "connection terminated");
     return pusher_frame_error(4200, ev->message ? ev->message : "the session ended");
 }
 
@@ -313,9 +315,12 @@ static struct payload *enc_room_broadcast(const struct room_broadcast_event *ev)
 /* Pusher's close codes drive pusher-js's reconnection (4000 would mean
  * "TLS only", 40xx "do not reconnect"): a session that ended or moved
  * reconnects at once (4200), a refused or rate-limited one backs off
- * (4100), an authentication failure does not come back (4009). */
-static unsigned close_code(unsigned native)
+ * (4100), an authentication failure or a kick (the HTTP API's
+ * terminate_connections) does not come back (4009). */
+static unsigned close_code(unsigned native, int end)
 {
+    if (end == PRESENCE_END_KICKED)
+        return 4009;
     switch (native) {
     case 4000:
     case 4001:
@@ -328,6 +333,22 @@ static unsigned close_code(unsigned native)
     default:
         return native;
     }
+}
+
+/* pusher_internal:watchlist_events with one event, "online" or "offline",
+ * for one user; data a JSON string, as Pusher's is. */
+static struct payload *enc_watch(const char *user, bool online)
+{
+    struct buf b = {0}, in = {0};
+
+    buf_printf(&in, "{\"events\":[{\"name\":\"%s\",\"user_ids\":[", online ? "online" : "offline");
+    json_append_cstr(&in, user);
+    buf_append_str(&in, "]}]}");
+    buf_append_str(&b, "{\"event\":\"pusher_internal:watchlist_events\",\"data\":");
+    json_append_string(&b, in.data, in.len);
+    buf_append_str(&b, "}");
+    buf_release(&in);
+    return frame_text(&b);
 }
 
 /* The adapter's conn_of: a socket id of this node's. */
@@ -353,6 +374,7 @@ const struct proto_adapter pusher_adapter = {
     .encode_room_snapshot = enc_room_snapshot,
     .encode_room_ephemeral = enc_room_ephemeral,
     .encode_room_broadcast = enc_room_broadcast,
+    .encode_watch = enc_watch,
     .send = client__ws_send,
     .on_started = pusher__on_started,
     .close_code = close_code,

@@ -6,8 +6,8 @@
 
 #include <string.h>
 
-static const char plain[] = "=,;"; /* Pusher's characters a room id lacks */
-static const char coded[] = "ecs"; /* their escapes, after '~' */
+static const char plain[] = "=,;#"; /* Pusher's characters a room id lacks */
+static const char coded[] = "ecsh"; /* their escapes, after '~' */
 
 /* Appends s escaped to out at *len (at most max bytes); false when full. */
 static bool escape_into(const char *s, char *out, size_t *len, size_t max)

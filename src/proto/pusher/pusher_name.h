@@ -12,8 +12,10 @@
  *
  * Pusher's channel alphabet has three characters the room alphabet lacks
  * (= , ;) and lacks two it has (~ :), so those three are written "~e",
- * "~c" and "~s": the mapping is one-to-one on Pusher's names. A channel
- * whose room id would pass ROOM_ID_MAX (128) bytes has none.
+ * "~c" and "~s", and the '#' of "#server-to-user-<id>" is "~h": the
+ * mapping is one-to-one on Pusher's names. A channel whose room id would
+ * pass ROOM_ID_MAX (128) bytes has none (a user channel of an id over 108
+ * bytes).
  */
 #ifndef PUSHER_NAME_H
 #define PUSHER_NAME_H
