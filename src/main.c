@@ -29,6 +29,7 @@
 #include "engine.h"
 #include "health.h"
 #include "http.h"
+#include "hooks.h"
 #include "httpd.h"
 #include "log.h"
 #include "metrics.h"
@@ -47,7 +48,8 @@
 
 /* What the hooks share, made before the workers start. */
 static struct engine_env env;
-static struct route *routes; /* the joined table */
+static struct hooks_config hooks_cfg; /* the webhook endpoints, read-only once workers run */
+static struct route *routes;          /* the joined table */
 static size_t nroutes;
 static struct wsconn_opts wsconn_opts;
 
@@ -282,6 +284,22 @@ static int cluster_make(const struct server *srv, struct cluster **out)
     return 0;
 }
 
+/* The webhook endpoints: the native one (webhook-url) and the Pusher
+ * app's. Event ids start from 64 random bits, fresh at every start. */
+static int make_hooks(const struct config *cfg, char *err, size_t errlen)
+{
+    if (getrandom(&hooks_cfg.node_epoch, sizeof(hooks_cfg.node_epoch), 0) !=
+        (ssize_t)sizeof(hooks_cfg.node_epoch))
+        hooks_cfg.node_epoch = time_wall_ms() ^ ((uint64_t)getpid() << 40);
+    if (cfg->webhook_url[0] && hooks_config_add_standard(&hooks_cfg, cfg->webhook_url,
+                                                         cfg->webhook_secret, err, errlen) < 0)
+        return -1;
+    if (pusher_webhooks(cfg, &hooks_cfg, err, errlen) < 0)
+        return -1;
+    env.hooks = hooks_cfg.n ? &hooks_cfg : NULL;
+    return 0;
+}
+
 /* Opens the settings store and the shared tables, then the workers. */
 static int start(struct server *srv)
 {
@@ -363,7 +381,8 @@ int main(int argc, char **argv)
         return 2;
     }
     native_register(); /* the first adapter: ADAPTER_DEFAULT */
-    if (pusher_register(&srv.cfg, err, sizeof(err)) < 0) {
+    if (pusher_register(&srv.cfg, err, sizeof(err)) < 0 ||
+        make_hooks(&srv.cfg, err, sizeof(err)) < 0) {
         fprintf(stderr, "presenced: %s\n", err);
         config_release(&srv.cfg);
         return 2;

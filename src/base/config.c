@@ -259,8 +259,17 @@ const struct config_def config_defs[] = {
     /* cluster (docs/cluster.md) */
     ROW_STRING("pusher-app", pusher_app, "",
                "Pusher Channels apps served at /app/{key} and /apps/{id}/: ID:KEY:SECRET, options "
-               "after the secret as :client-events=true:member-limit=100 (empty: no Pusher "
-               "protocol; docs/pusher.md)."),
+               "after the secret as :client-events=true:member-limit=100:webhook=URL (empty: no "
+               "Pusher protocol; docs/pusher.md)."),
+    ROW_STRING("pusher-webhook-url", pusher_webhook_url, "",
+               "Where the Pusher apps that name no :webhook=URL send their webhooks (http://; "
+               "signed with each app's secret; empty: none)."),
+    ROW_STRING("webhook-url", webhook_url, "",
+               "Standard Webhooks endpoint for the native side: user.online/offline, "
+               "room.occupied/vacated, member.joined/left (http://; needs webhook-secret; empty: "
+               "none; docs/api.md \"Webhooks\")."),
+    ROW_STRING("webhook-secret", webhook_secret, "",
+               "The Standard Webhooks signing secret: whsec_ and the base64 of 24-64 bytes."),
     ROW_STRING("redis", redis, "",
                "Redis for many nodes: redis://HOST:PORT, a comma-separated list of redis:// URLs "
                "(shards), or redis-cluster://HOST:PORT[,HOST:PORT...] (empty: one embedded node; "
@@ -639,6 +648,9 @@ static int validate(const struct config *c, char *err, size_t errlen)
     if (strcmp(c->auth, "jwt") == 0 && !c->jwt_hs256_secret[0] == !c->jwt_public_key_file[0])
         return errf(err, errlen,
                     "auth = jwt needs exactly one of jwt-hs256-secret and jwt-public-key-file");
+    if (!c->webhook_url[0] != !c->webhook_secret[0])
+        return errf(err, errlen,
+                    "webhook-url and webhook-secret go together: give both or neither");
     if (c->jwt_hs256_secret[0] && strlen(c->jwt_hs256_secret) < 32)
         return errf(err, errlen, "jwt-hs256-secret must be at least 32 bytes");
     if (c->heartbeat_min_ms > c->heartbeat_interval_ms)

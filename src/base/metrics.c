@@ -86,6 +86,16 @@ static const struct metric_def defs[] = {
       "Last-seen batches submitted to the store (one transaction each)."),
     M(last_seen_dropped, "counter",
       "Last-seen updates dropped: too many users waiting to be written."),
+    M(webhooks_sent, "counter", "Webhook requests answered 2xx."),
+    M(webhooks_failed, "counter",
+      "Webhook attempts that failed (each is retried on its schedule)."),
+    M(webhooks_dropped, "counter",
+      "Webhook events or messages dropped: a full queue (10,000 messages or 16 MiB per worker "
+      "and endpoint) or a disabled endpoint."),
+    M(webhooks_queued, "gauge", "Webhook messages waiting or in flight."),
+    M(webhook_endpoints_disabled, "counter",
+      "Times a worker disabled a webhook endpoint (its retries were spent, or 410 Gone); it "
+      "stays disabled until restart."),
 };
 
 static uint64_t read_field(struct metrics *m, size_t offset)

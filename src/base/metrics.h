@@ -56,6 +56,12 @@ struct metrics {
     _Atomic uint64_t ephemeral_sent;       /* counter: ephemeral messages emitted */
     _Atomic uint64_t last_seen_writes;     /* counter: last-seen batches written to the store */
     _Atomic uint64_t last_seen_dropped;    /* counter: last-seen updates dropped at the cap */
+    /* webhooks (engine/hooks.h) */
+    _Atomic uint64_t webhooks_sent;              /* counter: requests answered 2xx */
+    _Atomic uint64_t webhooks_failed;            /* counter: attempts that failed */
+    _Atomic uint64_t webhooks_dropped;           /* counter: events/messages dropped */
+    _Atomic uint64_t webhooks_queued;            /* gauge: messages waiting or in flight */
+    _Atomic uint64_t webhook_endpoints_disabled; /* counter: endpoints given up */
 };
 
 #define METRIC_ADD(m, field, n)                                                          \

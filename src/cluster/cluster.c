@@ -47,12 +47,14 @@ enum cl_op {
     CL_HS_GET,    /* worker -> home: uid, data = sid */
     CL_HS_FWD,    /* worker -> home: uid, data = "<node epoch> <sid>", up = leave */
     CL_VIEW,      /* home -> owner: uid, err, data = view JSON or NULL, own */
+    CL_UHOOK,     /* home -> owner: uid turned online/offline by our put; data = view JSON */
     CL_RESYNC,    /* home -> every worker: bucket */
     CL_HEALTH,    /* home -> every worker: up */
     CL_SET,       /* home -> owner: uid's settings changed elsewhere */
     CL_KICK,      /* home -> owner: another node asks to end uid's sessions (data) */
     CL_RMSG,      /* home -> room owner: room, seen = seq, data = "node\nops" */
     CL_RSTATE,    /* home -> room owner: room, err, seen = seq, data = member lines */
+    CL_RHOOK,     /* home -> room owner: room, seen = seq, data = a script's hooks text */
     CL_RRESYNC,   /* home -> every worker: data = the channel's tag */
     CL_DEAD,      /* home -> every worker: data = the dead list */
     CL_SEATS,     /* home -> asker: uid, err, data = struct cluster_seat[bucket] */
@@ -182,7 +184,7 @@ static void room_channel(const struct cluster *cl, const char *room, char ch[CLU
 
 /* The room's channel and its keys: members (":m") and seq (":q"). */
 static void room_names(const struct cluster *cl, const char *room, char ch[CLUSTER_KEY_MAX],
-                       char m[CLUSTER_KEY_MAX], char q[CLUSTER_KEY_MAX])
+                       char m[CLUSTER_KEY_MAX], char q[CLUSTER_KEY_MAX], char c[CLUSTER_KEY_MAX])
 {
     char h[17];
 
@@ -190,6 +192,7 @@ static void room_names(const struct cluster *cl, const char *room, char ch[CLUST
     snprintf(ch, CLUSTER_KEY_MAX, "pd:%s:{r:%s}", cl->cfg.app, h);
     snprintf(m, CLUSTER_KEY_MAX, "pd:%s:{r:%s}:m", cl->cfg.app, h);
     snprintf(q, CLUSTER_KEY_MAX, "pd:%s:{r:%s}:q", cl->cfg.app, h);
+    snprintf(c, CLUSTER_KEY_MAX, "pd:%s:{r:%s}:c", cl->cfg.app, h);
 }
 
 /* The tag of a room channel of ours ("pd:<app>:{r:<16 hex>}"), or NULL. */
@@ -282,7 +285,8 @@ static void send_view(struct cluster *cl, unsigned to, const char *uid, int err,
 
 struct cl_req {
     struct cluster *cl;
-    int reply_to; /* worker, or -1 */
+    int reply_to;      /* worker, or -1 */
+    enum cl_hook hook; /* user puts: what their transition tells the webhooks */
     char uid[PRESENCE_ID_MAX + 1];
 };
 
@@ -305,17 +309,31 @@ static void publish_view(struct cluster *cl, const char *uid, const char *v, siz
     redis_publish(cl->r, ch, (size_t)n, v, len, NULL, NULL);
 }
 
+/* uid turned online or offline by this node's put (scripts.h): the view
+ * goes to the worker that owns uid here, for its webhooks. */
+static void send_flip(struct cluster *cl, unsigned to, const char *uid, const char *json,
+                      size_t len, bool visible)
+{
+    struct cl_msg *m = msg_new(cl, CL_UHOOK, uid);
+
+    m->up = visible;
+    msg_set_data(m, json, len);
+    send_to(cl, to, m);
+}
+
 static void put_done(void *ctx, const redisReply *r, int err)
 {
     struct cl_req *q = ctx;
     struct cluster *cl = q->cl;
     const redisReply *v = NULL;
-    bool changed = false;
+    bool changed = false, flip = false;
 
-    if (!err && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+    if (!err && r->type == REDIS_REPLY_ARRAY && (r->elements == 2 || r->elements == 3) &&
         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_STRING) {
         changed = r->element[0]->integer == 1;
         v = r->element[1];
+        flip = r->elements == 3 && r->element[2]->type == REDIS_REPLY_INTEGER &&
+               r->element[2]->integer == 1;
     } else if (!err) {
         log_warnx("cluster", "user script: unexpected reply%s%s",
                   r->type == REDIS_REPLY_ERROR ? ": " : "",
@@ -327,6 +345,11 @@ static void put_done(void *ctx, const redisReply *r, int err)
     if (err != REDIS_E_CLOSED) {
         if (v && changed)
             publish_view(cl, q->uid, v->str, v->len);
+        if (v && changed && flip && q->hook != CL_HOOK_NONE) /* the one producer */
+            send_flip(cl,
+                      q->reply_to >= 0 ? (unsigned)q->reply_to
+                                       : bus_route(cl->bus, q->uid, strlen(q->uid)),
+                      q->uid, v->str, v->len, q->hook == CL_HOOK_VISIBLE);
         if (q->reply_to >= 0)
             send_view(cl, (unsigned)q->reply_to, q->uid, err, v ? v->str : NULL, v ? v->len : 0,
                       true);
@@ -335,7 +358,7 @@ static void put_done(void *ctx, const redisReply *r, int err)
 }
 
 void cl__put(struct cluster *cl, const char *uid, const char *field, const char *contrib,
-             uint64_t seen, int reply_to)
+             uint64_t seen, int reply_to, enum cl_hook hook)
 {
     char ks[CLUSTER_KEY_MAX], ka[CLUSTER_KEY_MAX], seen_s[24], keep[24];
     const char *keys[2] = {ks, ka};
@@ -347,6 +370,7 @@ void cl__put(struct cluster *cl, const char *uid, const char *field, const char 
     size_t al[7];
     struct cl_req *q = req_new(cl, uid, reply_to);
 
+    q->hook = hook;
     cl__user_keys(cl, uid, ks, ka);
     kl[0] = strlen(ks);
     kl[1] = strlen(ka);
@@ -595,27 +619,55 @@ static void home_hs_get(struct cluster *cl, const struct cl_msg *m)
 static void room_eval(struct cluster *cl, const char *room, int script, int argc, const char **args,
                       redis_reply_cb *cb, struct cl_req *q)
 {
-    char ch[CLUSTER_KEY_MAX], km[CLUSTER_KEY_MAX], kq[CLUSTER_KEY_MAX];
-    const char *keys[2] = {km, kq};
-    size_t kl[2], al[4];
+    char ch[CLUSTER_KEY_MAX], km[CLUSTER_KEY_MAX], kq[CLUSTER_KEY_MAX], kc[CLUSTER_KEY_MAX];
+    const char *keys[3] = {km, kq, kc};
+    size_t kl[3], al[4];
 
-    room_names(cl, room, ch, km, kq);
+    room_names(cl, room, ch, km, kq, kc);
     kl[0] = strlen(km);
     kl[1] = strlen(kq);
+    kl[2] = strlen(kc);
     if (script == cl->s_rput)
         args[2] = ch;
     for (int i = 0; i < argc; i++)
         al[i] = strlen(args[i]);
-    if (redis_eval(cl->r, script, 2, keys, kl, argc, args, al, cb, q) != 0 && cb)
+    if (redis_eval(cl->r, script, 3, keys, kl, argc, args, al, cb, q) != 0 && cb)
         cb(q, NULL, REDIS_E_FULL);
+}
+
+/* A room script's hooks text (scripts.h) goes to the worker that ran it
+ * when it holds a transition: a first or last member, or the count
+ * crossing zero. */
+static void send_hooks(struct cluster *cl, const struct cl_req *q, uint64_t seq,
+                       const redisReply *h)
+{
+    unsigned long long ep, before, after;
+    const char *nl;
+    struct cl_msg *m;
+
+    if (q->reply_to < 0 || h->type != REDIS_REPLY_STRING ||
+        sscanf(h->str, "%llu %llu %llu", &ep, &before, &after) != 3 ||
+        !(nl = memchr(h->str, '\n', h->len)))
+        return;
+    if ((size_t)(nl + 1 - h->str) == h->len && (before == 0) == (after == 0))
+        return; /* nothing to report */
+    m = msg_new(cl, CL_RHOOK, q->uid);
+    m->seen = seq;
+    msg_set_data(m, h->str, h->len);
+    send_to(cl, (unsigned)q->reply_to, m);
 }
 
 static void rput_done(void *ctx, const redisReply *r, int err)
 {
     struct cl_req *q = ctx;
 
-    if (err || r->type != REDIS_REPLY_INTEGER)
+    if (!err && (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+                 r->element[0]->type != REDIS_REPLY_INTEGER))
+        err = REDIS_E_PROTO;
+    if (err)
         log_debug("cluster", "room put %s failed: %d", q->uid, err);
+    else
+        send_hooks(q->cl, q, (uint64_t)r->element[0]->integer, r->element[1]);
     /* A failed put is repaired by the owner on health (it puts all again);
      * the message of a successful one is its answer. */
     free(q);
@@ -625,7 +677,7 @@ static void home_room_put(struct cluster *cl, const struct cl_msg *m)
 {
     const char *args[4] = {cl->self, m->uid, NULL, m->data};
 
-    room_eval(cl, m->uid, cl->s_rput, 4, args, rput_done, req_new(cl, m->uid, -1));
+    room_eval(cl, m->uid, cl->s_rput, 4, args, rput_done, req_new(cl, m->uid, (int)m->msg.from));
 }
 
 /* The Redis ms of node epoch node's last write of the room (its "@"
@@ -698,6 +750,8 @@ static void rget_done(void *ctx, const redisReply *r, int err)
         for (size_t i = 2; i + 1 < r->elements; i += 2) {
             const redisReply *f = r->element[i];
             const char *sp = memchr(f->str, ' ', f->len);
+            if (f->len == 1 && f->str[0] == '#') /* the hooks of the drop (scripts.h) */
+                send_hooks(cl, q, m->seen, r->element[i + 1]);
             if (f->str[0] == '@' || !sp || !field_live(cl, f->str, (size_t)(sp - f->str), r, now))
                 continue;
             buf_printf(&b, "%s %s\n", f->str, r->element[i + 1]->str);
@@ -912,7 +966,8 @@ static void on_home(struct cluster *cl, struct cl_msg *m)
     case CL_PUT:
         atomic_fetch_add_explicit(&cl->puts, 1, memory_order_relaxed);
         index_update(cl, m->uid, m->data != NULL);
-        cl__put(cl, m->uid, cl->self, m->data, m->seen, (int)m->msg.from);
+        cl__put(cl, m->uid, cl->self, m->data, m->seen, (int)m->msg.from,
+                m->up ? CL_HOOK_VISIBLE : CL_HOOK_NONE);
         break;
     case CL_GET:
         atomic_fetch_add_explicit(&cl->gets, 1, memory_order_relaxed);
@@ -969,6 +1024,10 @@ static void on_worker(struct cluster *cl, unsigned w, struct cl_msg *m)
     case CL_VIEW:
         h->view(cl->ws[w].wctx, m->uid, m->err, m->data, m->len, m->own);
         break;
+    case CL_UHOOK:
+        if (h->user_hook)
+            h->user_hook(cl->ws[w].wctx, m->uid, m->data, m->len, m->up);
+        break;
     case CL_RESYNC:
         h->resync(cl->ws[w].wctx, m->bucket);
         break;
@@ -995,6 +1054,10 @@ static void on_worker(struct cluster *cl, unsigned w, struct cl_msg *m)
     }
     case CL_RSTATE:
         h->room_state(cl->ws[w].wctx, m->uid, m->err, m->seen, m->data, m->len);
+        break;
+    case CL_RHOOK:
+        if (h->room_hooks)
+            h->room_hooks(cl->ws[w].wctx, m->uid, m->seen, m->data, m->len);
         break;
     case CL_RRESYNC:
         h->room_resync(cl->ws[w].wctx, m->data);
@@ -1042,10 +1105,11 @@ static void to_home(struct cluster *cl, unsigned worker, struct cl_msg *m)
 }
 
 void cluster_user_put(struct cluster *cl, unsigned worker, const char *uid, const char *contrib,
-                      uint64_t seen_wall)
+                      uint64_t seen_wall, bool visible)
 {
     struct cl_msg *m = msg_new(cl, CL_PUT, uid);
 
+    m->up = visible;
     if (contrib) {
         m->len = strlen(contrib);
         m->data = xstrdup(contrib);

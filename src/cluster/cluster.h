@@ -101,6 +101,12 @@ struct cluster_hooks {
      * the worker that owns uid. `own` is true for the reply to this
      * worker's own put. */
     void (*view)(void *wctx, const char *uid, int err, const char *json, size_t len, bool own);
+    /* Optional: this node's put (a session's, or a sweep of a dead epoch)
+     * turned uid online or offline; json is the new global view (len
+     * bytes, borrowed); visible: the putting worker knew uid visible
+     * (false for a sweep: the owner decides from what it knows). Exactly one node gets each such
+     * transition: its one producer of webhooks. Runs on the worker that owns uid. */
+    void (*user_hook)(void *wctx, const char *uid, const char *json, size_t len, bool visible);
     /* bucket was (re)subscribed: views published before may have been
      * missed; get the watched users of that bucket again. */
     void (*resync)(void *wctx, unsigned bucket);
@@ -147,6 +153,12 @@ struct cluster_hooks {
      * "<node>.<epoch> <user> <joinedAt> <meta>" (len bytes, borrowed). */
     void (*room_state)(void *wctx, const char *room, int err, uint64_t seq, const char *text,
                        size_t len);
+    /* Optional: room's transitions that this worker's put or read made,
+     * at seq (scripts.h "hooks": "<epoch> <members before> <after>\n"
+     * then "+<user>" / "-<user>" lines; len bytes, borrowed). Each
+     * transition reaches exactly one worker of one node: its producer
+     * of webhooks. */
+    void (*room_hooks)(void *wctx, const char *room, uint64_t seq, const char *text, size_t len);
     /* The room channel with tag hex (cluster_room_tag()) was
      * (re)subscribed: messages may have been missed. Every worker. */
     void (*room_resync)(void *wctx, const char *tag);
@@ -179,9 +191,11 @@ void cluster_detach(struct cluster *cl, unsigned worker);
 
 /* Sets this node's contribution to uid: contrib (a JSON object made by
  * contrib_encode()), or NULL when this node has no session of uid any
- * more, then seen_wall is the wall-clock ms of its last sign of life. */
+ * more, then seen_wall is the wall-clock ms of its last sign of life.
+ * visible: uid is visible to webhooks (hooks.user_hook gets the put's
+ * online/offline transition; false: it gets none). */
 void cluster_user_put(struct cluster *cl, unsigned worker, const char *uid, const char *contrib,
-                      uint64_t seen_wall);
+                      uint64_t seen_wall, bool visible);
 /* Asks for uid's global view. */
 void cluster_user_get(struct cluster *cl, unsigned worker, const char *uid);
 /* A worker's first local watcher of uid (on = true) or its last one gone

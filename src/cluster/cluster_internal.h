@@ -70,11 +70,17 @@ void cl__user_keys(const struct cluster *cl, const char *uid, char s[CLUSTER_KEY
 /* uid's session counts per node epoch (the session cap). */
 void cl__seats_key(const struct cluster *cl, const char *uid, char out[CLUSTER_KEY_MAX]);
 void cl__node_index(const struct cluster *cl, const char *member, char out[CLUSTER_KEY_MAX]);
+/* Whether a put's online/offline transition goes to its worker's
+ * webhooks (cluster_hooks.user_hook): not at all, as a user the putting
+ * worker knows to be visible, or for the owner to decide (a sweep). */
+enum cl_hook { CL_HOOK_NONE = 0, CL_HOOK_VISIBLE, CL_HOOK_ASK };
+
 /* Runs the user script for uid with this node's or a dead epoch's field
  * (home only); publishes the view when it changed. reply_to: the worker
- * to tell (its hooks.view, own = true), or -1 for none. */
+ * to tell (its hooks.view, own = true), or -1 for none; hook: what its
+ * transition, if any, tells the webhooks. */
 void cl__put(struct cluster *cl, const char *uid, const char *field, const char *contrib,
-             uint64_t seen, int reply_to);
+             uint64_t seen, int reply_to, enum cl_hook hook);
 
 /* This start's or a new random epoch: cl->self = "<node-id>.<epoch>". */
 void cl__pick_epoch(struct cluster *cl);

@@ -250,7 +250,7 @@ static void sweep_scanned(void *ctx, const redisReply *r, int err)
         char seats[CLUSTER_KEY_MAX];
         if (ids->element[i]->type != REDIS_REPLY_STRING)
             continue;
-        cl__put(cl, ids->element[i]->str, s->member, NULL, s->seen, -1);
+        cl__put(cl, ids->element[i]->str, s->member, NULL, s->seen, -1, CL_HOOK_ASK);
         cl__seats_key(cl, ids->element[i]->str, seats);
         cmd(cl, seats, 3, (const char *[]){"HDEL", seats, s->member}, NULL, NULL);
     }

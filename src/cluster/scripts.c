@@ -62,7 +62,8 @@ const char script_user_put[] =
     "local v = body .. ',\"ver\":' .. F(ver) .. '}'\n"
     "redis.call('HSET', KEYS[2], 'b', body, 'v', v, 'ver', F(ver), 'seen', F(oseen))\n"
     "redis.call('PEXPIRE', KEYS[2], keep)\n"
-    "return {1, v}\n";
+    "local was = old[2] and (cjson.decode(old[2]).n or 0) > 0 or false\n"
+    "return {1, v, (was ~= (n > 0)) and 1 or 0}\n";
 
 /* KEYS: {c}:nodes, {c}:sweep:<self>; ARGV: self, lease ms, "1" once this
  * epoch's lease was registered. A registered lease that is gone (swept, or
@@ -78,22 +79,68 @@ const char script_node_renew[] =
     "redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
     "return {F(now), redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES'), 'ok'}\n";
 
+/* What both room scripts share: KEYS[3] = {r:<h>}:c, a hash of user ->
+ * how many node epochs hold it, and "#e", the room's epoch (Redis ms when
+ * the hash was made). rebuild() makes it from the member fields when it
+ * is missing (a new room, or one written before it existed); held() and
+ * freed() count one epoch's field in or out and note a user's first
+ * ("+user") and last ("-user"); hooks() is "<epoch> <before> <after>\n"
+ * and those lines: what webhooks need, computed once, by the script that
+ * made the change. */
+#define ROOM_COUNTS                                                                        \
+    "local EV = {}\n"                                                                      \
+    "local function rebuild()\n"                                                           \
+    "  local ep = redis.call('HGET', KEYS[3], '#e')\n"                                     \
+    "  if ep then return ep end\n"                                                         \
+    "  local t = redis.call('TIME')\n"                                                     \
+    "  ep = t[1] .. string.format('%03d', math.floor(t[2] / 1000))\n"                      \
+    "  redis.call('DEL', KEYS[3])\n"                                                       \
+    "  local all = redis.call('HKEYS', KEYS[1])\n"                                         \
+    "  for i = 1, #all do\n"                                                               \
+    "    local u = string.match(all[i], '^[^@]%S* (%S+)$')\n"                              \
+    "    if u then redis.call('HINCRBY', KEYS[3], u, 1) end\n"                             \
+    "  end\n"                                                                              \
+    "  redis.call('HSET', KEYS[3], '#e', ep)\n"                                            \
+    "  redis.call('PEXPIRE', KEYS[3], 86400000)\n"                                         \
+    "  return ep\n"                                                                        \
+    "end\n"                                                                                \
+    "local function held(u)\n"                                                             \
+    "  if redis.call('HINCRBY', KEYS[3], u, 1) == 1 then EV[#EV + 1] = '+' .. u end\n"     \
+    "end\n"                                                                                \
+    "local function freed(u)\n"                                                            \
+    "  if redis.call('HINCRBY', KEYS[3], u, -1) <= 0 then\n"                               \
+    "    redis.call('HDEL', KEYS[3], u)\n"                                                 \
+    "    EV[#EV + 1] = '-' .. u\n"                                                         \
+    "  end\n"                                                                              \
+    "end\n"                                                                                \
+    "local function count() return math.max(redis.call('HLEN', KEYS[3]) - 1, 0) end\n"     \
+    "local function hooks(ep, before)\n"                                                   \
+    "  return ep .. ' ' .. before .. ' ' .. count() .. '\\n' .. table.concat(EV, '\\n')\n" \
+    "end\n"
+
 /* KEYS: {r:<h>}:m (hash: "<node>.<epoch> <user>" -> "<joinedAt> <meta>"),
- * {r:<h>}:q (the room's seq); ARGV: self, room, channel, ops (lines
- * "+ user joinedAt meta" or "- user"). */
-const char script_room_put[] =
+ * {r:<h>}:q (the room's seq), {r:<h>}:c (ROOM_COUNTS); ARGV: self, room,
+ * channel, ops (lines "+ user joinedAt meta" or "- user"). */
+const char script_room_put[] = ROOM_COUNTS
     "local self, room, ch, ops = ARGV[1], ARGV[2], ARGV[3], ARGV[4]\n"
+    "local ep = rebuild()\n"
+    "local before = count()\n"
     "for line in string.gmatch(ops, '[^\\n]+') do\n"
     "  if line == '*' then\n"
     "    local all = redis.call('HKEYS', KEYS[1])\n"
     "    for i = 1, #all do\n"
-    "      if string.sub(all[i], 1, #self + 1) == self .. ' ' then redis.call('HDEL', KEYS[1], "
-    "all[i]) end\n"
+    "      if string.sub(all[i], 1, #self + 1) == self .. ' ' then\n"
+    "        redis.call('HDEL', KEYS[1], all[i])\n"
+    "        freed(string.sub(all[i], #self + 2))\n"
+    "      end\n"
     "    end\n"
     "  end\n"
     "  local op, user, rest = string.match(line, '^([+-]) (%S+) ?(.*)$')\n"
-    "  if op == '+' then redis.call('HSET', KEYS[1], self .. ' ' .. user, rest)\n"
-    "  elseif op == '-' then redis.call('HDEL', KEYS[1], self .. ' ' .. user) end\n"
+    "  if op == '+' then\n"
+    "    if redis.call('HSET', KEYS[1], self .. ' ' .. user, rest) == 1 then held(user) end\n"
+    "  elseif op == '-' then\n"
+    "    if redis.call('HDEL', KEYS[1], self .. ' ' .. user) == 1 then freed(user) end\n"
+    "  end\n"
     "end\n"
     "local t = redis.call('TIME')\n"
     "redis.call('HSET', KEYS[1], '@' .. self, t[1] .. string.format('%03d', math.floor(t[2] / "
@@ -101,21 +148,33 @@ const char script_room_put[] =
     "local seq = redis.call('INCR', KEYS[2])\n"
     "redis.call('PEXPIRE', KEYS[1], 86400000)\n"
     "redis.call('PEXPIRE', KEYS[2], 86400000)\n"
+    "redis.call('PEXPIRE', KEYS[3], 86400000)\n"
     "redis.call('SPUBLISH', ch, string.format('%.0f', seq) .. ' ' .. self .. ' ' .. room .. "
     "'\\n' .. ops)\n"
-    "return seq\n";
+    "return {seq, hooks(ep, before)}\n";
 
-/* KEYS: as script_room_put; ARGV: dead epochs (comma-separated). */
-const char script_room_get[] =
+/* KEYS: as script_room_put; ARGV: dead epochs (comma-separated). The
+ * dead epochs' fields are dropped (and counted out: their members' last
+ * is this reader's to report), and the hooks text comes last as the pair
+ * "#", text. */
+const char script_room_get[] = ROOM_COUNTS
     "local dead = {}\n"
     "for e in string.gmatch(ARGV[1], '[^,]+') do dead[e] = true end\n"
+    "local ep = '0'\n"
+    "if redis.call('EXISTS', KEYS[1]) == 1 then ep = rebuild() end\n"
+    "local before = count()\n"
     "local all = redis.call('HGETALL', KEYS[1])\n"
     "local t = redis.call('TIME')\n"
     "local out = {redis.call('GET', KEYS[2]) or '0', t[1] .. string.format('%03d', "
     "math.floor(t[2] / 1000))}\n"
     "for i = 1, #all, 2 do\n"
     "  local node = string.match(all[i], '^@(%S+)$') or string.match(all[i], '^(%S+) ')\n"
-    "  if dead[node] then redis.call('HDEL', KEYS[1], all[i])\n"
+    "  if dead[node] then\n"
+    "    redis.call('HDEL', KEYS[1], all[i])\n"
+    "    local u = string.match(all[i], '^[^@]%S* (%S+)$')\n"
+    "    if u then freed(u) end\n"
     "  else out[#out + 1] = all[i]; out[#out + 1] = all[i + 1] end\n"
     "end\n"
+    "out[#out + 1] = '#'\n"
+    "out[#out + 1] = hooks(ep, before)\n"
     "return out\n";

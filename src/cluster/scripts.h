@@ -12,7 +12,9 @@
  *   Sets or removes the field, drops the dead ones, merges what is left
  *   (contrib.h) and, only when the merged view differs from the stored
  *   one, stores it with ver = max(ver + 1, Redis time ms << 10).
- *   Returns {changed (0|1), view JSON}.
+ *   Returns {changed (0|1), view JSON}, and when changed a third element,
+ *   1 when the user turned online or offline (sessions n went from 0 or
+ *   to 0): that put is the transition's one producer (webhooks).
  * SCRIPT_NODE_RENEW
  *   KEYS: pd:<app>:{c}:nodes (zset: <node>.<epoch> -> lease deadline),
  *         pd:<app>:{c}:sweep:<self> (a sweeper's claim on this epoch)
@@ -25,7 +27,9 @@
  * SCRIPT_ROOM_PUT
  *   KEYS: pd:<app>:{r:<h>}:m (hash: "<node>.<epoch> <user>" ->
  *         "<joinedAt> <meta JSON>", this node epoch's visible members),
- *         pd:<app>:{r:<h>}:q (the room's seq)
+ *         pd:<app>:{r:<h>}:q (the room's seq),
+ *         pd:<app>:{r:<h>}:c (hash: user -> how many epochs hold it, and
+ *         "#e" -> the room's epoch, Redis ms when the hash was made)
  *   ARGV: self, room id, the room's channel pd:<app>:{r:<h>}, ops: lines
  *         "+ <user> <joinedAt> <meta>" (set), "- <user>" (remove) or "*"
  *         (remove every field of self first)
@@ -33,11 +37,16 @@
  *   in ms (when this epoch last wrote the room), bumps the seq by one and publishes
  *   "<seq> <self> <room>\n<ops>" on the channel, in the same transaction:
  *   every subscriber sees the room's messages in seq order, gap-free.
- *   Returns the seq.
+ *   Returns {seq, hooks}: hooks is "<epoch> <members before> <after>\n"
+ *   then "+<user>" for each user no epoch held before and "-<user>" for
+ *   each no epoch holds now, one per line: the room's transitions, known
+ *   to this script alone, so its caller is their one producer (webhooks).
  * SCRIPT_ROOM_GET
  *   KEYS: as SCRIPT_ROOM_PUT; ARGV: dead epochs (comma-separated)
  *   Drops the dead epochs' fields and returns {seq, Redis time ms, field,
- *   value, ...}, "@<node>.<epoch>" stamps included.
+ *   value, ..., "#", hooks}, "@<node>.<epoch>" stamps included; hooks as
+ *   SCRIPT_ROOM_PUT's, for the members the drop took out (the dead
+ *   node's last members are this reader's to report).
  */
 #ifndef SCRIPTS_H
 #define SCRIPTS_H

@@ -18,6 +18,7 @@
 #include "cluster_room.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,7 @@
 #include "buf.h"
 #include "engine_room.h"
 #include "engine_state.h"
+#include "hooks.h"
 #include "log.h"
 #include "msg.h"
 #include "room.h"
@@ -616,14 +618,49 @@ void cr__on_dead(void *wctx, const char *list)
 
     for (n = hmap_first(&e->crooms, &it); n; n = hmap_next(&e->crooms, n, &it)) {
         struct croom *c = container_of(n, struct croom, node);
+        bool had = false;
+
         for (rn = hmap_first(&c->remote, &rit); rn; rn = next) {
             struct kv *k = container_of(rn, struct kv, node);
 
             next = hmap_next(&c->remote, rn, &rit);
-            if (in_list(list, k->key, (size_t)(strchr(k->key, ' ') - k->key)))
+            if (in_list(list, k->key, (size_t)(strchr(k->key, ' ') - k->key))) {
                 unmirror(e, c, k);
+                had = true;
+            }
         }
+        /* A read drops the dead epoch's fields in Redis: the first
+         * node's read reports its last members (webhooks, scripts.h). */
+        if (had && e->hooks)
+            read_room(e, c);
     }
+}
+
+void cr__on_hooks(void *wctx, const char *room, uint64_t seq, const char *text, size_t len)
+{
+    struct engine *e = wctx;
+    unsigned long long ep, before, after;
+    const char *p = memchr(text, '\n', len), *end = text + len;
+    int64_t now = (int64_t)time_wall_ms();
+
+    if (!e->hooks || !p || sscanf(text, "%llu %llu %llu", &ep, &before, &after) != 3)
+        return;
+    if (before == 0 && after > 0)
+        hooks_room_occupancy(e->hooks, room, ep, seq, true, now);
+    for (p++; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        char user[ROOM_ID_MAX + 1];
+
+        if (n > 1 && n <= ROOM_ID_MAX + 1 && (p[0] == '+' || p[0] == '-')) {
+            memcpy(user, p + 1, n - 1);
+            user[n - 1] = '\0';
+            hooks_room_member(e->hooks, room, ep, seq, user, p[0] == '+', now);
+        }
+        p += n + (nl != NULL);
+    }
+    if (before > 0 && after == 0)
+        hooks_room_occupancy(e->hooks, room, ep, seq, false, now);
 }
 
 /* ---- this node's part ---- */

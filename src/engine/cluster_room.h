@@ -86,6 +86,9 @@ void cr__on_state(void *wctx, const char *room, int err, uint64_t seq, const cha
                   size_t len);
 void cr__on_resync(void *wctx, const char *tag);
 void cr__on_dead(void *wctx, const char *list);
+/* cluster_hooks.room_hooks: the room's transitions this worker's script
+ * made, to the webhooks (their one producer in the cluster). */
+void cr__on_hooks(void *wctx, const char *room, uint64_t seq, const char *text, size_t len);
 /* Redis is back: put every room's local part again and read it again. */
 void cr__on_health(struct engine *e);
 

@@ -36,6 +36,7 @@
 #include "contrib.h"
 #include "engine_privacy.h"
 #include "engine_state.h"
+#include "hooks.h"
 #include "log.h"
 #include "watch.h"
 
@@ -279,7 +280,8 @@ static void put(struct engine *e, struct gview *g, const struct presence_view *c
         buf_append(&b, "", 1);
     }
     cluster_user_put(e->env->cluster, e->w->id, g->uid, n ? b.data : NULL,
-                     to_wall(wall_offset(e), cur->last_seen ? cur->last_seen : cur->now));
+                     to_wall(wall_offset(e), cur->last_seen ? cur->last_seen : cur->now),
+                     e->hooks && engine__room_visible(e, g->uid));
     g->puts_out++;
     buf_release(&b);
     if (cluster_degraded(e->env->cluster))
@@ -561,6 +563,21 @@ static void on_view(void *wctx, const char *uid, int err, const char *json, size
         drop_if_unused(e, g);
 }
 
+/* This node's put turned uid online or offline: the webhook, sent by this
+ * node alone. Hidden users send nothing, and so do users whose settings
+ * this worker does not hold (a dead node's users swept here): no webhook
+ * ever tells of a user it cannot tell is visible (docs/cluster.md). */
+static void on_user_hook(void *wctx, const char *uid, const char *json, size_t len, bool visible)
+{
+    struct engine *e = wctx;
+    struct contrib_view v;
+
+    if (!e->hooks || contrib_view_decode(json, len, &v) != 0 ||
+        (!visible && !engine__room_visible(e, uid)))
+        return;
+    hooks_user(e->hooks, uid, v.sessions > 0, v.ver, (int64_t)time_wall_ms());
+}
+
 /* Reads a watched user's view again. A get already out does not stand
  * for this one: it may have been written before what is read now. */
 static void reget(struct engine *e, struct gview *g)
@@ -690,6 +707,7 @@ static void reassert_tick(struct wheel_timer *t, uint64_t now)
 
 static const struct cluster_hooks hooks = {
     .view = on_view,
+    .user_hook = on_user_hook,
     .resync = on_resync,
     .health = on_health,
     .settings = on_settings,
@@ -700,6 +718,7 @@ static const struct cluster_hooks hooks = {
     .hbeat = ch__on_hbeat,
     .room_message = cr__on_message,
     .room_state = cr__on_state,
+    .room_hooks = cr__on_hooks,
     .room_resync = cr__on_resync,
     .dead = cr__on_dead,
 };

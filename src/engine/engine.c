@@ -30,6 +30,7 @@
 #include "engine_room.h"
 #include "engine_state.h"
 #include "client.h"
+#include "hooks.h"
 #include "http_read.h"
 #include "lastseen.h"
 #include "log.h"
@@ -79,6 +80,7 @@ struct engine *engine_new(struct worker *w, const struct engine_env *env, struct
     engine__privacy_init(e);
     engine__lastseen_init(e);
     cr__init(e);
+    e->hooks = hooks_new(env->hooks, w->loop, &w->metrics, w->id);
     ch__init(e);
     cu__attach(e);
     return e;
@@ -117,6 +119,7 @@ void engine_free(struct engine *e)
     engine__expiry_free(e);
     hmap_release(&e->clients); /* clients are freed with their sockets */
     hmap_release(&e->watches);
+    hooks_free(e->hooks); /* last: the frees above send nothing */
     free(e);
 }
 

@@ -41,6 +41,7 @@ struct worker;
 /* What every worker's engine shares, made by the composition root
  * (main.c) before the workers start and read-only while they run. */
 struct cluster;
+struct hooks_config;
 
 struct engine_env {
     struct store *store;             /* the settings store, owned by main.c */
@@ -49,6 +50,7 @@ struct engine_env {
     struct ratelimit *observer_rate; /* observer-query-rate buckets, all workers; NULL = off */
     struct quota *observer_quota;    /* max-watch/streams-per-user counts; NULL = off */
     struct cluster *cluster;         /* many nodes over Redis (cluster.h); NULL = one node */
+    struct hooks_config *hooks;      /* webhook endpoints (hooks.h); NULL = none */
 };
 
 /* The engine's HTTP routes: GET /v1/presence, /v1/lastseen, /v1/presence/events, /v1/rooms/...,

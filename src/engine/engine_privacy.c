@@ -40,6 +40,7 @@
 #include "engine_room.h"
 #include "engine_state.h"
 #include "frame.h"
+#include "hooks.h"
 #include "http_read.h"
 #include "httpd.h"
 #include "json.h"
@@ -522,8 +523,19 @@ void engine__privacy_note_online(struct engine *e)
     }
 }
 
-/* New settings for pu (a load or an acknowledged write). */
-static void settings_apply(struct engine *e, struct puser *pu, const struct store_privacy *p)
+/* Webhooks see a user as its rooms do (engine__room_visible()): hiding
+ * an online user is its user.offline, showing it again its user.online.
+ * With many nodes every node's cache applies the change, so only the
+ * node that wrote it (settings_apply()'s written) sends it. */
+static void hook_visibility(struct engine *e, const struct presence_view *truth, bool visible)
+{
+    if (e->hooks && truth->status != PRESENCE_OFFLINE)
+        hooks_user(e->hooks, truth->user, visible, truth->version, (int64_t)time_wall_ms());
+}
+
+/* New settings for pu: a load, or an acknowledged write (written). */
+static void settings_apply(struct engine *e, struct puser *pu, const struct store_privacy *p,
+                           bool written)
 {
     bool loaded = pu_loaded(pu);
     bool was_visible = loaded && privacy_room_visible(pu_set(pu));
@@ -544,6 +556,8 @@ static void settings_apply(struct engine *e, struct puser *pu, const struct stor
     pu_flag(pu, PU_LOADED, true);
     if (was_visible != privacy_room_visible(p))
         engine__rooms_visibility(e, pu->uid, privacy_room_visible(p));
+    if (loaded && was_visible != privacy_room_visible(p) && (written || !cu__on(e)))
+        hook_visibility(e, &truth, privacy_room_visible(p));
     reclassify(e, pu);
 }
 
@@ -621,7 +635,7 @@ static void load_done(void *ctx, int status, const struct store_result *r)
         }
     }
     free(ld);
-    settings_apply(e, pu, &p);
+    settings_apply(e, pu, &p, false);
     if (resync)
         reclassify(e, pu); /* a relation changed on another node */
     if (pu_loads(pu) == 0)
@@ -762,6 +776,13 @@ void engine__privacy_on_change(struct engine *e, const struct presence_view *old
                               cur->status == PRESENCE_OFFLINE ? cur->last_seen : cur->now);
     if (s)
         watch__republish(e, s, cur);
+    /* Webhooks: with many nodes, the put that made the change sends it
+     * (cluster_user.c on_user_hook); here, one node's transitions. */
+    if (e->hooks && !cu__on(e) &&
+        (cur->status == PRESENCE_OFFLINE) != (old->status == PRESENCE_OFFLINE) &&
+        engine__room_visible(e, cur->user))
+        hooks_user(e->hooks, cur->user, cur->status != PRESENCE_OFFLINE, cur->version,
+                   (int64_t)time_wall_ms());
 }
 
 void engine__privacy_reload(struct engine *e, const char *uid)
@@ -955,7 +976,7 @@ static void write_done(void *ctx, int status, const struct store_result *r)
                               "the settings could not be saved; nothing changed", req->ref);
     } else if (req->op == OP_PRIVACY || req->arg == ADMIN_SET_PRIVACY) {
         pu_flag(pu, PU_STALE, false); /* the stored value is known now: the one written */
-        settings_apply(e, pu, &req->priv);
+        settings_apply(e, pu, &req->priv, true);
         notify_sessions(e, pu);
         if (admin)
             admin_settings(e, req, pu);

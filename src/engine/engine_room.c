@@ -57,6 +57,7 @@
 #include "engine_privacy.h"
 #include "engine_state.h"
 #include "frame.h"
+#include "hooks.h"
 #include "http_read.h"
 #include "log.h"
 #include "pool.h"
@@ -259,8 +260,14 @@ static void fan_out(struct engine *e, const struct room_event *ev)
 
 static void on_room_event(void *ctx, const struct room_event *ev)
 {
+    struct engine *e = ctx;
+
     if (ev->kind == ROOM_EV_EPHEMERAL) /* only local senders' values come here */
         cr__ephemeral_out(ctx, ev->ephemeral);
+    /* Webhooks: one node's rooms only (with many nodes every node's room
+     * core publishes the same change: docs/cluster.md "Webhooks"). */
+    if (ev->kind == ROOM_EV_DELTA && e->hooks && !e->env->cluster)
+        hooks_room_delta(e->hooks, ev->delta, (int64_t)time_wall_ms());
     fan_out(ctx, ev);
 }
 

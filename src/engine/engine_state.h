@@ -66,6 +66,8 @@ struct engine {
     struct list hs_parked;             /* HTTP beats waiting to learn who holds their session */
     /* durable last seen (lastseen.c) */
     struct ls_engine *lastseen;
+    /* webhooks (hooks.c): NULL when none is configured */
+    struct hooks *hooks;
     /* privacy (engine_privacy.c) */
     struct hmap pusers; /* struct puser by uid: settings cache of owned users */
     struct list plru;   /* struct puser.lru, least recently used first */

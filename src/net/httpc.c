@@ -464,6 +464,14 @@ void httpc_cancel(struct httpc_req *r)
     loop_timer_start(r->loop, &r->timer, 0);
 }
 
+void httpc_abandon(struct httpc_req *r)
+{
+    if (r->in_cb)
+        return;
+    close_socket(r);
+    req_free(r);
+}
+
 static void on_timer(struct wheel_timer *t, uint64_t now)
 {
     struct httpc_req *r = container_of(t, struct httpc_req, timer);

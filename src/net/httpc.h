@@ -121,6 +121,12 @@ struct httpc_req *httpc_post(struct loop *l, const struct httpc_target *t,
  * after r's callback has returned (r is gone then). */
 void httpc_cancel(struct httpc_req *r);
 
+/* Closes and frees r at once; its callback never fires. Only outside the
+ * loop's callbacks, when tearing down after loop_run() returned (a
+ * worker's stop): then no event of this iteration can still name r. A
+ * no-op from r's own callback. */
+void httpc_abandon(struct httpc_req *r);
+
 /* A sentence for a callback's negative status (enum httpc_error or -errno). */
 const char *httpc_strerror(int err);
 

@@ -428,6 +428,23 @@ static void test_cancel_at_once(void **state)
     assert_int_equal(res.calls, 0);
 }
 
+/* Teardown: abandon frees the request at once, no callback and no later
+ * loop run needed (the fixture frees the loop right after: ASan's leak
+ * check fails the test if anything was left). */
+static void test_abandon_at_teardown(void **state)
+{
+    struct fixture *f = *state;
+    struct result res = {0};
+    struct httpc_req *r;
+
+    start_server(f, SRV_SILENT, NULL, 0);
+    r = httpc_post(f->loop, &f->t, NULL, "{}", 2, 1000, on_done, &res);
+    for (int i = 0; i < 5; i++)
+        loop_run_once(f->loop, 10); /* connected and written */
+    httpc_abandon(r);
+    assert_int_equal(res.calls, 0);
+}
+
 static void test_cancel_from_another_callback(void **state)
 {
     struct fixture *f = *state;
@@ -705,6 +722,7 @@ int main(void)
         T(test_close_before_reading),
         T(test_cancel_before_completion),
         T(test_cancel_at_once),
+        T(test_abandon_at_teardown),
         T(test_cancel_from_another_callback),
         T(test_cancel_self_in_callback_is_a_noop),
         T(test_request_bytes_are_exact),

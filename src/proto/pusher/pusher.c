@@ -28,6 +28,7 @@
 #include "engine_room.h"
 #include "engine_state.h"
 #include "frame.h"
+#include "hooks.h"
 #include "json.h"
 #include "loop.h"
 #include "pusher_api.h"
@@ -339,6 +340,14 @@ static void msg_client_event(struct client *c, const char *event, const cJSON *r
     ev = (struct room_broadcast_event){
         .room = room, .event = event, .data = text, .user = client_uid(c), .exclude = sid};
     engine__room_broadcast(c->e, &ev, client_conn_id(c));
+    /* client_event webhook: data as the client gave it (a string stays
+     * the string), user_id on presence channels only, as Pusher sends it. */
+    if (c->e->hooks) {
+        const char *d = cJSON_IsString(data) ? data->valuestring : text;
+
+        hooks_client_event(c->e->hooks, room, event, d, strlen(d), sid,
+                           k == PUSHER_CH_PRESENCE ? client_uid(c) : NULL);
+    }
     cJSON_free(text);
 }
 
@@ -573,6 +582,26 @@ static const struct route routes[] = {
     {"GET", "/apps/", pusher_api_get},
     {"POST", "/apps/", pusher_api_post},
 };
+
+/* A room's channel for the webhooks (hooks_room_name_fn). */
+static bool webhook_channel(const char *room, char *out, size_t size)
+{
+    char channel[PUSHER_CHANNEL_MAX + 1];
+
+    if (!pusher_channel_of(room, channel) || strlen(channel) >= size)
+        return false;
+    memcpy(out, channel, strlen(channel) + 1);
+    return true;
+}
+
+int pusher_webhooks(const struct config *cfg, struct hooks_config *hc, char *err, size_t errlen)
+{
+    const char *url = app.webhook[0] ? app.webhook : cfg->pusher_webhook_url;
+
+    if (!pusher_proto || !url || !url[0])
+        return 0;
+    return hooks_config_add_pusher(hc, url, app.key, app.secret, webhook_channel, err, errlen);
+}
 
 int pusher_register(const struct config *cfg, char *err, size_t errlen)
 {

@@ -38,6 +38,12 @@ extern struct route_list pusher_routes;
  * with a message in err. Before the workers start. */
 int pusher_register(const struct config *cfg, char *err, size_t errlen);
 
+struct hooks_config;
+/* Adds the registered app's webhook endpoint to hc: the app's webhook=URL,
+ * else cfg's pusher-webhook-url (none: nothing added). After
+ * pusher_register(); configuration time. 0, or -1 with a message in err. */
+int pusher_webhooks(const struct config *cfg, struct hooks_config *hc, char *err, size_t errlen);
+
 /* The adapter table's hooks (pusher_encode.c's table points to them). */
 void pusher__on_started(struct client *c);
 void pusher__release(struct client *c);

@@ -49,7 +49,8 @@ static int option(struct pusher_app *app, const char *item, char *err, size_t er
         }
     }
     snprintf(err, errlen,
-             "pusher-app: unknown option \"%s\" (client-events=true|false, member-limit=1..10000)",
+             "pusher-app: unknown option \"%s\" (client-events=true|false, member-limit=1..10000, "
+             "webhook=URL last)",
              item);
     return -1;
 }
@@ -76,6 +77,16 @@ int pusher_app_parse(const char *spec, struct pusher_app *app, char *err, size_t
     }
     while (*p) {
         size_t n = strcspn(p, ":");
+
+        if (strncmp(p, "webhook=", 8) == 0) { /* the last: a URL has ':' */
+            if (!p[8] || strlen(p + 8) >= sizeof(app->webhook)) {
+                snprintf(err, errlen, "pusher-app: webhook= needs a URL of at most %zu bytes",
+                         sizeof(app->webhook) - 1);
+                return -1;
+            }
+            memcpy(app->webhook, p + 8, strlen(p + 8) + 1);
+            return 0;
+        }
 
         if (n == 0 || n >= sizeof(item)) {
             snprintf(err, errlen, "pusher-app: an empty or over-long option");

@@ -5,7 +5,9 @@
  *
  * Syntax: "ID:KEY:SECRET" with options after the secret as ":name=value"
  * items: client-events=true|false (default false, as on Pusher),
- * member-limit=N (1..10000, default 100: presence members per channel).
+ * member-limit=N (1..10000, default 100: presence members per channel),
+ * webhook=URL (this app's webhook endpoint; the URL may hold ':', so this
+ * option is the last: it takes the rest of the item).
  * ID is 1..32 digits or letters, KEY and SECRET 1..64 bytes of
  * [A-Za-z0-9_-.]. Several apps are comma-separated; this version serves
  * one (each app would be a namespace of its own: docs/pusher.md), so a
@@ -25,6 +27,7 @@ struct pusher_app {
     char secret[PUSHER_APP_FIELD_MAX + 1];
     bool client_events;    /* client-* events are relayed */
     unsigned member_limit; /* members of a presence channel a new member may join */
+    char webhook[256];     /* this app's webhook URL, "" = pusher-webhook-url's */
 };
 
 /* Parses spec into *app. 0, or -1 with a message in err (errlen bytes). */

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_pusher_app.c - the pusher-app setting: ID:KEY:SECRET, its options,
+ * the webhook=URL option that takes the rest of the item (a URL has ':'),
+ * and a clear refusal for every malformed spec.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pusher_app.h"
+
+static int parse(const char *spec, struct pusher_app *app, char *err)
+{
+    return pusher_app_parse(spec, app, err, 200);
+}
+
+static void test_plain(void **state)
+{
+    struct pusher_app a;
+    char err[200];
+
+    (void)state;
+    assert_int_equal(parse("4711:key-1:secret.1", &a, err), 0);
+    assert_string_equal(a.id, "4711");
+    assert_string_equal(a.key, "key-1");
+    assert_string_equal(a.secret, "secret.1");
+    assert_false(a.client_events);
+    assert_int_equal(a.member_limit, 100);
+    assert_string_equal(a.webhook, "");
+}
+
+static void test_options(void **state)
+{
+    struct pusher_app a;
+    char err[200];
+
+    (void)state;
+    assert_int_equal(parse("1:k:s:client-events=true:member-limit=7", &a, err), 0);
+    assert_true(a.client_events);
+    assert_int_equal(a.member_limit, 7);
+    assert_int_equal(
+        parse("1:k:s:client-events=true:webhook=http://127.0.0.1:8080/hooks?x=1", &a, err), 0);
+    assert_true(a.client_events);
+    assert_string_equal(a.webhook, "http://127.0.0.1:8080/hooks?x=1");
+    /* webhook= is the last: what follows is part of the URL */
+    assert_int_equal(parse("1:k:s:webhook=http://h:1/a:member-limit=3", &a, err), 0);
+    assert_string_equal(a.webhook, "http://h:1/a:member-limit=3");
+    assert_int_equal(a.member_limit, 100);
+}
+
+static void test_refused(void **state)
+{
+    static const char *bad[] = {
+        "1:k",                  /* no secret */
+        "1:k:s:member-limit=0", /* out of range */
+        "1:k:s:colour=blue",    /* unknown option */
+        "1:k:s:webhook=",       /* no URL */
+        "1:k:s,2:k2:s2",        /* a second app */
+        "1!:k:s",               /* id alphabet */
+    };
+    struct pusher_app a;
+    char err[200];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        assert_int_equal(parse(bad[i], &a, err), -1);
+        assert_true(strncmp(err, "pusher-app: ", 12) == 0);
+    }
+    char longurl[400] = "1:k:s:webhook=http://h/";
+    memset(longurl + strlen(longurl), 'a', 300);
+    longurl[sizeof(longurl) - 1] = '\0';
+    assert_int_equal(parse(longurl, &a, err), -1);
+    assert_non_null(strstr(err, "webhook= needs a URL"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plain),
+        cmocka_unit_test(test_options),
+        cmocka_unit_test(test_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
