@@ -4,7 +4,8 @@
 #   bench/run.sh quick   smoke run (<= 2 min): small sizes, fails on any
 #                        error or loss, never on speed (CI: make test)
 #   bench/run.sh full    the workloads W1-W8 against presenced, the Socket.IO
-#                        peer (bench/peers/) and Redis pub/sub (<= 15 min)
+#                        peer (bench/peers/) and Redis pub/sub, and W4/W5
+#                        through presenced's Pusher protocol (<= 17 min)
 #   bench/run.sh ab REV  W1 (bytes per idle connection) and W4 (deliveries
 #                        per CPU-second) of the release build of git
 #                        revision REV (A) against this tree's (B), runs
@@ -145,6 +146,12 @@ one_native() {
   local w=$1 label=$2 srv=$3; shift 3
   start_presenced $srv; gen "$w" native "$label" "$@"; stop_server
 }
+# one_pusher WORKLOAD LABEL "server flags" generator flags...: presenced with
+# the Pusher app (PD_PUSHER), the generator speaking the Pusher protocol.
+one_pusher() {
+  local w=$1 label=$2 srv=$3; shift 3
+  start_presenced $PD_PUSHER $srv; gen "$w" pusher "$label" --pusher-app "$PUSHER_APP" "$@"; stop_server
+}
 one_sio() {
   local w=$1 label=$2 srv=$3; shift 3
   start_sio $srv; gen "$w" sio "$label" "$@"; stop_server
@@ -202,10 +209,12 @@ for rep in $(seq 1 "$REPS"); do
   for wk in $W4_WORKERS; do
     one_native w4 "workers=$wk r$rep" "--workers $wk $PD_W4" $W4_ROOMS --rates "$W4_RATES_NATIVE"
   done
+  one_pusher w4 "workers=2 r$rep" "--workers 2 $PD_W4" $W4_ROOMS --rates "$W4_RATES_PUSHER"
   one_sio w4 "r$rep" "" $W4_ROOMS --rates "$W4_RATES_SIO"
   start_redis; gen w4 redis "r$rep" $W4_ROOMS --rates "$W4_RATES_REDIS"; stop_server
   # W5 and its stress variant
   one_native w5 "r$rep" "--workers 2" $W5
+  one_pusher w5 "r$rep" "--workers 2" $W5
   one_sio w5 "r$rep" "" $W5
   one_native w5 "stress r$rep" "--workers 2 $PD_W5S" $W5S
   if [ "$rep" -le "$W5S_SIO_REPS" ]; then one_sio w5 "stress r$rep" "" $W5S; fi
