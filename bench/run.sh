@@ -49,7 +49,10 @@ cleanup() {
 trap cleanup EXIT
 
 # wait_port FILE: the port from a "listening on ...PORT" line (the peer, the
-# sink) or presenced's "running: http://127.0.0.1:PORT/" line.
+# sink) or presenced's "running: http://127.0.0.1:PORT/" line. The start_*
+# functions empty FILE before they start the server: the background
+# process's own ">FILE" may come after the first look here, which would
+# then read the previous server's port (a run's connects all refused).
 wait_port() {
   local i
   for i in $(seq 1 100); do
@@ -64,6 +67,7 @@ wait_port() {
 
 start_presenced() { # flags...
   rm -f "$OUT"/presenced.db*
+  : >"$OUT/server.log" # before the start: see wait_port
   $PD --port 0 --store "$OUT/presenced.db" $PD_BASE "$@" >"$OUT/server.log" 2>&1 &
   SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$OUT/server.log"
 }
@@ -71,11 +75,13 @@ start_presenced() { # flags...
 start_presenced2() { # flags...
   local p1=$SRV_PID port1=$SRV_PORT
   rm -f "$OUT"/presenced2.db*
+  : >"$OUT/server2.log"
   $PD --port 0 --store "$OUT/presenced2.db" $PD_BASE "$@" >"$OUT/server2.log" 2>&1 &
   SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$OUT/server2.log"
   SRV2_PID=$SRV_PID SRV2_PORT=$SRV_PORT SRV_PID=$p1 SRV_PORT=$port1
 }
 start_sio() { # flags...
+  : >"$OUT/server.log"
   node bench/peers/socketio-presence.mjs --port 0 "$@" >"$OUT/server.log" 2>&1 &
   SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$OUT/server.log"
 }
@@ -92,6 +98,7 @@ start_redis() {
 }
 start_sink() { # [seconds to live, default 60] [log name, default server]
   local log=$OUT/${2:-server}.log
+  : >"$log"
   $GEN sink --port 0 --hold-s "${1:-60}" >"$log" 2>&1 &
   SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$log"
 }
