@@ -5,7 +5,7 @@
 #                        error or loss, never on speed (CI: make test)
 #   bench/run.sh full    the workloads W1-W8 against presenced, the Socket.IO
 #                        peer (bench/peers/) and Redis pub/sub, and W4/W5
-#                        through presenced's Pusher protocol (<= 17 min)
+#                        through presenced's Pusher protocol (<= 15 min)
 #   bench/run.sh ab REV  W1 (bytes per idle connection) and W4 (deliveries
 #                        per CPU-second) of the release build of git
 #                        revision REV (A) against this tree's (B), runs
