@@ -57,7 +57,8 @@ def table(title, header, body, note=None):
 
 
 def name(t, g):
-    n = {"native": "presenced", "sio": "Socket.IO peer", "redis": "Redis pub/sub", "sink": "null sink"}[t]
+    n = {"native": "presenced", "pusher": "presenced (Pusher protocol)", "sio": "Socket.IO peer",
+         "redis": "Redis pub/sub", "sink": "null sink"}[t]
     return f"{n} {g}".strip()
 
 
@@ -183,17 +184,68 @@ for (t, g), (v, rate) in best.items():
     body.append([name(t, g), f"{v:,.0f}", f"{rate:,.0f}"])
 table("W4 best deliveries per server CPU-second", ["server", "deliveries per CPU-s", "at rate"], body)
 
+# W4 through the Pusher protocol beside the native one (issue 18's goal:
+# server CPU per delivery within 10 % of native). Same server flags and
+# workers (2), same sizes and rates; runs paired by repeat (rN). A Pusher
+# transition is a client event, which is not echoed to its sender: room_size
+# - 1 deliveries against the native room_size, hence per delivery.
+def ns_per_delivery(r):
+    return 1e9 * r["server_cpu_s"] / r["deliveries"] if r.get("deliveries") else None
+
+
+def rep_of(r):
+    m = re.search(r"r(\d+)$", r["label"])
+    return int(m.group(1)) if m else 0
+
+
+def pusher_pairs(w, g, key):
+    """[(rate or None, {rep: native row}, {rep: pusher row})] of workload w, label group g."""
+    out_ = []
+    keys = sorted({r.get(key) for r in runs(w, target="pusher") if group(r) == g}, key=lambda v: v or 0)
+    for k in keys:
+        nat = {rep_of(r): r for r in runs(w, target="native") if group(r) == g and r.get(key) == k}
+        pus = {rep_of(r): r for r in runs(w, target="pusher") if group(r) == g and r.get(key) == k}
+        if nat and pus:
+            out_.append((k, nat, pus))
+    return out_
+
+
+def pusher_row(nat, pus):
+    """Medians of native and Pusher CPU per delivery and the ratio of paired runs."""
+    ratios = []
+    for k in sorted(set(nat) & set(pus)):
+        a, b = ns_per_delivery(nat[k]), ns_per_delivery(pus[k])
+        if a and b:
+            ratios.append({"ratio": b / a})
+    for r in list(nat.values()) + list(pus.values()):
+        r["ns_per_delivery"] = ns_per_delivery(r)
+    return (med(list(nat.values()), "ns_per_delivery")[0], med(list(pus.values()), "ns_per_delivery")[0],
+            med(ratios, "ratio", F2)[0] if ratios else "-")
+
+
+body = []
+for rate, nat, pus in pusher_pairs("w4", "workers=2", "rate"):
+    n_ns, p_ns, ratio = pusher_row(nat, pus)
+    nv, pv = list(nat.values()), list(pus.values())
+    body.append([f"{pv[0]['rooms']}×{pv[0]['room_size']}", f"{rate:,.0f}", med(nv, "deliveries_per_s")[0],
+                 med(pv, "deliveries_per_s")[0], n_ns, p_ns, ratio, med(nv, "lat_p99_ms", F1)[0],
+                 med(pv, "lat_p99_ms", F1)[0], med(nv, "gen_cpu_s", F2)[0], med(pv, "gen_cpu_s", F2)[0],
+                 len(pus)])
+if body:
+    table("W4 through the Pusher protocol: server CPU per delivery, Pusher vs native (workers=2)",
+          ["rooms×members", "transitions/s per room", "deliveries/s native", "Pusher",
+           "server CPU ns per delivery native", "Pusher", "Pusher ÷ native (paired runs)",
+           "p99 ms native", "Pusher", "generator CPU s native", "Pusher", "runs"], body,
+          note="Native: a transition is a metadata patch, batched into one room_delta per subscriber per "
+               "50 ms window. Pusher: a client event client-meta on presence-r<room>, relayed to every "
+               "other subscriber as it comes (no echo: room_size - 1 deliveries). Goal: ratio ≤ 1.10.")
+
 # W4 scaling: workers=2 vs workers=1. The generator saturates before the
 # server, so the maximum throughputs cannot be compared; what is compared
 # is the busiest server thread's CPU per delivery at the same offered rate:
 # a server saturates when its busiest thread does, so (busiest CPU per
 # delivery, workers=1) / (the same, workers=2) is the capacity ratio with
 # two free cores. Runs are paired by repeat (rN).
-def rep_of(r):
-    m = re.search(r"r(\d+)$", r["label"])
-    return int(m.group(1)) if m else 0
-
-
 body = []
 for prefix in ("", "2x500 "):
     g1, g2 = f"{prefix}workers=1", f"{prefix}workers=2"
@@ -265,6 +317,12 @@ if shape:
     w5note = ("Redis pub/sub, same fan-out: the floor for W5, W4's generator publishing into one channel of "
               "as many subscribers at the same rate (one write per subscriber per publish, no presence work); "
               "its CPU is over the publishing and the drain after it.")
+# W5 through the Pusher protocol: server CPU per delivery against the native
+# run of the same shape (the plain W5, not its stress variant).
+for _, nat, pus in pusher_pairs("w5", "", "senders"):
+    n_ns, p_ns, ratio = pusher_row(nat, pus)
+    body.append(["presenced (Pusher protocol) ÷ presenced: server CPU per delivery",
+                 "", "", "", "", "", "", "", f"{ratio} ({p_ns} ns against {n_ns} ns)", "", "", "", "", ""])
 table("W5 cursor room (and its stress variant)", ["server", "cursors/s", "senders", "p50 ms", "p99 ms", "max ms",
                          "last recipient p50 ms", "last recipient p99 ms", "server CPU % of a core",
                          "generator CPU s", "delivered %", "not delivered (all runs)",
@@ -371,8 +429,13 @@ for r in rows:
             bad.append(f"{what}: {k}={r[k]}")
     # the null sinks are floors: a W2 or W3 row of theirs counts only if
     # every connection was held and answered (the checks below)
-    if r["target"] not in ("native", "sink"):
+    if r["target"] not in ("native", "sink", "pusher"):
         continue
+    if r["workload"] in ("w4", "w5") and r.get("deliveries", 1) == 0:
+        bad.append(f"{what}: no deliveries")
+    # a Pusher client event is never merged: a skipped id is a lost event
+    if r["target"] == "pusher" and r.get("gaps", 0) > 0:
+        bad.append(f"{what}: gaps={r['gaps']}")
     # gaps are not loss in presenced: consecutive patches of one member that
     # meet in one batch window are merged (latest wins); "missing" is loss
     # the W5 stress variant overloads the room on purpose: a socket over half

@@ -4,7 +4,8 @@
 #   bench/run.sh quick   smoke run (<= 2 min): small sizes, fails on any
 #                        error or loss, never on speed (CI: make test)
 #   bench/run.sh full    the workloads W1-W8 against presenced, the Socket.IO
-#                        peer (bench/peers/) and Redis pub/sub (<= 15 min)
+#                        peer (bench/peers/) and Redis pub/sub, and W4/W5
+#                        through presenced's Pusher protocol (<= 15 min)
 #   bench/run.sh ab REV  W1 (bytes per idle connection) and W4 (deliveries
 #                        per CPU-second) of the release build of git
 #                        revision REV (A) against this tree's (B), runs
@@ -48,7 +49,10 @@ cleanup() {
 trap cleanup EXIT
 
 # wait_port FILE: the port from a "listening on ...PORT" line (the peer, the
-# sink) or presenced's "running: http://127.0.0.1:PORT/" line.
+# sink) or presenced's "running: http://127.0.0.1:PORT/" line. The start_*
+# functions empty FILE before they start the server: the background
+# process's own ">FILE" may come after the first look here, which would
+# then read the previous server's port (a run's connects all refused).
 wait_port() {
   local i
   for i in $(seq 1 100); do
@@ -63,6 +67,7 @@ wait_port() {
 
 start_presenced() { # flags...
   rm -f "$OUT"/presenced.db*
+  : >"$OUT/server.log" # before the start: see wait_port
   $PD --port 0 --store "$OUT/presenced.db" $PD_BASE "$@" >"$OUT/server.log" 2>&1 &
   SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$OUT/server.log"
 }
@@ -70,11 +75,13 @@ start_presenced() { # flags...
 start_presenced2() { # flags...
   local p1=$SRV_PID port1=$SRV_PORT
   rm -f "$OUT"/presenced2.db*
+  : >"$OUT/server2.log"
   $PD --port 0 --store "$OUT/presenced2.db" $PD_BASE "$@" >"$OUT/server2.log" 2>&1 &
   SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$OUT/server2.log"
   SRV2_PID=$SRV_PID SRV2_PORT=$SRV_PORT SRV_PID=$p1 SRV_PORT=$port1
 }
 start_sio() { # flags...
+  : >"$OUT/server.log"
   node bench/peers/socketio-presence.mjs --port 0 "$@" >"$OUT/server.log" 2>&1 &
   SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$OUT/server.log"
 }
@@ -91,6 +98,7 @@ start_redis() {
 }
 start_sink() { # [seconds to live, default 60] [log name, default server]
   local log=$OUT/${2:-server}.log
+  : >"$log"
   $GEN sink --port 0 --hold-s "${1:-60}" >"$log" 2>&1 &
   SRV_PID=$!; PIDS+=("$SRV_PID"); wait_port "$log"
 }
@@ -144,6 +152,12 @@ hold2() {
 one_native() {
   local w=$1 label=$2 srv=$3; shift 3
   start_presenced $srv; gen "$w" native "$label" "$@"; stop_server
+}
+# one_pusher WORKLOAD LABEL "server flags" generator flags...: presenced with
+# the Pusher app (PD_PUSHER), the generator speaking the Pusher protocol.
+one_pusher() {
+  local w=$1 label=$2 srv=$3; shift 3
+  start_presenced $PD_PUSHER $srv; gen "$w" pusher "$label" --pusher-app "$PUSHER_APP" "$@"; stop_server
 }
 one_sio() {
   local w=$1 label=$2 srv=$3; shift 3
@@ -202,10 +216,12 @@ for rep in $(seq 1 "$REPS"); do
   for wk in $W4_WORKERS; do
     one_native w4 "workers=$wk r$rep" "--workers $wk $PD_W4" $W4_ROOMS --rates "$W4_RATES_NATIVE"
   done
+  one_pusher w4 "workers=2 r$rep" "--workers 2 $PD_W4" $W4_ROOMS --rates "$W4_RATES_PUSHER"
   one_sio w4 "r$rep" "" $W4_ROOMS --rates "$W4_RATES_SIO"
   start_redis; gen w4 redis "r$rep" $W4_ROOMS --rates "$W4_RATES_REDIS"; stop_server
   # W5 and its stress variant
   one_native w5 "r$rep" "--workers 2" $W5
+  one_pusher w5 "r$rep" "--workers 2" $W5
   one_sio w5 "r$rep" "" $W5
   one_native w5 "stress r$rep" "--workers 2 $PD_W5S" $W5S
   if [ "$rep" -le "$W5S_SIO_REPS" ]; then one_sio w5 "stress r$rep" "" $W5S; fi

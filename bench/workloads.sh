@@ -99,6 +99,15 @@ else
   W7="--users 4000 --seconds 10 --rate 200 --burst 4000 --topologies 2n-1r,3n-1r,2n-2s,2n-cluster,socket.io"
 fi
 
+# W4 and W5 through the Pusher protocol (issue 18): presenced with a Pusher
+# app whose client events are on, the generator's members on /app/KEY in
+# presence-r<room>; transitions and cursors are client events (client-meta,
+# client-cursor). Same sizes as the native runs; W5 stress is not run (its
+# 30 Hz senders are over Pusher's 10 client events per second per socket).
+PUSHER_APP="presencebench:presence-bench-key:presence-bench-pusher-secret-0123456789"
+PD_PUSHER="--pusher-app $PUSHER_APP:client-events=true"
+W4_RATES_PUSHER=$W4_RATES_NATIVE
+
 # presenced flags per workload (added to PD_BASE)
 PD_W4="--room-interval-members 100000" # rooms of 1,000 stay in normal mode: every patch listed
 PD_W6="--session-ttl-ms $W6_TTL --heartbeat-interval-ms 1000 --heartbeat-min-ms 200"

@@ -33,7 +33,8 @@ struct params {
     enum target target;
     const char *target_name;
     const char *label;       /* free text copied into the output */
-    const char *secret;      /* HS256 secret (native) */
+    const char *secret;      /* HS256 secret (native), presenced's metrics key */
+    const char *pusher_app;  /* --target pusher: ID:KEY:SECRET of the server's pusher-app */
     const char *server_pids; /* comma-separated pids to sample */
     int port;
     int procs;     /* generator processes */

@@ -127,7 +127,13 @@ void net_connect(struct net *n, struct conn *c, int src_host, const char *query)
     if (n->target == T_REDIS) {
         /* The request bytes can wait in the queue until connected. */
     } else {
+        char app_path[160];
         const char *path = n->target == T_SIO ? "/socket.io/?EIO=4&transport=websocket" : "/v1/ws";
+        if (n->target == T_PUSHER) { /* what pusher-js asks for */
+            snprintf(app_path, sizeof app_path, "/app/%s?protocol=7&client=presence-bench&version=1",
+                     n->app_key ? n->app_key : "");
+            path = app_path;
+        }
         char token[512] = "";
         if (n->target == T_NATIVE && n->secret && *n->secret) {
             char sub[16];

@@ -26,6 +26,7 @@ enum target {
     T_SIO,    /* Socket.IO v4 over engine.io's WebSocket transport */
     T_REDIS,  /* RESP: SUBSCRIBE / PUBLISH */
     T_SINK,   /* native protocol against presence-bench's own null sink */
+    T_PUSHER, /* the Pusher Channels protocol 7 on /app/{key} (pusher.c) */
 };
 
 enum conn_state { CS_IDLE, CS_CONNECTING, CS_HANDSHAKE, CS_OPEN, CS_CLOSED };
@@ -50,7 +51,8 @@ struct conn {
     struct buf in;       /* leftover partial input */
     struct buf out;      /* queued output */
     struct conn *next_pending;
-    char sid[36]; /* native: the session id from the welcome (for resume) */
+    char sid[36]; /* native: the session id from the welcome (for resume);
+                   * Pusher: the socket_id of connection_established */
 };
 
 struct net_stats {
@@ -72,6 +74,8 @@ struct net {
     size_t rcap;
     char host[32];      /* "127.0.0.1:PORT" for the Host header */
     const char *secret; /* HS256 secret for ?token= (native) */
+    const char *app_key;    /* Pusher: the app key (/app/{key}, "key:" of an auth) */
+    const char *app_secret; /* Pusher: the app secret (HMAC of a presence auth) */
     char accept[29];    /* expected Sec-WebSocket-Accept */
 };
 

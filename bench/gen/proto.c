@@ -8,6 +8,7 @@
  * delivery far below the server's.
  */
 #include "proto.h"
+#include "pusher.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -41,6 +42,10 @@ static void send_str(struct net *n, struct conn *c, const char *s, int len)
 
 void proto_join(struct net *n, struct conn *c, uint32_t room)
 {
+    if (n->target == T_PUSHER) {
+        pusher_join(n, c, room);
+        return;
+    }
     char m[160];
     int l;
     switch (n->target) {
@@ -59,6 +64,10 @@ void proto_join(struct net *n, struct conn *c, uint32_t room)
 
 void proto_leave_room(struct net *n, struct conn *c, uint32_t room)
 {
+    if (n->target == T_PUSHER) {
+        pusher_leave_room(n, c, room);
+        return;
+    }
     char m[96];
     int l;
     switch (n->target) {
@@ -81,6 +90,10 @@ void proto_publish(struct net *n, struct conn *c, uint32_t room, uint32_t from, 
     int l, pad = proto_pad > 900 ? 900 : proto_pad;
     if (pad && !pad_text[0])
         memset(pad_text, 'x', 900);
+    if (n->target == T_PUSHER) {
+        pusher_publish(n, c, room, id, t, pad, pad_text);
+        return;
+    }
     unsigned long long i = id, ts = t;
     switch (n->target) {
     case T_SIO:
@@ -109,6 +122,10 @@ void proto_publish(struct net *n, struct conn *c, uint32_t room, uint32_t from, 
 
 void proto_cursor(struct net *n, struct conn *c, uint32_t room, uint64_t id, uint64_t t)
 {
+    if (n->target == T_PUSHER) {
+        pusher_cursor(n, c, room, id, t);
+        return;
+    }
     char m[192];
     int l;
     unsigned long long i = id, ts = t;
@@ -128,6 +145,10 @@ void proto_cursor(struct net *n, struct conn *c, uint32_t room, uint64_t id, uin
 
 void proto_heartbeat(struct net *n, struct conn *c)
 {
+    if (n->target == T_PUSHER) {
+        pusher_ping(n, c);
+        return;
+    }
     if (n->target == T_SIO)
         send_str(n, c, "42[\"heartbeat\"]", 15);
     else if (n->target != T_REDIS)
@@ -136,6 +157,10 @@ void proto_heartbeat(struct net *n, struct conn *c)
 
 void proto_barrier(struct net *n, struct conn *c)
 {
+    if (n->target == T_PUSHER) {
+        pusher_ping(n, c);
+        return;
+    }
     if (n->target == T_SIO)
         proto_join(n, c, 900000000u + c->user);
     else if (n->target != T_REDIS) {
@@ -307,6 +332,8 @@ void proto_on_message(struct net *n, struct conn *c, const char *p, size_t len)
         return;
     if (n->target == T_SIO)
         sio_msg(n, c, p, len);
+    else if (n->target == T_PUSHER)
+        pusher_msg(n, c, p, len);
     else if (n->target == T_REDIS)
         redis_msg(n, c, p, len);
     else

@@ -1,5 +1,5 @@
 /*
- * proto.h - presence-bench: the three client protocols behind one small
+ * proto.h - presence-bench: the client protocols behind one small
  * API. Requests (join, publish a room-wide transition, cursor, heartbeat,
  * leave a room) are encoded for the connection's target; incoming messages
  * are decoded into the events a workload counts (struct app_ops).
@@ -15,6 +15,8 @@
  * | cursor     | ephemeral kind c           | cursor                | -                  |
  * | heartbeat  | heartbeat                  | heartbeat             | -                  |
  * | leave_room | room_leave                 | leave                 | UNSUBSCRIBE        |
+ *
+ * The fourth, Pusher's (--target pusher), is in pusher.h.
  */
 #ifndef BENCH_PROTO_H
 #define BENCH_PROTO_H

@@ -8,7 +8,10 @@
  *   for step_s, then the run drains until every subscriber has every
  *   publisher's last id (or 5 s). A transition is a `patch` (presenced), a
  *   `meta` event (Socket.IO) or a PUBLISH (Redis, from one extra
- *   publisher connection per process). Every delivery is checked against
+ *   publisher connection per process) or a client event client-meta
+ *   (Pusher: never echoed to its sender, so a transition has room_size - 1
+ *   deliveries there, room_size in presenced's native protocol, which
+ *   sends a member its own patch too). Every delivery is checked against
  *   the previous id of its publisher at that subscriber: a skipped id is a
  *   gap, an id not above the last one a duplicate; after the drain a
  *   publisher whose last id never arrived is `missing`.
@@ -134,6 +137,8 @@ static void publish_one(struct ctx *x, uint32_t u)
     uint64_t id = ++x->shm->user_u64[u];
     proto_publish(&x->net, c, room_of(u), u, id, now_us());
     CNT(x, C_SENT)++;
+    if (x->p->target == T_PUSHER) /* a client event is not echoed: the sender has its own */
+        rs.last[local_of(x, u)][u % (uint32_t)x->p->room_size] = (uint32_t)id;
 }
 
 static void fanout_tick(struct ctx *x, uint64_t now)
@@ -322,6 +327,8 @@ static void w5_report(struct params *p, struct shm *m)
     out_num("expected", (double)sent * (p->room_size - 1));
     out_num("lost", (double)sent * (p->room_size - 1) - (double)d);
     out_num("server_cpu_pct", 100.0 * cpu / secs);
+    out_num("server_cpu_s", cpu);
+    out_num("seconds", secs);
     out_num("warmup_s", p->warmup_s);
     out_num("gen_cpu_s", gen_cpu(m, p->procs, 2, 3));
     /* presenced's own count: writes per member per second (W5 stress goal:
