@@ -104,8 +104,9 @@ fi
 # presence-r<room>; transitions and cursors are client events (client-meta,
 # client-cursor). Same sizes as the native runs; W5 stress is not run (its
 # 30 Hz senders are over Pusher's 10 client events per second per socket).
+# member-limit: W4 rooms have 1,000 members, over Pusher's default 100.
 PUSHER_APP="presencebench:presence-bench-key:presence-bench-pusher-secret-0123456789"
-PD_PUSHER="--pusher-app $PUSHER_APP:client-events=true"
+PD_PUSHER="--pusher-app $PUSHER_APP:client-events=true:member-limit=10000"
 W4_RATES_PUSHER=$W4_RATES_NATIVE
 
 # presenced flags per workload (added to PD_BASE)

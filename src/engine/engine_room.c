@@ -554,6 +554,18 @@ void engine__room_loaded(struct engine *e, const char *room)
     flush_waiting(e, s, loop_now(e->w->loop));
 }
 
+/* A join with a member limit of its own (Pusher's member-limit) into a
+ * room that has that many members, its user not among them. Members of
+ * other nodes count (they are mirrored here). */
+static bool over_limit(struct engine *e, const struct emsg *req)
+{
+    struct room_info info;
+    struct room_member_view mv;
+
+    return req->limit && room_get_info(e->rooms, req->room, &info) == 0 &&
+           info.members >= req->limit && room_get_member(e->rooms, req->room, req->uid, &mv) != 0;
+}
+
 void engine__room_on_join_r(struct engine *e, struct emsg *req)
 {
     uint64_t now = loop_now(e->w->loop);
@@ -565,6 +577,11 @@ void engine__room_on_join_r(struct engine *e, struct emsg *req)
     room_engine_set_wall_offset(e->rooms, wall_offset(e));
     for (size_t i = 0; i < req->nids; i++)
         room_note_hider(e->rooms, req->ids[i]);
+    if (over_limit(e, req)) {
+        room_error(e, req->conn_id, ROOM_E_FULL, req->ref);
+        send_state_err(e, req, NULL, true, 0, 0, -1);
+        return;
+    }
     r = room_join_for(e->rooms, req->room, req->uid, req->sid, req->text, mlen, now,
                       (const char *const *)req->ids, req->nids);
     if (r < 0 && r != ROOM_E_JOINED) { /* JOINED: a resumed session re-subscribing */
@@ -833,6 +850,7 @@ static struct emsg *forward(struct engine *e, const struct emsg *req, enum engin
     em->version = req->version; /* the subscription generation */
     em->index = req->index;     /* the link's join number */
     em->proto = req->proto;
+    em->limit = req->limit; /* a join's own member cap */
     em->text = req->text ? xstrdup(req->text) : NULL;
     copy_ids(em, req);
     owner_send(e, owner_of_room(e, req->room), em);

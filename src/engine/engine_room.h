@@ -31,9 +31,12 @@ bool engine__room_allowed(const struct client *c, const char *room, const char *
 /* Joins room (valid) with meta (compact JSON, NULL = none), resuming
  * after (epoch, seq) when has_since. The snapshot or the missed deltas,
  * then room_joined, come from R. -EALREADY when c is in the room already,
- * -EMLINK when it is in max-rooms-per-connection rooms. */
+ * -EMLINK when it is in max-rooms-per-connection rooms. limit (1..65535,
+ * 0 = none) caps the members this join may make: R refuses it with
+ * room_full when the room has limit members and c's user is not one of
+ * them (a second tab of a member always joins): Pusher's member-limit. */
 int engine__room_join(struct client *c, const char *room, const char *meta, bool has_since,
-                      uint64_t epoch, uint64_t seq, const char *ref);
+                      uint64_t epoch, uint64_t seq, unsigned limit, const char *ref);
 /* Leaves room: -ENOENT when c is not in it. */
 int engine__room_leave(struct client *c, const char *room, const char *ref);
 /* Ends a subscription without membership (engine__room_stream()):

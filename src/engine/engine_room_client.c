@@ -906,7 +906,7 @@ bool engine__room_allowed(const struct client *c, const char *room, const char *
 }
 
 int engine__room_join(struct client *c, const char *room, const char *meta, bool has_since,
-                      uint64_t epoch, uint64_t seq, const char *ref)
+                      uint64_t epoch, uint64_t seq, unsigned limit, const char *ref)
 {
     struct room_link *l;
     struct emsg *em;
@@ -918,6 +918,7 @@ int engine__room_join(struct client *c, const char *room, const char *meta, bool
         return -EMLINK;
     em = room_msg(c, OP_RJOIN, room, ref);
     em->text = meta ? xstrdup(meta) : NULL;
+    em->limit = (uint16_t)(limit > UINT16_MAX ? UINT16_MAX : limit);
     if (has_since) {
         em->epoch = epoch;
         em->since = seq;

@@ -127,6 +127,7 @@ struct emsg {
     uint8_t hs;        /* OP_HTTP_BEAT: enum hs_lookup, who holds its session */
     uint8_t proto;     /* room joins and subscriptions: the client's protocol (adapter.h) */
     uint8_t online;    /* OP_PRESENCE/OP_VIEW: bit k set when class k sees the user online */
+    uint16_t limit;    /* OP_RJOIN*: members this join may make, 0 = no cap of its own */
     int err;        /* OP_STARTED/OP_REPLY: 0 or a PRESENCE_E_*; OP_RSTATE: < 0 = the join failed */
     uint32_t index; /* OP_QUERY/OP_ANSWER: position in the answer; room joins,
                      * refreshes and OP_RSTATE: the room link's join number */

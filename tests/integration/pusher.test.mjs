@@ -446,3 +446,37 @@ test('pusher-app: a bad value is refused at start with a message', async () => {
   await assert.rejects(startServer(['--pusher-app', 'only-an-id']), /ID:KEY:SECRET/);
   await assert.rejects(startServer(['--pusher-app', '1:k:s,2:k2:s2']), /one Pusher app/);
 });
+
+test('member-limit: a presence channel with that many members refuses a new user (4100), never a member\'s second tab', async () => {
+  const srv = await startServer(['--pusher-app', `${APP.id}:${APP.key}:${APP.secret}:member-limit=2`,
+    '--reconnect-grace-ms', '300', '--presence-debounce-ms', '50']);
+  const clients = [];
+  const connect2 = (user) => { const p = connect(srv, user); clients.push(p); return p; };
+  try {
+    const ch = `presence-${uniq('cap')}`;
+    const a = connect2('cap-a');
+    const b = connect2('cap-b');
+    await subscribed(a.subscribe(ch));
+    await subscribed(b.subscribe(ch));
+    const c = connect2('cap-c');
+    const err = await new Promise((resolve) => {
+      const cc = c.subscribe(ch);
+      cc.bind('pusher:subscription_error', resolve);
+      cc.bind('pusher:subscription_succeeded', () => resolve(null));
+    });
+    assert.ok(err, 'the third user was let in');
+    assert.equal(err.status, 4100);
+    assert.equal(err.type, 'LimitReached');
+    const a2 = connect2('cap-a'); // a second tab of a member
+    const m = await subscribed(a2.subscribe(ch));
+    assert.equal(m.count, 2);
+    b.disconnect();
+    await sleep(800); // past the grace: b is gone, there is room
+    const c2 = connect2('cap-c'); // c again, on a socket of its own
+    const ok = await subscribed(c2.subscribe(ch));
+    assert.equal(ok.count, 2);
+  } finally {
+    for (const p of clients) p.disconnect(); // else pusher-js reconnects forever
+    await stopClean(srv, assert);
+  }
+});

@@ -402,7 +402,7 @@ static bool msg_join(struct client *c, const cJSON *root, const char *ref)
                          "\"since\" must be {\"epoch\":E,\"seq\":N}, integers from 0 to 2^53", ref);
         return false;
     }
-    r = engine__room_join(c, room, meta, has_since, epoch, seq, ref);
+    r = engine__room_join(c, room, meta, has_since, epoch, seq, 0, ref);
     cJSON_free(meta);
     if (r == -EALREADY) {
         frame_send_error(c, "already_joined", "this connection is in the room already", ref);

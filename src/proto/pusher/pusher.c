@@ -152,7 +152,7 @@ static const char *str_field(const cJSON *o, const char *key)
 
 static void join_now(struct client *c, const char *room, const char *info, const char *ref)
 {
-    int r = engine__room_join(c, room, info, false, 0, 0, ref);
+    int r = engine__room_join(c, room, info, false, 0, 0, app.member_limit, ref);
     char channel[PUSHER_CHANNEL_MAX + 1];
 
     if (r == -EMLINK && pusher_channel_of(room, channel))
