@@ -17,7 +17,7 @@
 BUILD   ?= release
 CC      ?= cc
 O       := build/$(BUILD)
-PKGS    := libcjson inih libcrypto sqlite3 libpq hiredis
+PKGS    := libcjson inih libcrypto sqlite3 libpq hiredis libsystemd
 LLHTTP_SRC := /usr/share/llhttp
 LLHTTP_INC := /usr/share/include/llhttp
 

@@ -16,6 +16,7 @@ DEBS=(
   python3 python3-websockets
   chromium curl fonts-noto-color-emoji
   redis-server redis-tools libhiredis-dev gnuplot-nox
+  libsystemd-dev          # sd_notify: readiness and the watchdog (src/runtime/sdnotify.c)
 )
 
 missing=()
