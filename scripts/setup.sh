@@ -17,6 +17,7 @@ DEBS=(
   chromium curl fonts-noto-color-emoji
   redis-server redis-tools libhiredis-dev gnuplot-nox
   libsystemd-dev          # sd_notify: readiness and the watchdog (src/runtime/sdnotify.c)
+  dpkg-dev lintian        # make deb and tests/pkg: dpkg-shlibdeps, the lintian check
 )
 
 missing=()
