@@ -8,6 +8,8 @@
 #   make fuzz FUZZ_SECONDS=N   libFuzzer targets (clang)
 #   make fmt / fmt-check       clang-format
 #   make bench / bench-quick   benchmark suite (<= 15 min) / its smoke run
+#   make install / uninstall   PREFIX (/usr/local) and DESTDIR, see Install
+#   make deb        a Debian package in build/, checked with lintian
 #
 # Sources are discovered: src/<layer>/*.c (layers in src/layers) and
 # src/main.c are the server, tests/unit/test_*.c are cmocka binaries, each
@@ -17,7 +19,7 @@
 BUILD   ?= release
 CC      ?= cc
 O       := build/$(BUILD)
-PKGS    := libcjson inih libcrypto sqlite3 libpq hiredis
+PKGS    := libcjson inih libcrypto sqlite3 libpq hiredis libsystemd
 LLHTTP_SRC := /usr/share/llhttp
 LLHTTP_INC := /usr/share/include/llhttp
 
@@ -25,16 +27,25 @@ WARN    := -Wall -Wextra -Wpedantic -Wstrict-prototypes -Werror
 OPT     := -O2 -g
 DEFS    :=
 SAN     :=
+# Debian's hardening (dpkg-buildflags' defaults) for the builds that are
+# shipped: fortified libc calls, stack protector, read-only relocations
+# bound at start. Not under the sanitizers, which replace the same calls.
+HARDEN    := -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+HARDEN_LD := -Wl,-z,relro,-z,now
 ifeq ($(BUILD),asan)
   OPT   := -O1 -g -fno-omit-frame-pointer
   SAN   := -fsanitize=address,undefined -fno-sanitize-recover=all
   DEFS  := -DPRESENCED_TESTING
+  HARDEN :=
+  HARDEN_LD :=
 endif
 ifeq ($(BUILD),fuzz)
   CC    := clang
   OPT   := -O1 -g -fno-omit-frame-pointer
   SAN   := -fsanitize=fuzzer-no-link,address,undefined
   DEFS  := -DPRESENCED_TESTING -DPRESENCED_FUZZING
+  HARDEN :=
+  HARDEN_LD :=
 endif
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -58,7 +69,7 @@ LINK_ORDER := $(shell awk -F: '/^[a-z]/{print $$1}' src/layers | tac)
 link_libs  = $(foreach l,$(filter $(1) $(call deps_of,$(1)),$(LINK_ORDER)),$(call lib_of,$(l)))
 
 INC_ALL   := $(foreach l,$(LAYERS),-Isrc/$(l))
-CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(SAN) $(DEFS) -MMD -MP -I$(LLHTTP_INC) $(PKG_CFLAGS)
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE $(OPT) $(HARDEN) $(SAN) $(DEFS) -MMD -MP -I$(LLHTTP_INC) $(PKG_CFLAGS)
 LDLIBS     := $(PKG_LIBS) -lpthread
 
 LLHTTP_OBJ := $(O)/llhttp/llhttp.o $(O)/llhttp/api.o $(O)/llhttp/http.o
@@ -73,12 +84,12 @@ FUZZ_BIN  := $(FUZZ_SRC:tests/fuzz/%.c=$(O)/fuzz/%)
 test_mod   = $(patsubst test_%,%,$(1))
 test_layer = $(or $(TEST_LAYER_$(1)),$(patsubst src/%/,%,$(dir $(firstword $(wildcard $(foreach l,$(LAYERS),src/$(l)/$(call test_mod,$(1)).c src/$(l)/$(call test_mod,$(1)).h))))),$(firstword $(foreach l,$(LAYERS),$(if $(filter $(l),$(subst _, ,$(call test_mod,$(1)))),$(l)))))
 
-.PHONY: all asan clang-check run test unit fuzz fuzz-bins fuzz-build setup fmt fmt-check clean bench bench-quick soak soak-cluster
+.PHONY: all asan clang-check run test unit fuzz fuzz-bins fuzz-build setup fmt fmt-check clean bench bench-quick soak soak-cluster install uninstall deb
 
 all: $(O)/presenced
 
 $(O)/presenced: $(O)/src/main.o $(ALL_LIBS) $(LLHTTP_OBJ)
-	$(CC) $(SAN) -o $@ $(O)/src/main.o $(ALL_LIBS) $(LLHTTP_OBJ) $(LDLIBS)
+	$(CC) $(SAN) $(HARDEN_LD) -o $@ $(O)/src/main.o $(ALL_LIBS) $(LLHTTP_OBJ) $(LDLIBS)
 
 $(O)/src/main.o: src/main.c
 	@mkdir -p $(@D)
@@ -150,6 +161,7 @@ test: setup
 	$(MAKE) BUILD=asan all unit
 	$(MAKE) clang-check
 	$(MAKE) BUILD=fuzz fuzz-bins
+	$(MAKE) BUILD=release all # the package suite (tests/pkg) ships it
 	tests/run.sh
 
 # Benchmarks use the release build; bench/run.sh builds its own generator.
@@ -173,6 +185,77 @@ soak: setup
 soak-cluster: setup
 	$(MAKE) BUILD=asan all
 	tests/cluster/run.sh node tests/soak/cluster-soak.mjs --seed "$(SEED)" --minutes "$(or $(MINUTES),10)"
+
+# ---- Install ----
+# make install [PREFIX=/usr/local] [DESTDIR=]: the release binary, the
+# configuration, the demo page and SDK it serves, the systemd units and
+# the man page (packaging/). Below /usr the configuration goes to /etc
+# and the units to systemd's own directory; below any other prefix both
+# stay inside it ($(PREFIX)/etc/presenced, $(PREFIX)/lib/systemd/system,
+# which systemd also searches for /usr/local). The paths are written into
+# the units, the man page and the configuration as they are installed.
+# An existing, edited presenced.conf is kept: the new one goes beside it
+# as presenced.conf.new.
+PREFIX  ?= /usr/local
+ifeq ($(PREFIX),/usr)
+  SYSCONFDIR ?= /etc
+  UNITDIR    ?= $(or $(shell pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null),/lib/systemd/system)
+else
+  SYSCONFDIR ?= $(PREFIX)/etc
+  UNITDIR    ?= $(PREFIX)/lib/systemd/system
+endif
+SBINDIR ?= $(PREFIX)/sbin
+DATADIR ?= $(PREFIX)/share/presenced
+MANDIR  ?= $(PREFIX)/share/man
+VERSION := $(shell sed -n 's/^\#define CONFIG_VERSION *"\(.*\)"/\1/p' src/base/config.c)
+SDK_FILES := $(wildcard clients/js/*.js clients/js/*.d.ts)
+PKG_O   := $(O)/pkg
+SUBST    = sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+               -e 's|@DATADIR@|$(DATADIR)|g' -e 's|@UNITDIR@|$(UNITDIR)|g' -e 's|@VERSION@|$(VERSION)|g'
+
+# Made at every install: they hold the paths of this PREFIX.
+.PHONY: install-files
+install-files: $(O)/presenced
+	@mkdir -p $(PKG_O)
+	$(SUBST) packaging/presenced.service.in >$(PKG_O)/presenced.service
+	$(SUBST) packaging/presenced@.service.in >$(PKG_O)/presenced@.service
+	packaging/man-options.sh $(O)/presenced >$(PKG_O)/settings.roff
+	$(SUBST) -e '/^@SETTINGS@$$/{r $(PKG_O)/settings.roff' -e 'd;}' packaging/presenced.8.in >$(PKG_O)/presenced.8
+	$(SUBST) -e '/^# Use it with/i\# As installed, static-dir, sdk-dir and store are set: the demo files\n# are in $(DATADIR),\n# and the settings store is in the working directory, which the units set\n# to their state directory: /var/lib/presenced for presenced.service,\n# /var/lib/presenced-NODE for presenced@NODE.service\n# (a copy of this file as NODE.conf, with its own port, works as is).\n#' \
+	    -e 's|^# static-dir = www$$|static-dir = $(DATADIR)/www|' \
+	    -e 's|^# sdk-dir = clients/js$$|sdk-dir = $(DATADIR)/sdk|' \
+	    -e 's|^# store = presenced.db$$|store = presenced.db|' presenced.conf >$(PKG_O)/presenced.conf
+	@grep -q '^static-dir = /' $(PKG_O)/presenced.conf && grep -q '^sdk-dir = /' $(PKG_O)/presenced.conf && \
+	    grep -q '^store = ' $(PKG_O)/presenced.conf || { echo 'install: presenced.conf no longer has the lines packaging sets'; exit 1; }
+
+install: install-files
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(SYSCONFDIR)/presenced $(DESTDIR)$(DATADIR)/www \
+	    $(DESTDIR)$(DATADIR)/sdk $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MANDIR)/man8
+	install -m 0755 $(O)/presenced $(DESTDIR)$(SBINDIR)/presenced
+	install -m 0644 www/* $(DESTDIR)$(DATADIR)/www/
+	install -m 0644 $(SDK_FILES) $(DESTDIR)$(DATADIR)/sdk/
+	install -m 0644 $(PKG_O)/presenced.service $(PKG_O)/presenced@.service $(DESTDIR)$(UNITDIR)/
+	install -m 0644 $(PKG_O)/presenced.8 $(DESTDIR)$(MANDIR)/man8/presenced.8
+	@conf=$(DESTDIR)$(SYSCONFDIR)/presenced/presenced.conf; \
+	if [ -e "$$conf" ] && ! cmp -s "$$conf" $(PKG_O)/presenced.conf; then \
+	    install -m 0644 $(PKG_O)/presenced.conf "$$conf.new"; \
+	    echo "install: kept the edited $$conf; the new one is $$conf.new"; \
+	else \
+	    install -m 0644 $(PKG_O)/presenced.conf "$$conf"; echo "install: $$conf"; \
+	fi
+
+# Removes what install put in place but the configuration.
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/presenced $(DESTDIR)$(UNITDIR)/presenced.service \
+	    $(DESTDIR)$(UNITDIR)/presenced@.service $(DESTDIR)$(MANDIR)/man8/presenced.8
+	rm -rf $(DESTDIR)$(DATADIR)
+	@echo "uninstall: kept $(DESTDIR)$(SYSCONFDIR)/presenced/"
+
+# build/presenced_VERSION_ARCH.deb from a staged make install PREFIX=/usr
+# (packaging/mkdeb.sh), then lintian on it when lintian is installed.
+deb:
+	$(MAKE) BUILD=release all
+	packaging/mkdeb.sh
 
 FMT_FILES := $(wildcard src/*.c $(foreach d,$(LAYERS) testing,src/$(d)/*.c src/$(d)/*.h) tests/unit/*.c tests/unit/*.h tests/fuzz/*.c)
 fmt:

@@ -16,6 +16,8 @@ DEBS=(
   python3 python3-websockets
   chromium curl fonts-noto-color-emoji
   redis-server redis-tools libhiredis-dev gnuplot-nox
+  libsystemd-dev          # sd_notify: readiness and the watchdog (src/runtime/sdnotify.c)
+  dpkg-dev lintian        # make deb and tests/pkg: dpkg-shlibdeps, the lintian check
 )
 
 missing=()

@@ -39,6 +39,7 @@
 #include "quota.h"
 #include "ratelimit.h"
 #include "route.h"
+#include "sdnotify.h"
 #include "store.h"
 #include "util.h"
 #include "worker.h"
@@ -397,10 +398,12 @@ int main(int argc, char **argv)
         return 1;
     }
     announce(&srv);
+    sdnotify_ready(&srv); /* systemd: READY=1 and the watchdog, under Type=notify */
     if (sigwait(&set, &sig) != 0)
         sig = SIGTERM;
     log_info("main", "signal %s, draining for up to %lld ms", sig == SIGINT ? "SIGINT" : "SIGTERM",
              (long long)srv.cfg.shutdown_drain_ms);
+    sdnotify_stopping();
     server_shutdown(&srv);
     server_join(&srv);
     free(routes);

@@ -41,6 +41,7 @@ unit_all() {
 
 suite unit unit_all
 [ -x tests/layers/run.sh ] && suite layers tests/layers/run.sh
+[ -x tests/pkg/run.sh ] && suite pkg tests/pkg/run.sh
 [ -x tests/fuzz/run.sh ] && suite fuzz-replay tests/fuzz/run.sh --replay build/fuzz
 [ -x tests/conformance/run.sh ] && suite conformance-calibration tests/conformance/run.sh calibrate
 [ -x tests/conformance/run.sh ] && suite conformance tests/conformance/run.sh presenced "$PRESENCED_BIN"
