@@ -66,8 +66,8 @@
 /* Ephemeral ticks (see the top of the file). */
 #define EPH_TICK_MS 33 /* a hot room's ephemerals go out at most once per tick */
 
-struct held {                /* an ephemeral message waiting for its room's tick */
-    struct payload *payload; /* referenced */
+struct held {                 /* an ephemeral message waiting for its room's tick */
+    struct adapter_frames fs; /* its frame per protocol of the room's subscribers */
     uint64_t epoch;
 };
 
@@ -163,10 +163,9 @@ static void release_held(struct engine *e, struct rsub *s)
         list_del(&em->park);
         emsg_free(&em->msg);
     }
-    for (size_t i = 0; i < s->nheld; i++) { /* the default protocol's only */
-        struct adapter_frames fs = {.f = {s->held[i].payload}};
-        send_event(e, s, true, s->held[i].epoch, 0, &fs, 0);
-        payload_unref(s->held[i].payload);
+    for (size_t i = 0; i < s->nheld; i++) {
+        send_event(e, s, true, s->held[i].epoch, 0, &s->held[i].fs, 0);
+        adapter_frames_release(&s->held[i].fs);
     }
     s->nheld = 0;
 }
@@ -194,6 +193,15 @@ static void start_tick(struct engine *e, struct rsub *s, uint64_t now)
     loop_timer_start(e->w->loop, &s->tick, due - now);
 }
 
+/* ev's frame for each protocol s's subscribers speak, into fs (empty). */
+static void room_frames(const struct rsub *s, const struct room_event *ev,
+                        struct adapter_frames *fs)
+{
+    for (unsigned p = 0; p < ADAPTER_MAX; p++)
+        if (s->protos & (1u << p))
+            frame_room_event(fs, p, ev);
+}
+
 /* Counts an ephemeral message against its room's second and holds it for
  * the tick if the room is hot. Returns whether it was held. */
 static bool hold_ephemeral(struct engine *e, struct rsub *s, const struct room_event *ev)
@@ -219,7 +227,8 @@ static bool hold_ephemeral(struct engine *e, struct rsub *s, const struct room_e
         s->capheld = s->capheld ? s->capheld * 2 : 16;
         s->held = pool_realloc(s->held, s->capheld * sizeof(*s->held));
     }
-    s->held[s->nheld++] = (struct held){payload_ref(ev->msg.payload), ev->epoch};
+    s->held[s->nheld] = (struct held){.epoch = ev->epoch};
+    room_frames(s, ev, &s->held[s->nheld++].fs);
     if (!wheel_is_linked(&s->tick))
         start_tick(e, s, now);
     return true;
@@ -232,14 +241,14 @@ static void rsub_release(void *owner)
     wheel_del(&s->tick);
     wheel_del(&s->join_timer); /* its joins were answered or dropped */
     for (size_t i = 0; i < s->nheld; i++)
-        payload_unref(s->held[i].payload);
+        adapter_frames_release(&s->held[i].fs);
     pool_free(s->held);
 }
 
 /* Sends ev to the workers with subscribers, encoded once for each
  * protocol its subscribers speak (the default protocol's frame is the one
- * the room core made). A hot room's held ephemerals are the default
- * protocol's only: no other adapter has an ephemeral lane yet. */
+ * the room core made); a hot room holds its ephemerals, so encoded, for
+ * the tick. */
 static void fan_out(struct engine *e, const struct room_event *ev)
 {
     struct rsub *s = find_rsub(e, ev->room);
@@ -251,9 +260,7 @@ static void fan_out(struct engine *e, const struct room_event *ev)
         return;
     if (s->nheld > 0)
         release_held(e, s); /* nothing overtakes held ephemerals */
-    for (unsigned p = 0; p < ADAPTER_MAX; p++)
-        if (s->protos & (1u << p))
-            frame_room_event(&fs, p, ev);
+    room_frames(s, ev, &fs);
     send_event(e, s, ev->droppable, ev->epoch, ev->seq, &fs, 0);
     adapter_frames_release(&fs);
 }
