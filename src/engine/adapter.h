@@ -150,6 +150,13 @@ struct proto_adapter {
     /* Optional: the connection of this node that tag (a socket name of
      * this protocol, room_broadcast_event.exclude) names, 0 = none here. */
     uint64_t (*conn_of)(const char *tag);
+    /* Optional: room frame f (one of this protocol's, borrowed) as a
+     * reader whom the users blocked() names block sees it: a new
+     * reference to f, a rewritten frame, or NULL for nothing. The engine
+     * calls it for such readers only (the native protocol's own view is
+     * the engine's, engine_room_client.c); without it they get f. */
+    struct payload *(*filter_blocked)(struct payload *f,
+                                      bool (*blocked)(void *ctx, const char *user), void *ctx);
 };
 
 /* Registers a (static) adapter table and returns its protocol id, which

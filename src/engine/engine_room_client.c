@@ -97,6 +97,8 @@ struct rb_load { /* a store read's context: the client may be gone */
 static void set_clear(char **v, size_t *n);
 static void rb_free(struct rblock *rb);
 static bool link_filtered(const struct room_link *l);
+static void deliver_other(struct room_link *l, struct payload *f, uint64_t epoch, uint64_t seq,
+                          bool bulk);
 static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_t epoch,
                              uint64_t seq, bool bulk, bool state);
 static void request_refresh(struct room_link *l, const char *user);
@@ -277,7 +279,7 @@ void engine__room_on_state(struct engine *e, struct emsg *em)
     if (f && link_filtered(l) && c->proto == ADAPTER_DEFAULT)
         deliver_filtered(l, f, em->epoch, em->since, false, true);
     else if (f)
-        deliver(c, f, em->epoch, em->since, false);
+        deliver_other(l, f, em->epoch, em->since, false);
     if (!em->arg)
         return;
     if (em->err < 0 && l->awaiting) {
@@ -319,7 +321,7 @@ void engine__room_on_event(struct engine *e, struct emsg *em)
         if (link_filtered(l) && c->proto == ADAPTER_DEFAULT)
             deliver_filtered(l, f, em->epoch, em->since, !em->arg, false);
         else
-            deliver(c, f, em->epoch, em->since, !em->arg);
+            deliver_other(l, f, em->epoch, em->since, !em->arg);
     }
 }
 
@@ -371,6 +373,31 @@ static bool blocked_by(const struct client *c, const char *user)
     const struct rblock *rb = rb_get(c);
 
     return rb && str_in(rb->ids, rb->n, user);
+}
+
+static bool is_blocker(void *ctx, const char *user)
+{
+    return blocked_by(ctx, user);
+}
+
+/* A frame as it goes to l's client when it needs no native view: as it is,
+ * or through its adapter's filter when the client's user has blockers. */
+static void deliver_other(struct room_link *l, struct payload *f, uint64_t epoch, uint64_t seq,
+                          bool bulk)
+{
+    struct client *c = l->client;
+    const struct rblock *rb = rb_get(c);
+    const struct proto_adapter *a;
+
+    if (c->proto == ADAPTER_DEFAULT || !rb || rb->n == 0 ||
+        !(a = adapter_get(c->proto))->filter_blocked) {
+        deliver(c, f, epoch, seq, bulk);
+        return;
+    }
+    if ((f = a->filter_blocked(f, is_blocker, c)) != NULL) {
+        deliver(c, f, epoch, seq, bulk);
+        payload_unref(f);
+    }
 }
 
 static void hidden_free(struct room_link *l)

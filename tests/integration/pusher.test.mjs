@@ -480,3 +480,40 @@ test('member-limit: a presence channel with that many members refuses a new user
     await stopClean(srv, assert);
   }
 });
+
+test('blocks: a Pusher socket of a blocked user does not see the blocker in a presence channel', async () => {
+  const srv = await startServer(['--pusher-app', `${APP.id}:${APP.key}:${APP.secret}:client-events=true`,
+    '--admin-api-key', ADMIN_KEY, '--reconnect-grace-ms', '300', '--presence-debounce-ms', '50']);
+  const clients = [];
+  const open = (user) => { const p = connect(srv, user); clients.push(p); return p; };
+  try {
+    const ch = `presence-${uniq('blk')}`;
+    const [u, v, w] = [uniq('blocker'), uniq('blocked'), uniq('other')];
+    const r = await adminRequest(srv, 'PUT', `/v1/admin/users/${u}/blocks/${v}`, { key: ADMIN_KEY });
+    assert.equal(r.status, 200, r.text);
+    const pu = open(u);
+    const cu = pu.subscribe(ch);
+    await subscribed(cu);
+    const pv = open(v);
+    const cv = pv.subscribe(ch);
+    const sv = await subscribed(cv);
+    assert.equal(sv.count, 1, 'the blocked user sees only itself');
+    assert.deepEqual(Object.keys(sv.members), [v]);
+    const log = recordMembers(cv);
+    const seen = [];
+    cv.bind('client-ping', (d, meta) => seen.push(meta?.user_id));
+    const pw = open(w);
+    await subscribed(pw.subscribe(ch));
+    await waitUntil(() => log.length === 1, 'the other member arrives');
+    cu.trigger('client-ping', { from: 'blocker' });
+    pw.channel(ch).trigger('client-ping', { from: 'other' });
+    await waitUntil(() => seen.length >= 1, 'the other member\'s client event');
+    pu.disconnect(); // the blocker leaves: nothing for v
+    await sleep(900);
+    assert.deepEqual(log, [['added', w, {}]]);
+    assert.deepEqual(seen, [w]);
+  } finally {
+    for (const p of clients) p.disconnect();
+    await stopClean(srv, assert);
+  }
+});

@@ -3,6 +3,7 @@
  * pusher_encode.c - engine events as Pusher frames (pusher_encode.h).
  */
 #include "pusher_encode.h"
+#include "pusher_filter.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -373,6 +374,7 @@ const struct proto_adapter pusher_adapter = {
     .encode_room_delta = enc_room_delta,
     .encode_room_snapshot = enc_room_snapshot,
     .encode_room_ephemeral = enc_room_ephemeral,
+    .filter_blocked = pusher_filter_blocked,
     .encode_room_broadcast = enc_room_broadcast,
     .encode_watch = enc_watch,
     .send = client__ws_send,
