@@ -261,6 +261,9 @@ const struct config_def config_defs[] = {
                "Pusher Channels apps served at /app/{key} and /apps/{id}/: ID:KEY:SECRET, options "
                "after the secret as :client-events=true:member-limit=100 (empty: no Pusher "
                "protocol; docs/pusher.md)."),
+    ROW_ENUM("phoenix", phoenix, "on|off", "on",
+             "Phoenix Channels (phoenix.js) at /socket/websocket and Supabase Realtime "
+             "(realtime-js) at /realtime/v1/websocket; off serves neither (docs/phoenix.md)."),
     ROW_STRING("redis", redis, "",
                "Redis for many nodes: redis://HOST:PORT, a comma-separated list of redis:// URLs "
                "(shards), or redis-cluster://HOST:PORT[,HOST:PORT...] (empty: one embedded node; "

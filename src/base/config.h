@@ -103,6 +103,7 @@ struct config {
     /* cluster */
     char *redis;              /* "" = one embedded node (docs/cluster.md) */
     char *pusher_app;         /* Pusher apps "ID:KEY:SECRET[:opt=v...]" (,-separated); "" = none */
+    char *phoenix;            /* "on" | "off": the Phoenix and Supabase Realtime sockets */
     char *node_id;            /* "" = the host name */
     int64_t redis_timeout_ms; /* a slower command or connect: shard degraded */
     int64_t cluster_lease_ms; /* a lease older than this: node dead */
