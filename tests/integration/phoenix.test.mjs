@@ -284,6 +284,35 @@ for (const vsn of ['2.0.0', '1.0.0']) {
       await b.close();
     });
 
+    test('two clients of one user tracking: one key with two entries; one leaves, the other stays', async () => {
+      const name = `room:${uniq('sbtabs')}`;
+      const w = rt(srv, { user: 'sw', topic: name, vsn });
+      const t1 = rt(srv, { user: 'st', topic: name, vsn });
+      const t2 = rt(srv, { user: 'st', topic: name, vsn });
+      await Promise.all([w.subscribed, t1.subscribed, t2.subscribed]);
+      assert.equal(await t1.channel.track({ tab: 1 }), 'ok');
+      assert.equal(await t2.channel.track({ tab: 2 }), 'ok');
+      await waitUntil(() => w.state().st?.length === 2, 'two entries under one key');
+      assert.deepEqual(w.state().st.map((m) => m.tab).sort(), [1, 2]);
+      assert.equal(await t1.channel.untrack(), 'ok');
+      await waitUntil(() => w.state().st?.length === 1, 'one entry left');
+      assert.deepEqual(w.state().st, [{ tab: 2 }]);
+      await Promise.all([w.close(), t1.close(), t2.close()]);
+    });
+
+    test('broadcasts over the per-socket rate are refused with an error reply; the socket stays', async () => {
+      const name = `room:${uniq('rate')}`;
+      const a = rt(srv, { user: 'ra', topic: name, vsn, config: { broadcast: { ack: true } } });
+      await a.subscribed;
+      const results = await Promise.all(Array.from({ length: 40 }, (_, i) =>
+        a.channel.send({ type: 'broadcast', event: 'cursor', payload: { i } })));
+      const ok = results.filter((r) => r === 'ok').length;
+      assert.ok(ok >= 20 && ok < 40, `${ok} of 40 accepted`);
+      await sleep(1100);
+      assert.equal(await a.channel.send({ type: 'broadcast', event: 'cursor', payload: {} }), 'ok');
+      await a.close();
+    });
+
     test('postgres_changes in the join config is refused with a clear reason', async () => {
       const c = new RealtimeClient(`${srv.wsUrl}/realtime/v1`, { params: { apikey: 'k', user: 'pg' },
         transport: WebSocket, vsn });

@@ -337,9 +337,15 @@ static bool member_join(struct client *c, struct chan *ch)
     new_phx_ref(c, ch);
     meta = member_meta(c, ch, NULL);
     r = engine__room_join(c, ch->room, meta, false, 0, 0, ch->ref);
+    if (r == -EALREADY) { /* a failed join's link, its answer still on the way */
+        engine__room_unsubscribe(c, ch->room);
+        r = engine__room_join(c, ch->room, meta, false, 0, 0, ch->ref);
+    }
     free(meta);
-    if (r == -EMLINK) {
-        reply_chan(c, ch, false, "this connection is in max-rooms-per-connection topics");
+    if (r < 0) {
+        reply_chan(c, ch, false,
+                   r == -EMLINK ? "this connection is in max-rooms-per-connection topics"
+                                : "this connection is in that room already");
         return false;
     }
     ch->member = r == 0;
@@ -357,6 +363,7 @@ static void chan_start(struct client *c, struct chan *ch)
             chan_remove(pc_of(c), ch);
         return;
     }
+    engine__room_unsubscribe(c, ch->room); /* a failed join's link, if any */
     engine__room_stream(c, ch->room, NULL);
 }
 
@@ -540,10 +547,12 @@ static void track(struct client *c, const struct phx_msg *m, struct chan *ch, co
         memcpy(ch->push_ref, m->ref, sizeof(ch->push_ref));
         ch->has_push_ref = m->has_ref;
         engine__room_unsubscribe(c, ch->room);
-        if (member_join(c, ch))
+        if (member_join(c, ch)) {
             ch->state = CH_TRACKING; /* the reply goes with the new state */
-        else
-            chan_remove(pc_of(c), ch);
+        } else {                     /* refused (and replied): subscribed again, as before */
+            engine__room_stream(c, ch->room, NULL);
+            ch->state = CH_RESYNC;
+        }
         return;
     }
     memcpy(prev, ch->phx_ref, sizeof(prev));
