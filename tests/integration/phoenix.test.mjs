@@ -355,6 +355,22 @@ describe('native and Phoenix clients in one room', () => {
     await p.close();
     await nat.close();
   });
+
+  test('a Supabase broadcast reaches a native subscriber as its broadcast event', async () => {
+    const room = `room:${uniq('castx')}`;
+    const nat = await Client.open(srv, { user: 'nora' });
+    nat.send({ type: 'join', room, ref: 'j2' });
+    await nat.next((m) => m.type === 'room_joined' && m.ref === 'j2');
+    const s = rt(srv, { user: 'sue', topic: room });
+    await s.subscribed;
+    assert.equal(await s.channel.send({ type: 'broadcast', event: 'cursor', payload: { x: 7 } }), 'ok');
+    const b = await nat.next((m) => m.type === 'broadcast' && m.room === room);
+    assert.equal(b.event, 'cursor');
+    assert.deepEqual(b.data, { x: 7 });
+    assert.equal(b.user, 'sue');
+    await s.close();
+    await nat.close();
+  });
 });
 
 describe('auth = jwt', () => {

@@ -3,7 +3,8 @@
  * phoenix.c - the Phoenix protocol's sockets (phoenix.h): the WebSocket
  * application at /socket/websocket and /realtime/v1/websocket, the
  * channels of a socket, the events that become engine operations, the
- * per-socket delivery of room frames, and the registration.
+ * per-socket delivery of room frames, and the registration; Supabase's
+ * own events are phoenix_supabase.c's.
  *
  * Per socket the adapter keeps a struct pclient in c->x->adata: the
  * serializer, a bearer token waiting for the open, the channels (topic,
@@ -42,59 +43,15 @@
 #include "httpd.h"
 #include "json.h"
 #include "loop.h"
-#include "phoenix_bin.h"
 #include "phoenix_encode.h"
+#include "phoenix_internal.h"
 #include "phoenix_msg.h"
 #include "room.h"
 #include "session.h"
-#include "utf8.h"
 #include "ws.h"
 
-#define CHANNELS_MAX  64    /* topics one socket may hold (and max-rooms-per-connection) */
-#define PUSH_RATE     20    /* broadcasts and tracks per second per socket */
-#define CAST_BYTES    32768 /* a broadcast's payload */
-#define META_BYTES    1024  /* a tracked meta: the room core's metadata limit */
-#define TOKEN_MAX     8192  /* a bearer token from the subprotocol */
-#define BEARER_PREFIX "base64url.bearer.phx."
-
-enum chan_state {
-    CH_WAIT,     /* for the session: nothing sent yet */
-    CH_JOINING,  /* the join's state comes: reply to the join */
-    CH_TRACKING, /* a track's join: reply to the track push */
-    CH_RESYNC,   /* a new subscription's state comes: no reply */
-    CH_JOINED,
-};
-
-struct chan {
-    char topic[PHX_TOPIC_MAX + 1];
-    char room[ROOM_ID_MAX + 1];
-    char join_ref[PHX_REF_MAX + 1];
-    char push_ref[PHX_REF_MAX + 1]; /* the push the coming answer replies to */
-    bool has_join_ref, has_push_ref;
-    char ref[16]; /* the channel in the engine's refs: "c<serial>" */
-    char phx_ref[48];
-    enum chan_state state;
-    bool supabase; /* a "realtime:" topic: join subscribes, track joins */
-    bool member;   /* joined (or joining) the room as a member */
-    bool self;     /* Supabase broadcast.self: the sender gets its own */
-    char *meta;    /* the meta object joined or tracked, compact (cJSON_free) */
-    unsigned version;
-};
-
-struct pclient {
-    struct client *c;
-    struct wheel_timer beat; /* keeps the session alive while the socket is open */
-    enum phx_vsn vsn;
-    char *token; /* a subprotocol bearer token until the open (free) */
-    struct chan *ch;
-    unsigned nch, cap;
-    uint32_t serial;
-    double tokens;     /* the push bucket */
-    uint64_t refilled; /* loop ms */
-};
-
 static unsigned proto_v2, proto_v1;
-static uint32_t boot; /* in phx_refs and socket tags: differs per start and node */
+uint32_t phx__boot; /* in phx_refs and socket tags: differs per start and node */
 static struct wsconn_opts ws_opts;
 static const char *const subprotocols[] = {"phoenix", NULL};
 static const struct route no_routes[1];
@@ -102,7 +59,7 @@ struct route_list phoenix_routes = {no_routes, 0};
 
 /* ---- per-socket state ---- */
 
-static struct pclient *pc_of(struct client *c)
+struct pclient *phx__pc(struct client *c)
 {
     return c->x->adata;
 }
@@ -126,7 +83,7 @@ void phoenix__release(struct client *c)
     c->x->adata = NULL;
 }
 
-static struct chan *chan_by_topic(struct pclient *pc, const char *topic)
+struct chan *phx__chan_by_topic(struct pclient *pc, const char *topic)
 {
     for (unsigned i = 0; i < pc->nch; i++)
         if (strcmp(pc->ch[i].topic, topic) == 0)
@@ -150,7 +107,7 @@ static struct chan *chan_by_ref(struct pclient *pc, const char *ref)
     return NULL;
 }
 
-static void chan_remove(struct pclient *pc, struct chan *ch)
+void phx__chan_remove(struct pclient *pc, struct chan *ch)
 {
     chan_free(ch);
     *ch = pc->ch[--pc->nch];
@@ -188,9 +145,9 @@ static void on_beat(struct wheel_timer *t, uint64_t now)
 }
 
 /* A token bucket of PUSH_RATE per second for broadcasts and tracks. */
-static bool take_push(struct client *c)
+bool phx__take_push(struct client *c)
 {
-    struct pclient *pc = pc_of(c);
+    struct pclient *pc = phx__pc(c);
     uint64_t now = loop_now(c->e->w->loop);
 
     pc->tokens += (double)(now - pc->refilled) * PUSH_RATE / 1000.0;
@@ -215,12 +172,12 @@ static void reply_raw(struct client *c, const char *join_ref, const char *ref, c
 {
     struct buf b = {0};
 
-    phx_encode_reply(&b, pc_of(c)->vsn, join_ref, ref, topic, ok, response->data, response->len);
+    phx_encode_reply(&b, phx__pc(c)->vsn, join_ref, ref, topic, ok, response->data, response->len);
     send_buf(c, &b);
 }
 
 /* ok {} or error {"reason": why} to the decoded push m. */
-static void reply(struct client *c, const struct phx_msg *m, bool ok, const char *why)
+void phx__reply(struct client *c, const struct phx_msg *m, bool ok, const char *why)
 {
     struct buf r = {0};
 
@@ -237,7 +194,7 @@ static void reply(struct client *c, const struct phx_msg *m, bool ok, const char
 }
 
 /* The same for the push a channel answers (its join or a track). */
-static void reply_chan(struct client *c, struct chan *ch, bool ok, const char *why)
+void phx__reply_chan(struct client *c, struct chan *ch, bool ok, const char *why)
 {
     struct buf r = {0};
 
@@ -257,7 +214,7 @@ static void send_close(struct client *c, const struct chan *ch)
 {
     struct buf b = {0};
 
-    phx_encode_close(&b, pc_of(c)->vsn, ch->has_join_ref ? ch->join_ref : NULL, ch->topic);
+    phx_encode_close(&b, phx__pc(c)->vsn, ch->has_join_ref ? ch->join_ref : NULL, ch->topic);
     send_buf(c, &b);
 }
 
@@ -265,15 +222,15 @@ static void send_close(struct client *c, const struct chan *ch)
 
 /* A fresh phx_ref for ch: "<boot>.<connection>.<n>", unique per node,
  * start, connection and change. */
-static void new_phx_ref(struct client *c, struct chan *ch)
+void phx__new_phx_ref(struct client *c, struct chan *ch)
 {
-    snprintf(ch->phx_ref, sizeof(ch->phx_ref), "%08" PRIx32 ".%" PRIx64 ".%x", boot,
+    snprintf(ch->phx_ref, sizeof(ch->phx_ref), "%08" PRIx32 ".%" PRIx64 ".%x", phx__boot,
              client_conn_id(c), ++ch->version);
 }
 
 /* The member metadata of c's connection in ch: {"~metas":{"<sid>":meta}},
  * meta being ch's meta object with its phx_ref (and prev, when given). */
-static char *member_meta(struct client *c, const struct chan *ch, const char *prev)
+char *phx__member_meta(struct client *c, const struct chan *ch, const char *prev)
 {
     struct buf b = {0};
     const char *m = ch->meta ? ch->meta : "{}";
@@ -299,43 +256,17 @@ static char *member_meta(struct client *c, const struct chan *ch, const char *pr
     return out;
 }
 
-/* The merge patch that turns ch's meta old into its meta now (members of
- * old that are not in now become null), with the new phx_ref and prev. */
-static char *update_patch(struct client *c, const struct chan *ch, const char *old,
-                          const char *prev)
-{
-    char *full = member_meta(c, ch, prev), *out;
-    cJSON *p = cJSON_Parse(full), *o = cJSON_Parse(old), *item, *mine;
-
-    free(full);
-    if (!p || !o)
-        abort(); /* our own JSON: only OOM fails */
-    mine = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(p, ROOM_SESSION_VALUES), client_sid(c));
-    cJSON_ArrayForEach(item, o)
-    {
-        if (!cJSON_GetObjectItemCaseSensitive(mine, item->string))
-            cJSON_AddItemToObject(mine, item->string, cJSON_CreateNull());
-    }
-    out = cJSON_PrintUnformatted(p);
-    cJSON_Delete(p);
-    cJSON_Delete(o);
-    if (!out)
-        abort();
-    return out;
-}
-
 /* ---- joining ---- */
 
 /* Joins ch's room as a member; false (ch's error replied) when the engine
  * refuses at once. */
-static bool member_join(struct client *c, struct chan *ch)
+bool phx__member_join(struct client *c, struct chan *ch)
 {
     char *meta;
     int r;
 
-    new_phx_ref(c, ch);
-    meta = member_meta(c, ch, NULL);
+    phx__new_phx_ref(c, ch);
+    meta = phx__member_meta(c, ch, NULL);
     r = engine__room_join(c, ch->room, meta, false, 0, 0, ch->ref);
     if (r == -EALREADY) { /* a failed join's link, its answer still on the way */
         engine__room_unsubscribe(c, ch->room);
@@ -343,9 +274,9 @@ static bool member_join(struct client *c, struct chan *ch)
     }
     free(meta);
     if (r < 0) {
-        reply_chan(c, ch, false,
-                   r == -EMLINK ? "this connection is in max-rooms-per-connection topics"
-                                : "this connection is in that room already");
+        phx__reply_chan(c, ch, false,
+                        r == -EMLINK ? "this connection is in max-rooms-per-connection topics"
+                                     : "this connection is in that room already");
         return false;
     }
     ch->member = r == 0;
@@ -359,8 +290,8 @@ static void chan_start(struct client *c, struct chan *ch)
 
     ch->state = CH_JOINING;
     if (member) {
-        if (!member_join(c, ch))
-            chan_remove(pc_of(c), ch);
+        if (!phx__member_join(c, ch))
+            phx__chan_remove(phx__pc(c), ch);
         return;
     }
     engine__room_unsubscribe(c, ch->room); /* a failed join's link, if any */
@@ -369,7 +300,7 @@ static void chan_start(struct client *c, struct chan *ch)
 
 void phoenix__on_started(struct client *c)
 {
-    struct pclient *pc = pc_of(c);
+    struct pclient *pc = phx__pc(c);
 
     loop_timer_start(c->e->w->loop, &pc->beat, beat_ms(c));
     for (unsigned i = 0; i < pc->nch; i++)
@@ -380,7 +311,7 @@ void phoenix__on_started(struct client *c)
 /* Under auth = jwt, a token from a join or an access_token event: takes
  * it (a first one starts the session; a later one must name the same
  * user). NULL when fine, else the reason to reply. */
-static const char *take_token(struct client *c, const char *tok)
+const char *phx__take_token(struct client *c, const char *tok)
 {
     struct jwt_claims cl;
 
@@ -428,7 +359,7 @@ static const char *join_refusal(struct client *c, const struct join_cfg *j)
 
     if (j->postgres)
         return "postgres_changes not supported: presenced serves presence and broadcast only";
-    if (j->token && (why = take_token(c, j->token)) != NULL)
+    if (j->token && (why = phx__take_token(c, j->token)) != NULL)
         return why;
     if (client__auth_jwt(c->e) && !c->authed)
         return "unauthorized: connect with a token (params.token, authToken or access_token)";
@@ -453,12 +384,12 @@ static void chan_end(struct client *c, struct chan *ch)
             engine__room_unsubscribe(c, ch->room);
     }
     send_close(c, ch);
-    chan_remove(pc_of(c), ch);
+    phx__chan_remove(phx__pc(c), ch);
 }
 
 static void ev_join(struct client *c, const struct phx_msg *m, const cJSON *p)
 {
-    struct pclient *pc = pc_of(c);
+    struct pclient *pc = phx__pc(c);
     const char *name = phx_topic_realtime_name(m->topic), *why;
     struct join_cfg j;
     struct chan *ch;
@@ -466,22 +397,22 @@ static void ev_join(struct client *c, const struct phx_msg *m, const cJSON *p)
     if (!name)
         name = m->topic;
     if (!room_id_valid(name)) {
-        reply(c, m, false, "the topic must be a room id: 1-128 of A-Z a-z 0-9 - _ . ~ : @");
+        phx__reply(c, m, false, "the topic must be a room id: 1-128 of A-Z a-z 0-9 - _ . ~ : @");
         return;
     }
-    if ((ch = chan_by_topic(pc, m->topic)) != NULL)
+    if ((ch = phx__chan_by_topic(pc, m->topic)) != NULL)
         chan_end(c, ch); /* a duplicate join replaces the channel, as Phoenix's does */
     if ((ch = chan_by_room(pc, name, strlen(name))) != NULL) {
-        reply(c, m, false, "this connection has joined that room under another topic");
+        phx__reply(c, m, false, "this connection has joined that room under another topic");
         return;
     }
     if (pc->nch >= CHANNELS_MAX) {
-        reply(c, m, false, "too many topics on this connection");
+        phx__reply(c, m, false, "too many topics on this connection");
         return;
     }
     read_join(p, name != m->topic, &j);
     if ((why = join_refusal(c, &j)) != NULL) {
-        reply(c, m, false, why);
+        phx__reply(c, m, false, why);
         cJSON_free(j.meta);
         return;
     }
@@ -503,185 +434,32 @@ static void ev_join(struct client *c, const struct phx_msg *m, const cJSON *p)
 
 static void ev_leave(struct client *c, const struct phx_msg *m, struct chan *ch)
 {
-    reply(c, m, true, NULL);
+    phx__reply(c, m, true, NULL);
     chan_end(c, ch);
-}
-
-/* ---- Supabase: track, untrack, broadcast ---- */
-
-static void track(struct client *c, const struct phx_msg *m, struct chan *ch, const cJSON *payload)
-{
-    char *text, *old, *patch, prev[sizeof(ch->phx_ref)];
-
-    if (!cJSON_IsObject(payload)) {
-        reply(c, m, false, "Presence track payload must be a map");
-        return;
-    }
-    if (!client_uid(c)[0] || !c->started) {
-        reply(c, m, false, "this connection has no user: connect with params.user or a token");
-        return;
-    }
-    if (ch->state != CH_JOINED) {
-        reply(c, m, false, "the channel is not joined yet");
-        return;
-    }
-    if (!take_push(c)) {
-        reply(c, m, false, "Too many presence messages per second");
-        return;
-    }
-    text = cJSON_PrintUnformatted(payload);
-    if (!text || strlen(text) > META_BYTES) {
-        cJSON_free(text);
-        reply(c, m, false, "the tracked payload is over 1024 bytes");
-        return;
-    }
-    if (ch->member && ch->meta && strcmp(ch->meta, text) == 0) {
-        cJSON_free(text); /* unchanged: ok, and nothing to tell */
-        reply(c, m, true, NULL);
-        return;
-    }
-    old = ch->meta;
-    ch->meta = text;
-    if (!ch->member) {
-        cJSON_free(old);
-        memcpy(ch->push_ref, m->ref, sizeof(ch->push_ref));
-        ch->has_push_ref = m->has_ref;
-        engine__room_unsubscribe(c, ch->room);
-        if (member_join(c, ch)) {
-            ch->state = CH_TRACKING; /* the reply goes with the new state */
-        } else {                     /* refused (and replied): subscribed again, as before */
-            engine__room_stream(c, ch->room, NULL);
-            ch->state = CH_RESYNC;
-        }
-        return;
-    }
-    memcpy(prev, ch->phx_ref, sizeof(prev));
-    new_phx_ref(c, ch);
-    patch = update_patch(c, ch, old ? old : "{}", prev);
-    engine__room_patch(c, ch->room, patch, ch->ref);
-    cJSON_free(patch);
-    cJSON_free(old);
-    reply(c, m, true, NULL);
-}
-
-static void untrack(struct client *c, const struct phx_msg *m, struct chan *ch)
-{
-    if (ch->member && ch->state == CH_JOINED) {
-        engine__room_leave(c, ch->room, "");
-        ch->member = false;
-        engine__room_stream(c, ch->room, NULL); /* still subscribed */
-        ch->state = CH_RESYNC;
-    }
-    reply(c, m, true, NULL);
-}
-
-static void ev_presence(struct client *c, const struct phx_msg *m, struct chan *ch, const cJSON *p)
-{
-    const char *what = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "event"));
-
-    if (what && strcmp(what, "track") == 0)
-        track(c, m, ch, cJSON_GetObjectItemCaseSensitive(p, "payload"));
-    else if (what && strcmp(what, "untrack") == 0)
-        untrack(c, m, ch);
-    else
-        reply(c, m, false, "presence events are track and untrack");
-}
-
-/* A socket's name in broadcasts' exclude: "phx.<boot>.<connection>". */
-static void socket_tag(uint64_t conn_id, char out[48])
-{
-    snprintf(out, 48, "phx.%" PRIu32 ".%" PRIu64, boot, conn_id);
-}
-
-uint64_t phoenix__conn_of(const char *tag)
-{
-    unsigned long long b, conn;
-    int used = 0;
-
-    if (strncmp(tag, "phx.", 4) != 0 || sscanf(tag + 4, "%llu.%llu%n", &b, &conn, &used) != 2 ||
-        tag[4 + used] != '\0' || b != boot)
-        return 0;
-    return conn;
-}
-
-/* Relays event with data (JSON text) to the room's other sockets, of
- * every protocol, and the sender's own when ch->self. */
-static void cast(struct client *c, const struct phx_msg *m, struct chan *ch, const char *event,
-                 const char *data, size_t n)
-{
-    char tag[48], *copy;
-    struct room_broadcast_event ev;
-
-    if (ch->state == CH_WAIT) {
-        reply(c, m, false, "the channel is not joined yet");
-        return;
-    }
-    if (!event || !event[0] || strlen(event) > PHX_EVENT_MAX) {
-        reply(c, m, false, "a broadcast needs an event name of 1-64 bytes");
-        return;
-    }
-    if (n > CAST_BYTES || json_check(data, n) != 0) {
-        reply(c, m, false, "a broadcast payload is one JSON value of at most 32 KiB");
-        return;
-    }
-    if (!take_push(c)) {
-        reply(c, m, false, "Too many messages per second");
-        return;
-    }
-    socket_tag(client_conn_id(c), tag);
-    copy = xstrndup(data, n);
-    ev = (struct room_broadcast_event){.room = ch->room,
-                                       .event = event,
-                                       .data = copy,
-                                       .user = client_uid(c),
-                                       .exclude = ch->self ? "" : tag};
-    engine__room_broadcast(c->e, &ev, ch->self ? 0 : client_conn_id(c));
-    free(copy);
-    if (m->has_ref)
-        reply(c, m, true, NULL);
-}
-
-static void ev_broadcast(struct client *c, const struct phx_msg *m, struct chan *ch, const cJSON *p)
-{
-    const cJSON *data = cJSON_GetObjectItemCaseSensitive(p, "payload");
-    char *text = data ? cJSON_PrintUnformatted(data) : NULL;
-
-    cast(c, m, ch, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "event")),
-         text ? text : "null", text ? strlen(text) : 4);
-    cJSON_free(text);
-}
-
-static void ev_access_token(struct client *c, const struct phx_msg *m, const cJSON *p)
-{
-    const char *tok = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "access_token"));
-    const char *why = tok ? take_token(c, tok) : "access_token must be a string";
-
-    if (why)
-        reply(c, m, false, why);
 }
 
 /* ---- the event table ---- */
 
 static void on_channel_event(struct client *c, const struct phx_msg *m, const cJSON *p)
 {
-    struct chan *ch = chan_by_topic(pc_of(c), m->topic);
+    struct chan *ch = phx__chan_by_topic(phx__pc(c), m->topic);
 
     if (!ch || (m->has_join_ref && strcmp(m->join_ref, ch->join_ref) != 0)) {
-        reply(c, m, false, "unmatched topic");
+        phx__reply(c, m, false, "unmatched topic");
         return;
     }
     if (strcmp(m->event, PHX_EV_LEAVE) == 0)
         ev_leave(c, m, ch);
     else if (strcmp(m->event, "access_token") == 0)
-        ev_access_token(c, m, p);
+        phx__ev_access_token(c, m, p);
     else if (strcmp(m->event, "presence") == 0 && ch->supabase)
-        ev_presence(c, m, ch, p);
+        phx__ev_presence(c, m, ch, p);
     else if (strcmp(m->event, "broadcast") == 0)
-        ev_broadcast(c, m, ch, p);
+        phx__ev_broadcast(c, m, ch, p);
     else
-        reply(c, m, false,
-              "unknown event: presenced handles phx_leave, presence (track, "
-              "untrack), broadcast and access_token");
+        phx__reply(c, m, false,
+                   "unknown event: presenced handles phx_leave, presence (track, "
+                   "untrack), broadcast and access_token");
 }
 
 static void dispatch(struct client *c, const struct phx_msg *m)
@@ -689,48 +467,14 @@ static void dispatch(struct client *c, const struct phx_msg *m)
     cJSON *p = cJSON_ParseWithLength(m->payload, m->payload_len);
 
     if (phx_is_heartbeat(m))
-        reply(c, m, true, NULL);
+        phx__reply(c, m, true, NULL);
     else if (phx_topic_is_phoenix(m->topic))
-        reply(c, m, false, "unknown event on topic phoenix");
+        phx__reply(c, m, false, "unknown event on topic phoenix");
     else if (strcmp(m->event, PHX_EV_JOIN) == 0)
         ev_join(c, m, p);
     else
         on_channel_event(c, m, p);
     cJSON_Delete(p);
-}
-
-/* realtime-js's binary broadcast (vsn 2.0.0): the same as a JSON one. */
-static void on_binary(struct client *c, const char *p, size_t n)
-{
-    struct phx_bin_push b;
-    struct phx_msg m = {0};
-    struct chan *ch;
-    char event[PHX_EVENT_MAX + 1];
-
-    if (phx_bin_decode_push(p, n, &b) < 0 || b.topic.n > PHX_TOPIC_MAX || b.ref.n > PHX_REF_MAX ||
-        b.join_ref.n > PHX_REF_MAX || b.event.n > PHX_EVENT_MAX ||
-        !utf8_valid(b.topic.p, b.topic.n) || !utf8_valid(b.event.p, b.event.n) ||
-        memchr(b.topic.p, 0, b.topic.n) || memchr(b.event.p, 0, b.event.n)) {
-        client__ws_close(c, 1003, "unsupported binary frame");
-        return;
-    }
-    memcpy(m.topic, b.topic.p, b.topic.n);
-    memcpy(m.ref, b.ref.p, b.ref.n);
-    memcpy(m.join_ref, b.join_ref.p, b.join_ref.n);
-    m.has_ref = b.ref.n > 0;
-    m.has_join_ref = b.join_ref.n > 0;
-    snprintf(m.event, sizeof(m.event), "broadcast");
-    memcpy(event, b.event.p, b.event.n);
-    event[b.event.n] = '\0';
-    if (!(ch = chan_by_topic(pc_of(c), m.topic))) {
-        reply(c, &m, false, "unmatched topic");
-        return;
-    }
-    if (!b.json) {
-        reply(c, &m, false, "binary broadcast payloads are not supported: send JSON");
-        return;
-    }
-    cast(c, &m, ch, event, b.payload.p, b.payload.n);
 }
 
 /* ---- what the engine sends ---- */
@@ -744,13 +488,13 @@ void phoenix__send(struct client *c, struct payload *f)
         client__ws_send(c, f);
         return;
     }
-    if (r.kind != 'E' || !c->x || !c->x->adata || !(ch = chan_by_ref(pc_of(c), r.ref)))
+    if (r.kind != 'E' || !c->x || !c->x->adata || !(ch = chan_by_ref(phx__pc(c), r.ref)))
         return; /* an ack, or an answer for a channel that went */
     if (ch->state == CH_JOINING) {
-        reply_chan(c, ch, false, r.message);
-        chan_remove(pc_of(c), ch);
+        phx__reply_chan(c, ch, false, r.message);
+        phx__chan_remove(phx__pc(c), ch);
     } else if (ch->state == CH_TRACKING) {
-        reply_chan(c, ch, false, r.message);
+        phx__reply_chan(c, ch, false, r.message);
         ch->member = false;
         engine__room_unsubscribe(c, ch->room); /* the failed join's link */
         engine__room_stream(c, ch->room, NULL);
@@ -821,7 +565,7 @@ static struct payload *for_channel(enum phx_vsn vsn, const struct chan *ch,
 
 void phoenix__send_room(struct client *c, struct payload *f, bool bulk)
 {
-    struct pclient *pc = pc_of(c);
+    struct pclient *pc = phx__pc(c);
     struct room_frame rf;
     struct payload *own;
     struct chan *ch;
@@ -834,7 +578,7 @@ void phoenix__send_room(struct client *c, struct payload *f, bool bulk)
         return; /* not a room this socket holds any more */
     state = is_event(&rf, "presence_state");
     if (state && (ch->state == CH_JOINING || ch->state == CH_TRACKING))
-        reply_chan(c, ch, true, NULL); /* the reply before the state */
+        phx__reply_chan(c, ch, true, NULL); /* the reply before the state */
     if (state && ch->state != CH_WAIT)
         ch->state = CH_JOINED;
     if (strlen(ch->topic) == rf.room_len && (!state || pc->vsn == PHX_VSN_1)) {
@@ -854,7 +598,7 @@ void phoenix__send_room(struct client *c, struct payload *f, bool bulk)
 static void on_open(struct wsconn *ws)
 {
     struct client *c = wsconn_app_data(ws);
-    struct pclient *pc = pc_of(c);
+    struct pclient *pc = phx__pc(c);
     struct jwt_claims cl;
 
     wsconn_set_user_data(ws, c);
@@ -869,7 +613,7 @@ static void on_open(struct wsconn *ws)
 static void on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
 {
     struct client *c = wsconn_user_data(ws);
-    struct pclient *pc = pc_of(c);
+    struct pclient *pc = phx__pc(c);
     struct phx_msg m;
     int rc;
 
@@ -877,7 +621,7 @@ static void on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
         session__heartbeat(c, ""); /* throttled there */
     if (binary) {
         if (pc->vsn == PHX_VSN_2)
-            on_binary(c, p, n);
+            phx__on_binary(c, p, n);
         else
             client__ws_close(c, 1003, "binary frames need vsn 2.0.0");
         return;
@@ -1056,8 +800,8 @@ int phoenix_register(const struct config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "phoenix: no room for two more protocol adapters");
         return -1;
     }
-    if (getrandom(&boot, sizeof(boot), 0) != (ssize_t)sizeof(boot))
-        boot = 1;
+    if (getrandom(&phx__boot, sizeof(phx__boot), 0) != (ssize_t)sizeof(phx__boot))
+        phx__boot = 1;
     ws_opts = (struct wsconn_opts){
         .max_message = (size_t)cfg->ws_max_message_bytes,
         .ping_interval_ms = (uint64_t)cfg->ws_ping_interval_ms,
