@@ -82,7 +82,9 @@ function rt(srv, { user, topic, key, vsn = '2.0.0', token, config = {} } = {}) {
   });
   const channel = client.channel(topic, { config: { presence: { key: key ?? user ?? '' }, ...config } });
   const casts = [];
+  const leaves = [];
   channel.on('presence', { event: 'sync' }, () => {});
+  channel.on('presence', { event: 'leave' }, ({ key }) => leaves.push(key));
   channel.on('broadcast', { event: 'cursor' }, (m) => casts.push(m));
   // supabase.realtime.setAuth(token): the joins carry it as access_token.
   const subscribed = (token ? client.setAuth(token) : Promise.resolve()).then(() => new Promise((resolve, reject) => {
@@ -93,7 +95,7 @@ function rt(srv, { user, topic, key, vsn = '2.0.0', token, config = {} } = {}) {
   }));
   const state = () => Object.fromEntries(Object.entries(channel.presenceState())
     .map(([k, v]) => [k, v.map(({ presence_ref, ...m }) => m)]));
-  return { client, channel, subscribed, state, casts, close: () => client.disconnect() };
+  return { client, channel, subscribed, state, casts, leaves, close: () => client.disconnect() };
 }
 
 describe('phoenix.js over WebSocket', () => {
@@ -426,6 +428,27 @@ describe('auth = jwt', () => {
     assert.equal(await ok.channel.track({ here: true }), 'ok');
     await waitUntil(() => Object.keys(ok.state()).includes('honest'), 'tracked under the token\'s sub');
     await ok.close();
+  });
+
+  test('realtime-js: setAuth sends access_token, which refreshes an expiring token; an unrefreshed one ends its presence', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const name = `room:${uniq('refresh')}`;
+    const kept = rt(srv, { topic: name, key: 'fresh', token: token({ sub: 'fresh', exp: now + 2 }) });
+    const lapsed = rt(srv, { topic: name, key: 'stale', token: token({ sub: 'stale', exp: now + 2 }) });
+    await Promise.all([kept.subscribed, lapsed.subscribed]);
+    assert.equal(await kept.channel.track({ k: 1 }), 'ok');
+    assert.equal(await lapsed.channel.track({ k: 2 }), 'ok');
+    await waitUntil(() => Object.keys(kept.state()).length === 2, 'both tracked');
+    await kept.client.setAuth(token({ sub: 'fresh', exp: now + 600 }));
+    // The unrefreshed socket is closed (4403) once its token expires; its
+    // rejoins carry the expired token and are refused, so its key goes.
+    await waitUntil(() => !kept.state().stale, 'the lapsed key leaves', 8000);
+    await sleep(GRACE + 500);
+    assert.deepEqual(Object.keys(kept.state()), ['fresh'], 'the refreshed one stays');
+    assert.ok(!kept.leaves.includes('fresh'), 'and never left');
+    assert.equal(await kept.channel.track({ k: 3 }), 'ok');
+    await kept.close();
+    await lapsed.close();
   });
 
   test('realtime-js: an apikey that is a valid token authenticates the socket (Supabase\'s fallback)', async () => {
