@@ -34,6 +34,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "native.h"
+#include "phoenix.h"
 #include "pusher.h"
 #include "net.h"
 #include "quota.h"
@@ -134,7 +135,7 @@ static struct quota *observer_quota_new(void)
 static void compose_routes(void)
 {
     const struct route_list parts[] = {
-        health_routes,  native_routes, pusher_routes, engine_routes,
+        health_routes,  native_routes, pusher_routes, phoenix_routes, engine_routes,
 #ifdef PRESENCED_TESTING
         testing_routes,
 #endif
@@ -383,7 +384,8 @@ int main(int argc, char **argv)
     }
     native_register(); /* the first adapter: ADAPTER_DEFAULT */
     if (pusher_register(&srv.cfg, err, sizeof(err)) < 0 ||
-        make_hooks(&srv.cfg, err, sizeof(err)) < 0) {
+        make_hooks(&srv.cfg, err, sizeof(err)) < 0 ||
+        phoenix_register(&srv.cfg, err, sizeof(err)) < 0) {
         fprintf(stderr, "presenced: %s\n", err);
         config_release(&srv.cfg);
         return 2;

@@ -270,6 +270,9 @@ const struct config_def config_defs[] = {
                "none; docs/api.md \"Webhooks\")."),
     ROW_STRING("webhook-secret", webhook_secret, "",
                "The Standard Webhooks signing secret: whsec_ and the base64 of 24-64 bytes."),
+    ROW_ENUM("phoenix", phoenix, "on|off", "on",
+             "Phoenix Channels (phoenix.js) at /socket/websocket and Supabase Realtime "
+             "(realtime-js) at /realtime/v1/websocket; off serves neither (docs/phoenix.md)."),
     ROW_STRING("redis", redis, "",
                "Redis for many nodes: redis://HOST:PORT, a comma-separated list of redis:// URLs "
                "(shards), or redis-cluster://HOST:PORT[,HOST:PORT...] (empty: one embedded node; "

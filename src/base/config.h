@@ -106,6 +106,7 @@ struct config {
     char *pusher_webhook_url; /* Pusher apps' webhooks when the app names none; "" = none */
     char *webhook_url;        /* native Standard Webhooks endpoint; "" = none */
     char *webhook_secret;     /* its signing secret, "whsec_" + base64 */
+    char *phoenix;            /* "on" | "off": the Phoenix and Supabase Realtime sockets */
     char *node_id;            /* "" = the host name */
     int64_t redis_timeout_ms; /* a slower command or connect: shard degraded */
     int64_t cluster_lease_ms; /* a lease older than this: node dead */

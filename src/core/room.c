@@ -182,6 +182,79 @@ static cJSON *merge_patch(cJSON *target, const cJSON *patch)
     return target;
 }
 
+/* ---- per-session values (room.h, "Members") ---- */
+
+/* True when the compact JSON (p, n) may hold per-session values: a cheap
+ * test that spares the parse of every other member's metadata. */
+static bool has_session_values(const char *p, size_t n)
+{
+    return n > 0 && p[0] == '{' && memmem(p, n, "\"" ROOM_SESSION_VALUES "\"", 8) != NULL;
+}
+
+/* The per-session values object of v, or NULL. */
+static cJSON *session_values(cJSON *v)
+{
+    cJSON *sv = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, ROOM_SESSION_VALUES) : NULL;
+
+    return cJSON_IsObject(sv) ? sv : NULL;
+}
+
+/* A join's new metadata s (compact, taken over) with the values of the
+ * member's other sessions (old, its current metadata) that s does not
+ * name. Returns the compact result, or NULL with *err = ROOM_E_META_SIZE
+ * when it exceeds max. */
+static char *session_values_merge(const struct payload *old, char *s, size_t max, int *err)
+{
+    cJSON *nv, *ov, *nsv, *osv, *item;
+    char *out;
+
+    if (!has_session_values(s, strlen(s)) || !has_session_values(old->data, old->len))
+        return s;
+    nv = must(cJSON_Parse(s));
+    ov = must(cJSON_ParseWithLength(old->data, old->len));
+    nsv = session_values(nv);
+    osv = session_values(ov);
+    if (!nsv || !osv) {
+        cJSON_Delete(nv);
+        cJSON_Delete(ov);
+        return s;
+    }
+    cJSON_ArrayForEach(item, osv)
+    {
+        if (!cJSON_GetObjectItemCaseSensitive(nsv, item->string))
+            cJSON_AddItemToObject(nsv, item->string, must(cJSON_Duplicate(item, true)));
+    }
+    out = must(cJSON_PrintUnformatted(nv));
+    cJSON_Delete(nv);
+    cJSON_Delete(ov);
+    free(s);
+    if (strlen(out) > max) {
+        free(out);
+        *err = ROOM_E_META_SIZE;
+        return NULL;
+    }
+    return out;
+}
+
+/* The metadata of m without session's value, compact (free() it), or NULL
+ * when it has none to drop. */
+static char *session_value_drop(const struct member *m, const char *session)
+{
+    cJSON *v, *sv;
+    char *out = NULL;
+
+    if (!has_session_values(m->meta->data, m->meta->len))
+        return NULL;
+    v = must(cJSON_ParseWithLength(m->meta->data, m->meta->len));
+    sv = session_values(v);
+    if (sv && cJSON_GetObjectItemCaseSensitive(sv, session)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(sv, session);
+        out = must(cJSON_PrintUnformatted(v));
+    }
+    cJSON_Delete(v);
+    return out;
+}
+
 /* ---- lookups ---- */
 
 struct room *room__find(const struct room_engine *e, const char *id)
@@ -487,6 +560,9 @@ void room_engine_free(struct room_engine *e)
     buf_release(&e->vlog_next);
     free(e->ents[0]);
     free(e->ents[1]);
+    free(e->prev_ents[0]);
+    free(e->prev_ents[1]);
+    free(e->prev_refs);
     free(e->leaves);
     buf_release(&e->leave_ids);
     buf_release(&e->scratch);
@@ -595,6 +671,7 @@ int room_join_for(struct room_engine *e, const char *room, const char *user, con
     struct payload *pm = NULL;
     struct room *r;
     struct member *m;
+    char *s = NULL;
     bool changed;
     int rc;
 
@@ -602,19 +679,23 @@ int room_join_for(struct room_engine *e, const char *room, const char *user, con
     if (rc)
         return rc;
     if (meta) {
-        char *s = room__compact_json(meta, meta_len, e->cfg.max_meta_bytes, ROOM_E_META_SIZE,
-                                     ROOM_E_META_JSON, &rc);
+        s = room__compact_json(meta, meta_len, e->cfg.max_meta_bytes, ROOM_E_META_SIZE,
+                               ROOM_E_META_JSON, &rc);
         if (s == NULL)
             return rc;
-        pm = meta_take(e, s);
     }
     r = room__find(e, room);
     m = r ? member_find(r, user) : NULL;
     rc = join_check(e, r, m, session, unseen, nunseen);
     if (rc) {
-        payload_unref(pm);
+        free(s);
         return rc;
     }
+    if (s && m && m->nsessions > 0 &&
+        !(s = session_values_merge(m->meta, s, e->cfg.max_meta_bytes, &rc)))
+        return rc;
+    if (s)
+        pm = meta_take(e, s);
     if (r == NULL)
         r = room_create(e, room);
     if (m == NULL)
@@ -675,6 +756,11 @@ int room_leave(struct room_engine *e, const char *room, const char *user, const 
     i = session_index(m, session);
     if (i < 0)
         return ROOM_E_NO_SESSION;
+    if (m->nsessions > 1) { /* the member stays: its value for session goes */
+        char *rest = session_value_drop(m, session);
+        if (rest && meta_replace(m, meta_take(e, rest)))
+            touch(r, m, now);
+    }
     session_remove(r, m, (size_t)i, now);
     return 0;
 }

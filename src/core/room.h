@@ -28,6 +28,15 @@
  *     wall_offset_ms, see room_config). A member whose leave had not been
  *     published yet when it rejoined keeps its original joinedAt.
  *   - its session ids, and a visible flag (below).
+ *   - per-session values: metadata that is an object with the reserved
+ *     member "~metas" (ROOM_SESSION_VALUES), itself an object keyed by
+ *     session id, holds one value per session (a protocol that shows one
+ *     entry per connection, Phoenix, keeps each connection's meta there).
+ *     A join whose metadata has "~metas" keeps the values of the member's
+ *     other sessions that its own "~metas" does not name (the rest of the
+ *     object is the newest join's, as above), and a session's leave drops
+ *     the value under its id (a patch, if the member stays). Beyond that
+ *     they are ordinary metadata, within the same max_meta_bytes.
  * Updates are in place: room_patch() applies an RFC 7386 JSON merge patch
  * (objects merge recursively, a null member deletes that key, any other
  * value replaces), room_set_meta() replaces the whole value. Neither ever
@@ -181,6 +190,8 @@
 #define ROOM_ID_MAX   128u /* bytes in a room, user or session id */
 #define ROOM_KIND_MAX 32u  /* bytes in an ephemeral kind */
 
+#define ROOM_SESSION_VALUES "~metas" /* metadata's per-session values (see Members) */
+
 /* Errors: negative, distinct, with room_strerror(). */
 enum {
     ROOM_E_ROOM_ID = -(PS_EBASE + 300),    /* room id empty, > 128 bytes or bad character */
@@ -244,6 +255,14 @@ struct room_delta_view {
     const struct room_entry *patches; /* the members' new state */
     size_t npatches;
     size_t join_total, leave_total, patch_total;
+    /* The entries as subscribers saw them before this delta, for the
+     * protocols that show a change as "the old one out, the new one in"
+     * (Phoenix's presence_diff): leaves_prev[i] is leaves[i]'s last
+     * published entry, patches_prev[i] patches[i]'s. NULL in a delta that
+     * the resume ring has encoded again (it keeps the new state only), so
+     * such a protocol must not resume. */
+    const struct room_entry *leaves_prev;
+    const struct room_entry *patches_prev;
 };
 
 /* A snapshot: the published state at head.seq, members in join order (in

@@ -181,6 +181,13 @@ struct room_engine {
     const char **leaves; /* a delta's leave ids, pointing into leave_ids or a ring record */
     size_t cap_leaves;
     struct buf leave_ids; /* copies of the ids that leave in a flush, NUL-terminated */
+    /* A flush's entries as published before it: leaves' [0] and patches'
+     * [1] (room_delta_view.leaves_prev), their metadata kept alive by
+     * prev_refs until the delta has gone out. */
+    struct room_entry *prev_ents[2];
+    size_t cap_prev_ents[2];
+    struct payload **prev_refs;
+    size_t nprev_refs, cap_prev_refs;
     struct buf scratch;   /* the codec's (struct room_codec) */
     struct hmap hiders;   /* struct hider: users that block some reader */
     struct buf vlog_ids;  /* a flush's changed hiders, then a view-log record's ids */

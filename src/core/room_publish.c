@@ -152,21 +152,57 @@ struct delta_lists {
     size_t limit; /* entries listed per list */
 };
 
+/* Keeps prev (a reference, taken over) until the delta has gone out. */
+static void prev_keep(struct room_engine *e, struct payload *prev)
+{
+    if (e->nprev_refs == e->cap_prev_refs) {
+        e->cap_prev_refs = MAX((size_t)8, e->cap_prev_refs * 2);
+        e->prev_refs = xrealloc(e->prev_refs, e->cap_prev_refs * sizeof(*e->prev_refs));
+    }
+    e->prev_refs[e->nprev_refs++] = prev;
+}
+
+/* Drops the flush's references to previously published metadata. */
+static void prev_release(struct room_engine *e)
+{
+    for (size_t i = 0; i < e->nprev_refs; i++)
+        payload_unref(e->prev_refs[i]);
+    e->nprev_refs = 0;
+}
+
 /* Lists m in d (joins and patches in scratch lists 0 and 1, leaves as
- * copies in leave_ids: the member is freed before the message goes). */
+ * copies in leave_ids: the member is freed before the message goes);
+ * prev is m's metadata as published before this flush (a reference,
+ * taken over; NULL for a join), listed beside a leave or a patch. */
 static void delta_add(struct room_engine *e, struct delta_lists *d, int which,
-                      const struct member *m)
+                      const struct member *m, struct payload *prev)
 {
     size_t k = d->listed[which];
+    struct room_entry *x;
 
     d->total[which]++;
-    if (k >= d->limit)
+    if (k >= d->limit) {
+        payload_unref(prev);
         return;
+    }
     d->listed[which]++;
     if (which == DELTA_LEAVES)
         buf_append(&e->leave_ids, m->user, strlen(m->user) + 1);
     else
         room__ents_reserve(e, which == DELTA_JOINS ? 0 : 1, k + 1)[k] = entry_of(m);
+    if (which == DELTA_JOINS)
+        return;
+    /* A leave's or patch's entry as it was (the user id is set in
+     * delta_view(): a leaving member's copy is in leave_ids). */
+    if (k + 1 > e->cap_prev_ents[which - 1]) {
+        size_t cap = MAX(k + 1, e->cap_prev_ents[which - 1] * 2);
+        e->prev_ents[which - 1] = xrealloc(e->prev_ents[which - 1], cap * sizeof(*x));
+        e->cap_prev_ents[which - 1] = cap;
+    }
+    x = &e->prev_ents[which - 1][k];
+    *x = (struct room_entry){
+        .user = m->user, .joined_at = m->joined_at, .meta = prev->data, .meta_len = prev->len};
+    prev_keep(e, prev);
 }
 
 /* The value of r's delta from d and the scratch lists. */
@@ -176,8 +212,10 @@ static void delta_view(struct room_engine *e, const struct room *r, const struct
     const char **leaves = room__leaves_reserve(e, d->listed[DELTA_LEAVES]);
     const char *p = e->leave_ids.data;
 
-    for (size_t i = 0; i < d->listed[DELTA_LEAVES]; i++, p += strlen(p) + 1)
+    for (size_t i = 0; i < d->listed[DELTA_LEAVES]; i++, p += strlen(p) + 1) {
         leaves[i] = p;
+        e->prev_ents[0][i].user = p;
+    }
     *v = (struct room_delta_view){
         .head = {r->id, r->epoch, r->seq, r->mode, r->published, r->digest},
         .joins = e->ents[0],
@@ -189,6 +227,8 @@ static void delta_view(struct room_engine *e, const struct room *r, const struct
         .join_total = d->total[DELTA_JOINS],
         .leave_total = d->total[DELTA_LEAVES],
         .patch_total = d->total[DELTA_PATCHES],
+        .leaves_prev = d->listed[DELTA_LEAVES] ? e->prev_ents[0] : NULL,
+        .patches_prev = d->listed[DELTA_PATCHES] ? e->prev_ents[1] : NULL,
     };
 }
 
@@ -309,6 +349,8 @@ static size_t apply_dirty(struct room *r, struct delta_lists *d, size_t *nu)
     *nu = e->hiders.count ? 0 : SIZE_MAX;
     for (uint32_t i = 0; i < r->ndirty; i++) {
         struct member *m = r->dirty[i];
+        /* What subscribers saw, for the delta's leaves_prev/patches_prev. */
+        struct payload *prev = m->pub && d ? payload_ref(m->pub_meta) : NULL;
         int which = publish_member(r, m);
 
         m->dirty = false;
@@ -317,7 +359,9 @@ static size_t apply_dirty(struct room *r, struct delta_lists *d, size_t *nu)
         else if (which == DELTA_LEAVES)
             r->published--;
         if (which >= 0 && d)
-            delta_add(e, d, which, m);
+            delta_add(e, d, which, m, prev); /* NULL for a join: not published before */
+        else
+            payload_unref(prev);
         if (which >= 0)
             note_changed(e, m, nu);
         changes += which >= 0;
@@ -414,6 +458,7 @@ static bool flush_room(struct room *r, uint64_t now)
     r->flushed_at = now;
     room__vlog_note(e, r, e->vlog_next.data, e->vlog_next.len, reset || nu == SIZE_MAX ? 0 : nu);
     publish(e, r, &d, reset);
+    prev_release(e);
     if (room__maybe_delete(r))
         return true;
     restart_if_empty(e, r);

@@ -139,6 +139,14 @@ struct proto_adapter {
      * encode_presence's frames, once per change (watch.c). */
     struct payload *(*encode_watch)(const char *user, bool online);
     void (*send)(struct client *c, struct payload *f);
+    /* Optional: writes a room message (a delta, snapshot, room_joined or
+     * broadcast frame of this protocol's, shared by its recipients) to
+     * the WebSocket client c, taking a reference of its own; bulk as
+     * wsconn_send_payload_bulk(). For a protocol whose sockets name a room
+     * their own way or stamp per-socket fields in a room's frames
+     * (Phoenix's topics and join_refs). NULL: the frame goes to the
+     * socket as it is. */
+    void (*send_room)(struct client *c, struct payload *f, bool bulk);
     /* Optional: c's session was confirmed by its owner (after the welcome). */
     void (*on_started)(struct client *c);
     /* Optional: the protocol's close code for the engine's (native) one;

@@ -252,6 +252,10 @@ static void deliver(struct client *c, struct payload *frame, uint64_t epoch, uin
     const char *json;
     size_t n;
 
+    if (c->ws && frame_adapter(c)->send_room) {
+        frame_adapter(c)->send_room(c, frame, bulk);
+        return;
+    }
     if (c->ws) {
         if (bulk)
             wsconn_send_payload_bulk(c->ws, frame);

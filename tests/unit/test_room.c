@@ -79,6 +79,11 @@ static void put_head(struct buf *b, const char *type, const struct room_head *h)
                h->count, (unsigned long long)h->digest);
 }
 
+/* Whether the test codec writes a delta's previous entries too (the
+ * tests of per-session values set it; resume tests compare live deltas
+ * with re-encoded ones, which have none). */
+static bool tc_show_prev;
+
 static struct payload *tc_delta(const struct room_delta_view *v, struct buf *b)
 {
     b->len = 0;
@@ -92,6 +97,10 @@ static struct payload *tc_delta(const struct room_delta_view *v, struct buf *b)
     }
     buf_append_str(b, "]");
     put_entries(b, "patches", v->patches, v->npatches);
+    if (tc_show_prev && v->leaves_prev)
+        put_entries(b, "leavesPrev", v->leaves_prev, v->nleaves);
+    if (tc_show_prev && v->patches_prev)
+        put_entries(b, "patchesPrev", v->patches_prev, v->npatches);
     if (v->head.mode == ROOM_MODE_INTERVAL)
         buf_printf(b, ",\"joinCount\":%zu,\"leaveCount\":%zu,\"patchCount\":%zu", v->join_total,
                    v->leave_total, v->patch_total);
@@ -590,6 +599,87 @@ static void test_two_tabs_one_member(void **state)
     assert_string_equal(cJSON_GetArrayItem(jarr(d, "leaves"), 0)->valuestring, "u1");
     assert_int_equal(jlen(d, "joins"), 0);
     cJSON_Delete(d);
+    fx_free(f);
+}
+
+/* Per-session values: two sessions' values under "~metas" add up, the
+ * leave of one drops its own (a patch), and deltas carry the entries as
+ * they were (leavesPrev, patchesPrev). */
+static void test_session_values(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    struct room_member_view v;
+    const cJSON *x;
+    cJSON *d;
+
+    (void)state;
+    tc_show_prev = true;
+    assert_int_equal(join(f, "r", "u1", "s1", "{\"~metas\":{\"s1\":{\"d\":1}}}"), 0);
+    assert_int_equal(join(f, "r", "u1", "s2", "{\"~metas\":{\"s2\":{\"d\":2}}}"), 0);
+    assert_int_equal(room_get_member(f->e, "r", "u1", &v), 0);
+    assert_int_equal(v.meta_len, strlen("{\"~metas\":{\"s2\":{\"d\":2},\"s1\":{\"d\":1}}}"));
+    assert_memory_equal(v.meta, "{\"~metas\":{\"s2\":{\"d\":2},\"s1\":{\"d\":1}}}", v.meta_len);
+    advance(f, 50);
+    assert_int_equal(f->nd, 1);
+    d = rec_json(&f->d[0]);
+    assert_int_equal(jlen(d, "joins"), 1);
+    assert_null(cJSON_GetObjectItem(d, "leavesPrev"));
+    cJSON_Delete(d);
+
+    /* s1 leaves, u1 stays: its value goes, the patch shows it was there. */
+    assert_int_equal(leave(f, "r", "u1", "s1"), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 2);
+    d = rec_json(&f->d[1]);
+    assert_int_equal(jlen(d, "patches"), 1);
+    assert_int_equal(jlen(d, "patchesPrev"), 1);
+    x = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(jarr(d, "patches"), 0), "meta"),
+                            "~metas");
+    assert_int_equal(cJSON_GetArraySize(x), 1);
+    assert_non_null(cJSON_GetObjectItem(x, "s2"));
+    x = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(jarr(d, "patchesPrev"), 0), "meta"), "~metas");
+    assert_int_equal(cJSON_GetArraySize(x), 2);
+    assert_string_equal(jstr(cJSON_GetArrayItem(jarr(d, "patchesPrev"), 0), "user"), "u1");
+    cJSON_Delete(d);
+
+    /* The last session: a leave, with the entry as it was. */
+    assert_int_equal(leave(f, "r", "u1", "s2"), 0);
+    advance(f, 50);
+    assert_int_equal(f->nd, 3);
+    d = rec_json(&f->d[2]);
+    assert_int_equal(jlen(d, "leaves"), 1);
+    assert_int_equal(jlen(d, "leavesPrev"), 1);
+    assert_string_equal(jstr(cJSON_GetArrayItem(jarr(d, "leavesPrev"), 0), "user"), "u1");
+    x = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetArrayItem(jarr(d, "leavesPrev"), 0), "meta"), "~metas");
+    assert_non_null(cJSON_GetObjectItem(x, "s2"));
+    cJSON_Delete(d);
+
+    /* Metadata without "~metas" is replaced as before. */
+    assert_int_equal(join(f, "r", "u2", "a", "{\"~metas\":{\"a\":1}}"), 0);
+    assert_int_equal(join(f, "r", "u2", "b", "{\"n\":1}"), 0);
+    assert_int_equal(room_get_member(f->e, "r", "u2", &v), 0);
+    assert_memory_equal(v.meta, "{\"n\":1}", v.meta_len);
+    tc_show_prev = false;
+    fx_free(f);
+}
+
+/* A merge that would exceed max_meta_bytes refuses the join. */
+static void test_session_values_limit(void **state)
+{
+    struct room_config cfg;
+    struct fx *f;
+    char big[200];
+
+    (void)state;
+    room_config_init(&cfg);
+    cfg.max_meta_bytes = 120;
+    f = fx_new(&cfg);
+    snprintf(big, sizeof(big), "{\"~metas\":{\"s1\":\"%060d\"}}", 0);
+    assert_int_equal(join(f, "r", "u1", "s1", big), 0);
+    snprintf(big, sizeof(big), "{\"~metas\":{\"s2\":\"%060d\"}}", 0);
+    assert_int_equal(join(f, "r", "u1", "s2", big), ROOM_E_META_SIZE);
     fx_free(f);
 }
 
@@ -2474,6 +2564,8 @@ int main(void)
         cmocka_unit_test(test_ids_and_errors),
         cmocka_unit_test(test_config_check),
         cmocka_unit_test(test_two_tabs_one_member),
+        cmocka_unit_test(test_session_values),
+        cmocka_unit_test(test_session_values_limit),
         cmocka_unit_test(test_sessions_inline_and_overflow),
         cmocka_unit_test(test_meta_shared),
         cmocka_unit_test(test_join_leave_in_window_is_nothing),
