@@ -28,6 +28,29 @@ const struct proto_adapter *adapter_get(unsigned id)
     return adapters[id];
 }
 
+struct payload *adapter_no_frame(void)
+{
+    return NULL;
+}
+
+struct payload *adapter_no_presence(const struct presence_event *ev)
+{
+    (void)ev;
+    return NULL;
+}
+
+struct payload *adapter_no_privacy(const struct privacy_event *ev)
+{
+    (void)ev;
+    return NULL;
+}
+
+struct payload *adapter_no_room_joined(const struct room_joined_event *ev)
+{
+    (void)ev;
+    return NULL;
+}
+
 unsigned adapter_count(void)
 {
     return nadapters;

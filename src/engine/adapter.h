@@ -167,6 +167,13 @@ struct proto_adapter {
                                       bool (*blocked)(void *ctx, const char *user), void *ctx);
 };
 
+/* Encoders for the events a protocol has no message for (they return
+ * NULL), to put in its table. */
+struct payload *adapter_no_frame(void);
+struct payload *adapter_no_presence(const struct presence_event *ev);
+struct payload *adapter_no_privacy(const struct privacy_event *ev);
+struct payload *adapter_no_room_joined(const struct room_joined_event *ev);
+
 /* Registers a (static) adapter table and returns its protocol id, which
  * its clients carry (struct client.proto). Registering the same table
  * again returns its id. Aborts past ADAPTER_MAX. Before the workers start. */

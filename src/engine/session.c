@@ -49,6 +49,20 @@ void session__start(struct client *c)
     owner_send(e, c->owner, em);
 }
 
+uint64_t session__keepalive_ms(const struct client *c)
+{
+    int64_t ttl = c->e->w->srv->cfg.session_ttl_ms;
+
+    return (uint64_t)(ttl / 3 > 1000 ? ttl / 3 : 1000);
+}
+
+void session__keepalive(struct client *c, struct wheel_timer *t)
+{
+    if (c->started)
+        session__heartbeat(c, "");
+    loop_timer_start(c->e->w->loop, t, session__keepalive_ms(c));
+}
+
 void session__heartbeat(struct client *c, const char *ref)
 {
     uint64_t now = loop_now(c->e->w->loop);

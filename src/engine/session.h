@@ -24,6 +24,7 @@
 
 struct client;
 struct engine;
+struct wheel_timer;
 
 /* Asks the user's owner for c's session (start, or resume c's sid), or
  * welcomes an observer (no user) at once. */
@@ -31,6 +32,13 @@ void session__start(struct client *c);
 /* A heartbeat. Throttled here: one faster than heartbeat-min-ms after the
  * last forwarded one is dropped, so a storm costs a comparison. */
 void session__heartbeat(struct client *c, const char *ref);
+/* For a protocol whose clients send no presence heartbeats (Pusher,
+ * Phoenix): the period of the server-side beats that keep c's session
+ * alive while its socket is open, a third of session-ttl-ms (at least
+ * 1 s); and one such beat: a heartbeat once the session started, then t
+ * (the adapter's timer) armed again for the next. */
+uint64_t session__keepalive_ms(const struct client *c);
+void session__keepalive(struct client *c, struct wheel_timer *t);
 void session__activity(struct client *c, bool active, const char *ref);
 /* status: an enum presence_status other than offline; expires_in ms, 0 = none. */
 void session__status(struct client *c, int status, uint64_t expires_in, const char *ref);

@@ -127,21 +127,12 @@ static struct chan *chan_add(struct pclient *pc)
     return ch;
 }
 
-static uint64_t beat_ms(const struct client *c)
-{
-    int64_t ttl = c->e->w->srv->cfg.session_ttl_ms;
-
-    return (uint64_t)(ttl / 3 > 1000 ? ttl / 3 : 1000);
-}
-
 static void on_beat(struct wheel_timer *t, uint64_t now)
 {
     struct pclient *pc = container_of(t, struct pclient, beat);
 
     (void)now;
-    if (pc->c->started)
-        session__heartbeat(pc->c, "");
-    loop_timer_start(pc->c->e->w->loop, &pc->beat, beat_ms(pc->c));
+    session__keepalive(pc->c, &pc->beat);
 }
 
 /* A token bucket of PUSH_RATE per second for broadcasts and tracks. */
@@ -302,7 +293,7 @@ void phoenix__on_started(struct client *c)
 {
     struct pclient *pc = phx__pc(c);
 
-    loop_timer_start(c->e->w->loop, &pc->beat, beat_ms(c));
+    loop_timer_start(c->e->w->loop, &pc->beat, session__keepalive_ms(c));
     for (unsigned i = 0; i < pc->nch; i++)
         if (pc->ch[i].state == CH_WAIT)
             chan_start(c, &pc->ch[i]);

@@ -339,29 +339,6 @@ static struct payload *enc_ended(const struct ended_event *ev)
     return NULL; /* the close follows; phoenix.js rejoins after reconnecting */
 }
 
-static struct payload *enc_nothing(void)
-{
-    return NULL;
-}
-
-static struct payload *enc_presence(const struct presence_event *ev)
-{
-    (void)ev;
-    return NULL;
-}
-
-static struct payload *enc_privacy(const struct privacy_event *ev)
-{
-    (void)ev;
-    return NULL;
-}
-
-static struct payload *enc_room_joined(const struct room_joined_event *ev)
-{
-    (void)ev;
-    return NULL; /* the reply went with the presence_state (phoenix.c) */
-}
-
 static struct payload *enc_ephemeral(const struct room_ephemeral_view *v, struct buf *scratch)
 {
     (void)v;
@@ -414,8 +391,10 @@ static unsigned close_code(unsigned native, int end)
     {                                                                                              \
         .name = "phoenix-" #suffix, .own_auth = false, .encode_error = enc_error,                  \
         .encode_ack = enc_ack, .encode_welcome = enc_welcome, .encode_ended = enc_ended,           \
-        .encode_token_expired = enc_nothing, .encode_presence = enc_presence,                      \
-        .encode_privacy = enc_privacy, .encode_room_joined = enc_room_joined,                      \
+        .encode_token_expired = adapter_no_frame,                                                  \
+        .encode_presence = adapter_no_presence, /* room_joined: the reply goes with the            \
+                                                   presence_state (phoenix.c) */                   \
+            .encode_privacy = adapter_no_privacy, .encode_room_joined = adapter_no_room_joined,    \
         .encode_room_delta = enc_delta_##suffix, .encode_room_snapshot = enc_snapshot_##suffix,    \
         .encode_room_ephemeral = enc_ephemeral, .encode_room_broadcast = enc_broadcast_##suffix,   \
         .send = phoenix__send, .send_room = phoenix__send_room, .on_started = phoenix__on_started, \

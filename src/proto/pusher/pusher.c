@@ -96,21 +96,12 @@ void pusher__release(struct client *c)
     c->x->adata = NULL;
 }
 
-static uint64_t beat_ms(const struct client *c)
-{
-    int64_t ttl = c->e->w->srv->cfg.session_ttl_ms;
-
-    return (uint64_t)(ttl / 3 > 1000 ? ttl / 3 : 1000);
-}
-
 static void on_beat(struct wheel_timer *t, uint64_t now)
 {
     struct pclient *pc = container_of(t, struct pclient, beat);
 
     (void)now;
-    if (pc->c->started)
-        session__heartbeat(pc->c, "");
-    loop_timer_start(pc->c->e->w->loop, &pc->beat, beat_ms(pc->c));
+    session__keepalive(pc->c, &pc->beat);
 }
 
 /* ---- frames of the adapter's own ---- */
@@ -164,7 +155,7 @@ void pusher__on_started(struct client *c)
 {
     struct pclient *pc = pc_of(c);
 
-    loop_timer_start(c->e->w->loop, &pc->beat, beat_ms(c));
+    loop_timer_start(c->e->w->loop, &pc->beat, session__keepalive_ms(c));
     for (unsigned i = 0; i < pc->npend; i++) {
         join_now(c, pc->pend[i].room, pc->pend[i].info, pc->pend[i].ref);
         cJSON_free(pc->pend[i].info);

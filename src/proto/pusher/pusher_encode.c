@@ -201,29 +201,6 @@ static struct payload *enc_ended(const struct ended_event *ev)
     return pusher_frame_error(4200, ev->message ? ev->message : "the session ended");
 }
 
-static struct payload *enc_nothing(void)
-{
-    return NULL;
-}
-
-static struct payload *enc_presence(const struct presence_event *ev)
-{
-    (void)ev;
-    return NULL;
-}
-
-static struct payload *enc_privacy(const struct privacy_event *ev)
-{
-    (void)ev;
-    return NULL;
-}
-
-static struct payload *enc_room_joined(const struct room_joined_event *ev)
-{
-    (void)ev;
-    return NULL;
-}
-
 /* member_added (joins and patches: the new user_info) and member_removed
  * frames, one per member, in one payload. */
 static struct payload *enc_room_delta(const struct room_delta_view *v, struct buf *scratch)
@@ -367,10 +344,10 @@ const struct proto_adapter pusher_adapter = {
     .encode_ack = enc_nothing_ref,
     .encode_welcome = enc_welcome,
     .encode_ended = enc_ended,
-    .encode_token_expired = enc_nothing,
-    .encode_presence = enc_presence,
-    .encode_privacy = enc_privacy,
-    .encode_room_joined = enc_room_joined,
+    .encode_token_expired = adapter_no_frame,
+    .encode_presence = adapter_no_presence,
+    .encode_privacy = adapter_no_privacy,
+    .encode_room_joined = adapter_no_room_joined,
     .encode_room_delta = enc_room_delta,
     .encode_room_snapshot = enc_room_snapshot,
     .encode_room_ephemeral = enc_room_ephemeral,
