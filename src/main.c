@@ -26,6 +26,7 @@
 
 #include "cluster.h"
 #include "config.h"
+#include "drain.h"
 #include "engine.h"
 #include "health.h"
 #include "http.h"
@@ -181,9 +182,19 @@ static void hook_tick(struct worker *w)
                   store_strerror(store_fault(env.store)));
 }
 
+static bool engine_keeps(const struct conn *c, void *e)
+{
+    return engine_drain_owns(e, c);
+}
+
+/* The engine closes its WebSockets spread over drain-window-ms (drain.h);
+ * the runtime everything else. */
 static void hook_drain(struct worker *w)
 {
-    httpd_drain_all(&w->pool);
+    struct engine *e = ((struct net_ctx *)w->app)->app;
+
+    engine_drain(e, (uint64_t)w->srv->cfg.drain_window_ms);
+    httpd_drain_all(&w->pool, engine_keeps, e);
 }
 
 static void hook_stop(struct worker *w)

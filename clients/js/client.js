@@ -87,6 +87,7 @@ export function createClient(options = {}) {
   let lastToken = typeof token === 'string' ? token : null;
   let hbTimer = null, reconnectTimer = null, unknownTimer = null, refreshTimer = null;
   let closedByUser = false;
+  let drainAt = null, drainTimer = null; // a draining server's reconnect: when to come back
   let active = true;
   let desired = { status: null, statusExpiresAt: null, custom: null, customExpiresAt: null };
   let hiddenTimer = null; // hiddenAwayMs after visibilitychange to hidden
@@ -194,7 +195,31 @@ export function createClient(options = {}) {
       kicked = null; closedByUser = true; sessionId = null; errorEv.emit(e); setState('closed'); return;
     }
     if (code === 4000) sessionId = null; // the session ended: start a new one
+    if (drainAt !== null) {
+      // The server said when to come back (a restart): then, resuming the
+      // session, spread like everyone else's.
+      const wait = Math.max(0, drainAt - t.now());
+      drainAt = null;
+      if (drainTimer !== null) { t.clearTimeout(drainTimer); drainTimer = null; }
+      scheduleReconnect(wait);
+      return;
+    }
     scheduleReconnect();
+  }
+
+  // {"type":"reconnect","afterMs":N}: the server drains (a restart or a
+  // deploy) and closes this socket in N ms. Come back after N plus a small
+  // jitter of our own, resuming the session within its grace; close the
+  // socket then ourselves if the server has not.
+  function onReconnect(m) {
+    const after = Number.isFinite(m.afterMs) && m.afterMs > 0 ? m.afterMs : 0;
+    const jitter = Math.random() * Math.min(250, 50 + after / 20);
+    drainAt = t.now() + after + jitter;
+    if (drainTimer !== null) t.clearTimeout(drainTimer);
+    drainTimer = t.setTimeout(() => {
+      drainTimer = null;
+      if (ws && typeof ws.close === 'function') { try { ws.close(1000); } catch { /* gone */ } }
+    }, after + jitter);
   }
 
   function degrade() {
@@ -282,6 +307,7 @@ export function createClient(options = {}) {
     }
     switch (m.type) {
       case 'welcome': onWelcome(m); break;
+      case 'reconnect': onReconnect(m); break;
       case 'presence': {
         const p = m.presence; if (!p || !watchCount.has(p.user)) break;
         buffer.push(p, { force: fresh.delete(p.user) });
@@ -614,8 +640,8 @@ export function createClient(options = {}) {
     leave() { leaveNow(); },
     close() {
       closedByUser = true;
-      for (const h of [hbTimer, reconnectTimer, unknownTimer, refreshTimer, hiddenTimer]) if (h !== null) t.clearTimeout(h);
-      hbTimer = reconnectTimer = unknownTimer = refreshTimer = hiddenTimer = null;
+      for (const h of [hbTimer, reconnectTimer, unknownTimer, refreshTimer, hiddenTimer, drainTimer]) if (h !== null) t.clearTimeout(h);
+      hbTimer = reconnectTimer = unknownTimer = refreshTimer = hiddenTimer = drainTimer = null;
       if (tracker) tracker.stop();
       for (const [tg, ev, fn] of listeners.splice(0)) tg.removeEventListener(ev, fn, { capture: true });
       buffer.dispose();

@@ -298,6 +298,9 @@ const struct config_def config_defs[] = {
     ROW_INT64("shutdown-drain-ms", shutdown_drain_ms, 0, 600000, 5000,
               "Time given on SIGTERM to flush queued output before exit; raise it if clients miss "
               "final messages during deploys."),
+    ROW_INT64("drain-window-ms", drain_window_ms, 0, 600000, 5000,
+              "On SIGTERM or POST /v1/admin/drain every client is told to reconnect and closed at "
+              "a random moment within this window, so that a restart brings no reconnect storm."),
     /* testing */
     ROW_INT("test-silent-owners", test_silent_owners, 0, 1, 0,
             "1 makes every owner ignore HTTP reads, as an unreachable node would, to test "

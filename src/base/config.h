@@ -115,6 +115,7 @@ struct config {
     int64_t cluster_reassert_ms;     /* anti-entropy period, 0 = off */
     /* shutdown */
     int64_t shutdown_drain_ms; /* SIGTERM: time to flush before exit */
+    int64_t drain_window_ms;   /* SIGTERM: reconnects spread over this window */
     /* testing */
     int test_silent_owners; /* 1: owners ignore HTTP reads (degraded answers) */
 };

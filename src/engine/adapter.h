@@ -153,6 +153,17 @@ struct proto_adapter {
      * end is the session's enum presence_end_reason when a session end
      * closes the socket, else -1. */
     unsigned (*close_code)(unsigned native_code, int end);
+    /* Optional, for a drain (drain.h): the frame sent to each socket as
+     * the drain begins, telling its client that the socket closes in
+     * after_ms and that it should then reconnect and resume its session;
+     * NULL: nothing is said in advance. */
+    struct payload *(*encode_reconnect)(uint64_t after_ms);
+    /* Optional: the frame written right before the drain closes a socket
+     * at its time (Pusher's pusher:error 4200); NULL: none. */
+    struct payload *(*encode_drain_close)(void);
+    /* The close code of a drained socket, sent as is (close_code does not
+     * map it); 0 = 1001 (going away). */
+    unsigned drain_close_code;
     /* Frees c->x->adata (required when the adapter sets it), as c is freed. */
     void (*release)(struct client *c);
     /* Optional: the connection of this node that tag (a socket name of

@@ -30,6 +30,7 @@
 #include "engine_room.h"
 #include "engine_state.h"
 #include "client.h"
+#include "drain.h"
 #include "hooks.h"
 #include "http_read.h"
 #include "lastseen.h"
@@ -117,6 +118,7 @@ void engine_free(struct engine *e)
     http_read__queries_free(e); /* answers that never came back */
     watch__subs_free(e);
     engine__expiry_free(e);
+    engine__drain_free(e);
     hmap_release(&e->clients); /* clients are freed with their sockets */
     hmap_release(&e->watches);
     hooks_free(e->hooks); /* last: the frees above send nothing */

@@ -12,6 +12,9 @@
 #include "engine.h"
 #include "engine_admin.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include "engine_state.h"
 #include "frame.h"
 #include "http_read.h"
@@ -256,6 +259,24 @@ static void rooms_route(struct conn *c, struct worker *w, const char *p, const c
     owner_send(e, owner_of_room(e, em->room), em);
 }
 
+/* POST /v1/admin/drain: the same drain as SIGTERM (docs/api.md): answered
+ * first, then the signal that main.c waits for, so that the one shutdown
+ * path runs (the spread-out closes, the saved state, the exit). */
+static void drain_route(struct conn *c, struct worker *w)
+{
+    struct buf b = {0};
+
+    if (atomic_load(&w->srv->shutting_down)) {
+        httpd_error(c, 409, "draining", "the server is draining already");
+        return;
+    }
+    buf_printf(&b, "{\"draining\":true,\"windowMs\":%lld}\n",
+               (long long)w->srv->cfg.drain_window_ms);
+    httpd_respond(c, 202, "application/json", NULL, b.data, b.len);
+    buf_release(&b);
+    kill(getpid(), SIGTERM);
+}
+
 void engine_http_admin(struct conn *c, const struct http_request *req, struct net_ctx *nc)
 {
     struct worker *w = nc->worker;
@@ -278,6 +299,8 @@ void engine_http_admin(struct conn *c, const struct http_request *req, struct ne
     else if (end - p >= 5 && memcmp(p, "rooms", 5) == 0 && (end - p == 5 || p[5] == '/') &&
              is_method(req, "GET"))
         rooms_route(c, w, p + 5 + (end - p > 5), end);
+    else if (end - p == 5 && memcmp(p, "drain", 5) == 0 && is_method(req, "POST"))
+        drain_route(c, w);
     else if (end - p > 6 && memcmp(p, "users/", 6) == 0)
         users_route(c, req, w, p + 6, end);
     else

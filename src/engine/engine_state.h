@@ -30,6 +30,7 @@
 #include "worker.h"
 
 struct client;
+struct drain;
 struct ls_engine;
 
 struct engine {
@@ -64,6 +65,8 @@ struct engine {
     bool seats_armed;                  /* seats_timer is running */
     struct hmap hsess;                 /* struct hsess by sid: HTTP sessions (cluster_http.c) */
     struct list hs_parked;             /* HTTP beats waiting to learn who holds their session */
+    /* the drain's spread-out closes (drain.c): NULL until it begins */
+    struct drain *drain;
     /* durable last seen (lastseen.c) */
     struct ls_engine *lastseen;
     /* webhooks (hooks.c): NULL when none is configured */

@@ -270,10 +270,16 @@ void session__on_leave(struct engine *e, struct emsg *req)
     answer(e, req, presence_session_end(e->pres, req->sid, loop_now(e->w->loop)));
 }
 
+/* Once the server shuts down a closed socket does not start its
+ * session's grace: the session stays as it is, to be saved for the next
+ * start (persist.h), and nobody sees it end meanwhile (drain.h). With
+ * redis set the cluster's own rules apply instead (docs/cluster.md). */
 void session__on_closed(struct engine *e, struct emsg *req)
 {
     struct presence_session_info si;
 
+    if (!e->env->cluster && atomic_load(&e->w->srv->shutting_down))
+        return;
     if (presence_socket_closed(e->pres, req->sid, (void *)(uintptr_t)req->conn_id,
                                loop_now(e->w->loop)) == 0 &&
         presence_get_session(e->pres, req->sid, &si) == 0)

@@ -65,7 +65,8 @@ struct conn *httpd_accept(struct net_ctx *nc, struct conn_pool *pool, int fd,
     return c;
 }
 
-void httpd_drain_all(struct conn_pool *pool)
+void httpd_drain_all(struct conn_pool *pool, bool (*keep)(const struct conn *c, void *ctx),
+                     void *ctx)
 {
     struct list *pos, *tmp;
 
@@ -73,6 +74,8 @@ void httpd_drain_all(struct conn_pool *pool)
     {
         struct conn *c = container_of(pos, struct conn, link_all);
 
+        if (keep && keep(c, ctx))
+            continue;
         if (wsconn_is(c))
             wsconn_going_away(wsconn_from_conn(c));
         else

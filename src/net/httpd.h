@@ -49,8 +49,11 @@ struct httpd_conn *httpd_conn_new(struct net_ctx *nc);
 struct conn *httpd_accept(struct net_ctx *nc, struct conn_pool *pool, int fd,
                           const struct sockaddr *peer);
 /* Shutdown: every WebSocket of pool gets close 1001 (wsconn_going_away), every
- * other connection httpd_drain() (which also ends event streams). */
-void httpd_drain_all(struct conn_pool *pool);
+ * other connection httpd_drain() (which also ends event streams), except the
+ * connections for which keep (when not NULL) returns true: their owner
+ * closes them itself (the engine's spread-out drain). */
+void httpd_drain_all(struct conn_pool *pool, bool (*keep)(const struct conn *c, void *ctx),
+                     void *ctx);
 
 /* Writes a complete response for the current request: status line, Date,
  * Content-Type (when non-NULL), Content-Length, Connection, extra_headers

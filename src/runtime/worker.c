@@ -212,7 +212,9 @@ static void close_listener(struct worker *w)
 static void begin_drain(struct worker *w)
 {
     w->draining = true;
-    w->drain_deadline = loop_now(w->loop) + (uint64_t)w->srv->cfg.shutdown_drain_ms;
+    /* The window for the spread-out closes, then the time to flush. */
+    w->drain_deadline = loop_now(w->loop) + (uint64_t)w->srv->cfg.drain_window_ms +
+                        (uint64_t)w->srv->cfg.shutdown_drain_ms;
     close_listener(w);
     w->srv->hooks->drain(w);
 }

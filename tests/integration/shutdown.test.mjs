@@ -9,7 +9,7 @@ import { startServer } from './lib/server.mjs';
 
 for (const workers of ['1', '4']) {
   test(`SIGTERM with workers=${workers}: every WebSocket gets 1001, exit 0`, async () => {
-    const srv = await startServer(['--workers', workers, '--shutdown-drain-ms', '3000']);
+    const srv = await startServer(['--workers', workers, '--shutdown-drain-ms', '3000', '--drain-window-ms', '0']);
     const sockets = [];
     for (let i = 0; i < 12; i++) {
       const ws = new WebSocket(`${srv.wsUrl}/v1/ws`);
@@ -36,7 +36,7 @@ for (const workers of ['1', '4']) {
 }
 
 test('SIGINT with a client that never answers the close: exit 0 after the drain time', async () => {
-  const srv = await startServer(['--workers', '2', '--shutdown-drain-ms', '800']);
+  const srv = await startServer(['--workers', '2', '--shutdown-drain-ms', '800', '--drain-window-ms', '0']);
   const ws = new WebSocket(`${srv.wsUrl}/v1/ws`);
   await once(ws, 'open');
   ws._socket.pause(); // never reads the close frame

@@ -222,3 +222,46 @@ test("with a token, choices stored for another user (the tab signed in anew) are
   assert.equal(sockets[1].last('status'), undefined, "ann's dnd is not bob's");
   c1.close(); c2.close();
 });
+
+test('a draining server\'s reconnect: the client waits afterMs (plus a little), then resumes its session', async () => {
+  const clock = fakeClock();
+  const { FakeWS, sockets } = fakeSockets();
+  const page = fakePage();
+  const c = open(page, clock, FakeWS);
+  await tick();
+  sockets[0].recv(welcome('s1', false));
+  sockets[0].recv({ type: 'reconnect', afterMs: 2000 });
+  clock.advance(1500);
+  await tick();
+  sockets[0].drop(1001); // the server closes at its time (a little early here)
+  await tick();
+  clock.advance(400);
+  await tick();
+  assert.equal(sockets.length, 1, 'not before afterMs');
+  clock.advance(400); // afterMs + at most 250 ms of jitter
+  await tick();
+  assert.equal(sockets.length, 2, 'reconnected after afterMs');
+  assert.equal(resumeOf(sockets[1]), 's1', 'resuming the session');
+  sockets[1].recv(welcome('s1', true));
+  assert.equal(c.sessionId, 's1');
+  c.close();
+});
+
+test('a reconnect whose socket the server does not close: the client closes it at afterMs and comes back', async () => {
+  const clock = fakeClock();
+  const { FakeWS, sockets } = fakeSockets();
+  const page = fakePage();
+  const c = open(page, clock, FakeWS);
+  await tick();
+  sockets[0].recv(welcome('s1', false));
+  sockets[0].recv({ type: 'reconnect', afterMs: 100 });
+  clock.advance(400);
+  await tick();
+  await tick();
+  assert.equal(sockets[0].closed, 1000);
+  clock.advance(10);
+  await tick();
+  assert.equal(sockets.length, 2);
+  assert.equal(resumeOf(sockets[1]), 's1');
+  c.close();
+});

@@ -119,6 +119,18 @@ static struct payload *enc_token_expired(void)
     return frame_text(&b);
 }
 
+/* {"type":"reconnect","afterMs":N}: a draining server closes this socket
+ * in N ms; come back then, resuming the session. */
+static struct payload *enc_reconnect(uint64_t after_ms)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "{\"type\":\"reconnect\",\"afterMs\":");
+    json_append_u64(&b, after_ms);
+    buf_append_str(&b, "}");
+    return frame_text(&b);
+}
+
 static struct payload *enc_presence(const struct presence_event *ev)
 {
     struct buf b = {0};
@@ -293,5 +305,6 @@ const struct proto_adapter native_adapter = {
     .encode_room_snapshot = enc_room_snapshot,
     .encode_room_ephemeral = enc_room_ephemeral,
     .encode_room_broadcast = enc_room_broadcast,
+    .encode_reconnect = enc_reconnect,
     .send = client__ws_send,
 };

@@ -290,6 +290,14 @@ static struct payload *enc_room_broadcast(const struct room_broadcast_event *ev)
     return frame_text(&b);
 }
 
+/* A drain closes the socket at its own random moment within the window
+ * with pusher:error 4200, then close 4200: pusher-js reconnects at once
+ * on 4200, so the spread of the closes is the spread of the reconnects. */
+static struct payload *enc_drain_close(void)
+{
+    return pusher_frame_error(4200, "server restarting, reconnect");
+}
+
 /* Pusher's close codes drive pusher-js's reconnection (4000 would mean
  * "TLS only", 40xx "do not reconnect"): a session that ended or moved
  * reconnects at once (4200), a refused or rate-limited one backs off
@@ -357,6 +365,8 @@ const struct proto_adapter pusher_adapter = {
     .send = client__ws_send,
     .on_started = pusher__on_started,
     .close_code = close_code,
+    .encode_drain_close = enc_drain_close,
+    .drain_close_code = 4200,
     .release = pusher__release,
     .conn_of = conn_of_socket,
 };

@@ -22,6 +22,9 @@ export async function startServer(args = [], { env = {}, cwd = ROOT } = {}) {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'presenced-store-'));
     args = ['--store', path.join(tmp, 'presenced.db'), ...args];
   }
+  // A stop drains at once unless the test asks for a window: the default
+  // window (5 s) would make every stop with a client still open that long.
+  if (!args.includes('--drain-window-ms') && !env.PRESENCED_DRAIN_WINDOW_MS) args = ['--drain-window-ms', '0', ...args];
   const child = spawn(BIN, ['--port', '0', '--bind', '127.0.0.1', ...args], {
     cwd,
     env: { ...process.env, ...env },

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * drain.c - the spread-out close of a worker's WebSocket clients at a
+ * drain (drain.h has the model): the draw of each socket's delay, the
+ * reconnect frames, and the one timer that closes the sockets due.
+ *
+ * A socket that closed by itself before its time is skipped when its
+ * time comes (it is looked up by connection id, never kept as a pointer).
+ */
+#include "drain.h"
+
+#include <openssl/rand.h>
+#include <stdlib.h>
+
+#include "client.h"
+#include "engine_state.h"
+#include "frame.h"
+#include "loop.h"
+
+struct drain_due {
+    uint64_t at;      /* loop ms of its close */
+    uint64_t conn_id; /* the socket */
+};
+
+struct drain {
+    struct wheel_timer timer; /* at due[next].at */
+    struct engine *e;
+    struct drain_due *due; /* sorted by at */
+    size_t n, next;
+};
+
+/* Uniform in [0, window): 64 random bits reduced (the bias of the modulo
+ * is below 2^-40 for any window allowed). */
+static uint64_t draw(uint64_t window)
+{
+    uint64_t r;
+
+    if (window == 0)
+        return 0;
+    if (RAND_bytes((unsigned char *)&r, sizeof(r)) != 1)
+        r = (uint64_t)rand() << 31 ^ (uint64_t)rand();
+    return r % window;
+}
+
+static int cmp_due(const void *a, const void *b)
+{
+    const struct drain_due *x = a, *y = b;
+
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* Writes the adapter's last frame and closes c with its drain code. */
+static void close_one(struct client *c)
+{
+    const struct proto_adapter *a = frame_adapter(c);
+    struct payload *f = a->encode_drain_close ? a->encode_drain_close() : NULL;
+
+    if (f) {
+        a->send(c, f);
+        payload_unref(f);
+    }
+    wsconn_close(c->ws, a->drain_close_code ? a->drain_close_code : 1001, "server restarting");
+}
+
+static void on_due(struct wheel_timer *t, uint64_t now)
+{
+    struct drain *d = container_of(t, struct drain, timer);
+
+    while (d->next < d->n && d->due[d->next].at <= now) {
+        struct client *c = find_client(d->e, d->due[d->next++].conn_id);
+
+        if (c && c->ws)
+            close_one(c);
+    }
+    if (d->next < d->n)
+        loop_timer_start(d->e->w->loop, &d->timer, d->due[d->next].at - now);
+}
+
+/* Tells c when its socket closes (the adapter's reconnect frame). */
+static void announce(struct client *c, uint64_t after_ms)
+{
+    const struct proto_adapter *a = frame_adapter(c);
+    struct payload *f = a->encode_reconnect ? a->encode_reconnect(after_ms) : NULL;
+
+    if (f) {
+        a->send(c, f);
+        payload_unref(f);
+    }
+}
+
+void engine_drain(struct engine *e, uint64_t window_ms)
+{
+    uint64_t now = loop_now(e->w->loop);
+    struct drain *d;
+    struct hmap_node *n;
+    size_t it;
+
+    if (e->drain)
+        return;
+    d = e->drain = xcalloc(1, sizeof(*d));
+    d->e = e;
+    wheel_timer_init(&d->timer, on_due);
+    d->due = xcalloc(e->clients.count + 1, sizeof(*d->due));
+    for (n = hmap_first(&e->clients, &it); n; n = hmap_next(&e->clients, n, &it)) {
+        struct client *c = container_of(n, struct client, node);
+        uint64_t after = draw(window_ms);
+
+        if (!c->ws)
+            continue; /* an event stream: the runtime ends it */
+        announce(c, after);
+        d->due[d->n++] = (struct drain_due){now + after, client_conn_id(c)};
+    }
+    qsort(d->due, d->n, sizeof(*d->due), cmp_due);
+    if (d->n)
+        loop_timer_start(e->w->loop, &d->timer, d->due[0].at - now);
+}
+
+bool engine_drain_owns(struct engine *e, const struct conn *c)
+{
+    struct client *cl = e->drain ? find_client(e, c->id) : NULL;
+
+    return cl && cl->ws && wsconn_to_conn(cl->ws) == c;
+}
+
+void engine__drain_free(struct engine *e)
+{
+    if (!e->drain)
+        return;
+    wheel_del(&e->drain->timer);
+    free(e->drain->due);
+    free(e->drain);
+    e->drain = NULL;
+}
