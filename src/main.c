@@ -388,6 +388,7 @@ int main(int argc, char **argv)
     }
     if (log_level_parse(srv.cfg.log_level, &lvl) == 0)
         log_init(lvl);
+    log_set_json(strcmp(srv.cfg.log_format, "json") == 0);
     derive_ws_opts(&srv);
     if (load_jwt_key(&srv) < 0) {
         config_release(&srv.cfg);

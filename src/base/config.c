@@ -86,6 +86,9 @@ const struct config_def config_defs[] = {
     ROW_ENUM("log-level", log_level, "debug|info|warn|error", "info",
              "Least severe level written to stderr; use debug to trace connections, or warn to "
              "quiet a busy server."),
+    ROW_ENUM("log-format", log_format, "text|json", "text",
+             "text: one readable line per event; json: one JSON object per line (time, level, "
+             "module, msg) for log shippers."),
     /* HTTP */
     ROW_STRING("static-dir", static_dir, "www",
                "Directory served at / (relative to the working directory); set it to \"\" to "

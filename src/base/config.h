@@ -34,7 +34,8 @@ struct config {
     int max_pending_per_address;     /* addrcap.h; 0 = no cap */
     int max_connections_per_address; /* addrcap.h; 0 = no cap */
     /* logging */
-    char *log_level; /* debug|info|warn|error */
+    char *log_level;  /* debug|info|warn|error */
+    char *log_format; /* text|json */
     /* HTTP */
     char *static_dir;                  /* directory served at / ("" disables) */
     char *sdk_dir;                     /* directory served at /sdk/ ("" disables) */

@@ -2,7 +2,11 @@
 /*
  * log.h - one line per event on stderr (OpenBSD httpd log.h style).
  *
- * Line format: "2026-11-29T09:10:00.123Z level module: message key=value".
+ * Line format: "2026-11-29T09:10:00.123Z level module: message key=value",
+ * or with log_set_json(true) one JSON object per line for log shippers:
+ * {"time":"2026-11-29T09:10:00.123Z","level":"info","module":"main",
+ *  "msg":"message key=value"} (the message JSON-escaped; a message that is
+ * not valid UTF-8 has its bytes above 0x7f written as '?').
  * Callers put the connection id (conn=N) and, for HTTP, the request id
  * (req=N) in the message so every error traces back to its connection.
  * The level check is a macro so disabled levels cost one comparison and no
@@ -12,12 +16,17 @@
 #ifndef LOG_H
 #define LOG_H
 
+#include <stdbool.h>
+
 enum log_level { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR, LOG_OFF };
 
 extern enum log_level log_min_level;
 
 /* Sets the minimum level and the module tag; no allocation. */
 void log_init(enum log_level min);
+/* Lines as JSON objects (true) or text (false, the default). Before the
+ * workers start. */
+void log_set_json(bool on);
 /* Parses "debug|info|warn|error|off" into *out; returns 0 or -1. */
 int log_level_parse(const char *s, enum log_level *out);
 
