@@ -474,3 +474,36 @@ describe('phoenix = off', () => {
     assert.equal(rt2.status, 404);
   });
 });
+
+describe('blocks', () => {
+  const KEY = 'phoenix-blocks-admin-key-0123456789';
+  let srv;
+  before(async () => { srv = await startServer([...FLAGS, '--admin-api-key', KEY]); });
+  after(async () => { await stopClean(srv, assert); });
+
+  for (const vsn of ['2.0.0', '1.0.0']) {
+    test(`vsn ${vsn}: a blocked user's Phoenix socket does not see the blocker (state and diffs)`, async () => {
+      const topic = `room:${uniq('blk')}`;
+      const [u, v, w] = [uniq('blocker'), uniq('blocked'), uniq('other')];
+      const r = await fetch(`${srv.url}/v1/admin/users/${u}/blocks/${v}`,
+        { method: 'PUT', headers: { Authorization: `Bearer ${KEY}` } });
+      assert.equal(r.status, 200, await r.text());
+      const cu = phx(srv, { user: u, topic, meta: { n: 'u' }, vsn });
+      await cu.joined;
+      await waitUntil(() => keys(cu).includes(u), 'the blocker sees itself');
+      const cv = phx(srv, { user: v, topic, meta: { n: 'v' }, vsn });
+      await cv.joined;
+      await waitUntil(() => keys(cv).includes(v), 'the blocked user sees itself');
+      await waitUntil(() => keys(cu).includes(v), 'the blocker sees the blocked user');
+      assert.deepEqual(keys(cv), [v]);
+      const cw = phx(srv, { user: w, topic, vsn });
+      await cw.joined;
+      await waitUntil(() => keys(cv).includes(w), 'another member arrives');
+      await cu.close(); // the blocker leaves: nothing for v
+      await waitUntil(() => !keys(cw).includes(u), 'the blocker gone for the others', 5000);
+      assert.deepEqual(keys(cv).sort(), [v, w].sort());
+      await cv.close();
+      await cw.close();
+    });
+  }
+});

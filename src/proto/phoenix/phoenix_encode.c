@@ -5,6 +5,7 @@
  * core's values, broadcasts, and the records of errors and acks.
  */
 #include "phoenix_encode.h"
+#include "phoenix_filter.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -368,6 +369,18 @@ static struct payload *enc_snapshot_v1(const struct room_snapshot_view *v, struc
     return enc_snapshot(PHX_VSN_1, v, scratch);
 }
 
+static struct payload *filter_v2(struct payload *f, bool (*blocked)(void *ctx, const char *user),
+                                 void *ctx)
+{
+    return phx_filter_blocked(PHX_VSN_2, f, blocked, ctx);
+}
+
+static struct payload *filter_v1(struct payload *f, bool (*blocked)(void *ctx, const char *user),
+                                 void *ctx)
+{
+    return phx_filter_blocked(PHX_VSN_1, f, blocked, ctx);
+}
+
 static struct payload *enc_broadcast_v2(const struct room_broadcast_event *ev)
 {
     return enc_broadcast(PHX_VSN_2, ev);
@@ -399,6 +412,7 @@ static unsigned close_code(unsigned native, int end)
         .encode_room_ephemeral = enc_ephemeral, .encode_room_broadcast = enc_broadcast_##suffix,   \
         .send = phoenix__send, .send_room = phoenix__send_room, .on_started = phoenix__on_started, \
         .close_code = close_code, .release = phoenix__release, .conn_of = phoenix__conn_of,        \
+        .filter_blocked = filter_##suffix,                                                         \
     }
 
 const struct proto_adapter phoenix_adapter_v2 = PHX_TABLE(v2);

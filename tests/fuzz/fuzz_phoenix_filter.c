@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fuzz_phoenix_filter.c - libFuzzer target for the Phoenix blockers filter.
+ * The input is cut at the first '\n': before it, a list of blocked users
+ * separated by ','; after it, a payload handed to the filter as it is
+ * (any bytes: frames, partial frames, not JSON) and, a second time, as
+ * the text of one WebSocket text frame. Invariants: no crash or leak; the
+ * result is NULL, f itself, or a payload that is a whole sequence of text
+ * frames (here: one).
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "fuzz_check.h"
+#include "phoenix_filter.h"
+#include "ws.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct blocked {
+    const char *list; /* ",a,b," */
+};
+
+static bool is_blocked(void *ctx, const char *user)
+{
+    const struct blocked *b = ctx;
+    size_t n = strlen(user);
+    const char *p = b->list;
+
+    if (n == 0)
+        return false; /* strstr() finds "" everywhere */
+    while ((p = strstr(p, user)) != NULL) {
+        if (p > b->list && p[-1] == ',' && p[n] == ',')
+            return true;
+        p++;
+    }
+    return false;
+}
+
+/* out is a whole sequence of text frames. */
+static void check_frames(const struct payload *out)
+{
+    size_t off = 0;
+
+    while (off < out->len) {
+        struct ws_frame wf;
+        ssize_t h = ws_decode_header(out->data + off, out->len - off, &wf);
+
+        CHECK(h > 0 && wf.len <= out->len - off - (size_t)h);
+        off += (size_t)h + wf.len;
+    }
+}
+
+static void run(enum phx_vsn vsn, struct payload *in, struct blocked *b)
+{
+    struct payload *out = phx_filter_blocked(vsn, in, is_blocked, b);
+
+    if (out && out != in)
+        check_frames(out);
+    payload_unref(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const uint8_t *nl = memchr(data, '\n', size);
+    size_t blen = nl ? (size_t)(nl - data) : 0, rest = nl ? size - blen - 1 : size;
+    char *list = malloc(blen + 3);
+    struct blocked b = {list};
+    struct payload *in;
+
+    if (!list)
+        abort();
+    list[0] = ',';
+    memcpy(list + 1, data, blen);
+    list[blen + 1] = ',';
+    list[blen + 2] = '\0';
+    in = payload_from(nl ? nl + 1 : data, rest);
+    run(PHX_VSN_2, in, &b);
+    payload_unref(in);
+    in = ws_frame_payload(WS_OP_TEXT, nl ? nl + 1 : data, rest);
+    run(PHX_VSN_2, in, &b);
+    run(PHX_VSN_1, in, &b);
+    payload_unref(in);
+    free(list);
+    return 0;
+}
