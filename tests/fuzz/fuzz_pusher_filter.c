@@ -15,45 +15,12 @@
 #include <string.h>
 
 #include "buf.h"
+#include "fuzz_blocked.h"
 #include "fuzz_check.h"
 #include "pusher_filter.h"
 #include "ws.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-struct blocked {
-    const char *list; /* ",a,b," */
-};
-
-static bool is_blocked(void *ctx, const char *user)
-{
-    const struct blocked *b = ctx;
-    size_t n = strlen(user);
-    const char *p = b->list;
-
-    if (n == 0)
-        return false; /* strstr() finds "" everywhere */
-    while ((p = strstr(p, user)) != NULL) {
-        if (p > b->list && p[-1] == ',' && p[n] == ',')
-            return true;
-        p++;
-    }
-    return false;
-}
-
-/* out is a whole sequence of text frames. */
-static void check_frames(const struct payload *out)
-{
-    size_t off = 0;
-
-    while (off < out->len) {
-        struct ws_frame wf;
-        ssize_t h = ws_decode_header(out->data + off, out->len - off, &wf);
-
-        CHECK(h > 0 && wf.len <= out->len - off - (size_t)h);
-        off += (size_t)h + wf.len;
-    }
-}
 
 static void run(struct payload *in, struct blocked *b)
 {

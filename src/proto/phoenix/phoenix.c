@@ -167,18 +167,24 @@ static void reply_raw(struct client *c, const char *join_ref, const char *ref, c
     send_buf(c, &b);
 }
 
+/* A reply's response into r: {} when ok, else {"reason": why}. */
+static void reply_body(struct buf *r, bool ok, const char *why)
+{
+    if (ok) {
+        buf_append_str(r, "{}");
+        return;
+    }
+    buf_append_str(r, "{\"reason\":");
+    json_append_cstr(r, why);
+    buf_append_str(r, "}");
+}
+
 /* ok {} or error {"reason": why} to the decoded push m. */
 void phx__reply(struct client *c, const struct phx_msg *m, bool ok, const char *why)
 {
     struct buf r = {0};
 
-    if (ok) {
-        buf_append_str(&r, "{}");
-    } else {
-        buf_append_str(&r, "{\"reason\":");
-        json_append_cstr(&r, why);
-        buf_append_str(&r, "}");
-    }
+    reply_body(&r, ok, why);
     reply_raw(c, m->has_join_ref ? m->join_ref : NULL, m->has_ref ? m->ref : NULL, m->topic, ok,
               &r);
     buf_release(&r);
@@ -189,13 +195,7 @@ void phx__reply_chan(struct client *c, struct chan *ch, bool ok, const char *why
 {
     struct buf r = {0};
 
-    if (ok) {
-        buf_append_str(&r, "{}");
-    } else {
-        buf_append_str(&r, "{\"reason\":");
-        json_append_cstr(&r, why);
-        buf_append_str(&r, "}");
-    }
+    reply_body(&r, ok, why);
     reply_raw(c, ch->has_join_ref ? ch->join_ref : NULL, ch->has_push_ref ? ch->push_ref : NULL,
               ch->topic, ok, &r);
     buf_release(&r);
