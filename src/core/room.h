@@ -514,6 +514,17 @@ typedef bool room_hide_fn(const char *user, void *ctx);
 int room_encode_info_for(const struct room_engine *e, const char *room, size_t limit,
                          room_hide_fn *hide, void *ctx, struct buf *out);
 void room_get_stats(const struct room_engine *e, struct room_stats *out);
+/* The sessions of the members of room that a reader who must not see
+ * the members hide() names would list (room_encode_info_for()): the
+ * published members' sessions. 0 for no room. hide NULL = every published
+ * member. */
+size_t room_listed_sessions(const struct room_engine *e, const char *room, room_hide_fn *hide,
+                            void *ctx);
+/* Calls fn(ctx, room, count, sessions) for every room with a published
+ * member: count its published members, sessions theirs (as
+ * room_listed_sessions()). fn must not change the rooms. */
+typedef void room_list_fn(void *ctx, const char *room, size_t count, size_t sessions);
+void room_list_published(const struct room_engine *e, room_list_fn *fn, void *ctx);
 /* Admin API: appends {"room":id,"members":n,"visible":n} for every room
  * with members, comma-separated (*first: nothing appended yet; cleared). */
 void room_admin_list(const struct room_engine *e, struct buf *out, bool *first);

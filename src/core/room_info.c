@@ -108,6 +108,40 @@ int room_encode_info_for(const struct room_engine *e, const char *room, size_t l
     return 0;
 }
 
+static size_t listed_sessions(const struct room *r, room_hide_fn *hide, void *ctx)
+{
+    size_t n = 0;
+
+    for (const struct list *pos = r->order.next; pos != &r->order; pos = pos->next) {
+        const struct member *m = container_of(pos, struct member, order);
+        if (room__listed(m, hide, ctx))
+            n += m->nsessions;
+    }
+    return n;
+}
+
+size_t room_listed_sessions(const struct room_engine *e, const char *room, room_hide_fn *hide,
+                            void *ctx)
+{
+    const struct room *r;
+
+    if (!room__id_ok(room, ROOM_ID_MAX) || !(r = room__find(e, room)))
+        return 0;
+    return listed_sessions(r, hide, ctx);
+}
+
+void room_list_published(const struct room_engine *e, room_list_fn *fn, void *ctx)
+{
+    struct hmap_node *n;
+    size_t it;
+
+    for (n = hmap_first(&e->rooms, &it); n; n = hmap_next(&e->rooms, n, &it)) {
+        const struct room *r = container_of(n, struct room, node);
+        if (r->published > 0)
+            fn(ctx, r->id, r->published, listed_sessions(r, NULL, NULL));
+    }
+}
+
 void room_admin_list(const struct room_engine *e, struct buf *out, bool *first)
 {
     struct hmap_node *n;

@@ -176,6 +176,14 @@ struct proto_adapter {
      * the engine's, engine_room_client.c); without it they get f. */
     struct payload *(*filter_blocked)(struct payload *f,
                                       bool (*blocked)(void *ctx, const char *user), void *ctx);
+    /* The engine counts the sockets subscribed to each room while a
+     * registered adapter sets this (room_count.h: the reads'
+     * "subscriptions", the occupancy of rooms without members). */
+    bool room_counts;
+    /* Optional: the frame telling a room's subscribers that n sockets
+     * are subscribed to it now (Pusher's pusher_internal:subscription_count),
+     * NULL for none; at most one per room every RCOUNT_EVENT_MS. */
+    struct payload *(*encode_room_count)(const char *room, uint64_t n);
 };
 
 /* Encoders for the events a protocol has no message for (they return

@@ -38,6 +38,7 @@
 #include "msg.h"
 #include "ratelimit.h"
 #include "room.h"
+#include "room_count.h"
 #include "session.h"
 #include "watch.h"
 
@@ -76,6 +77,7 @@ struct engine *engine_new(struct worker *w, const struct engine_env *env, struct
     e->pres = presence_new(&pc, loop_wheel(w->loop), session__on_change, session__on_end, e);
     e->expired = client__expire;
     e->rooms = engine__rooms_new(e);
+    rcount__init(e);
     flow__init(e);
     list_init(&e->queries);
     engine__privacy_init(e);
@@ -114,6 +116,7 @@ void engine_free(struct engine *e)
     flow__free(e);
     cr__free(e);
     ch__free(e);
+    rcount__free(e);
     engine__rooms_free(e);
     http_read__queries_free(e); /* answers that never came back */
     watch__subs_free(e);
@@ -175,6 +178,7 @@ void engine_tick(struct engine *e)
     uint64_t now = loop_now(e->w->loop);
 
     update_metrics(e);
+    rcount__flush(e);
     flow__tick(e, now);
     if (e->env->observer_rate && now - e->swept_ms >= SWEEP_EVERY_MS) {
         e->swept_ms = now;

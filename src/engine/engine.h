@@ -105,11 +105,23 @@ void engine_http_room(struct conn *c, const struct http_request *req, struct net
  * members only, first 1000; the other nodes' included), handed as that
  * JSON text (json, n bytes; a room that did not answer in time reads
  * {"room":..,"count":null,"degraded":true}) to done, which writes c's
- * response. done runs on c's worker, once, unless c went away. room must
- * be valid (room_id_valid()). */
-typedef void engine_room_read_done(struct conn *c, const char *json, size_t n);
+ * response; arg is a copy of the read's arg (NULL: ""). done runs on c's
+ * worker, once, unless c went away. room must be valid (room_id_valid()). */
+typedef void engine_room_read_done(struct conn *c, const char *arg, const char *json, size_t n);
+/* The answer also has "subscriptions": the sockets of the published
+ * members, or for a room without members every socket subscribed (this
+ * node's: room_count.h). */
 void engine_read_room(struct conn *c, struct engine *e, const char *room,
-                      engine_room_read_done *done);
+                      engine_room_read_done *done, const char *arg);
+/* The occupied rooms of this node for another protocol's HTTP API
+ * (Pusher's GET channels), handed to done as {"rooms":[{"room","count",
+ * "subscriptions"},...]}: every room with published members (count, and
+ * their sockets), and every room without members that sockets subscribe
+ * to (count 0); at most 10,000 per worker; a worker that did not answer
+ * in time is left out. Counted only when an adapter asked
+ * (room_count.h). done as engine_read_room()'s. */
+void engine_list_rooms(struct conn *c, struct engine *e, engine_room_read_done *done,
+                       const char *arg);
 /* /v1/admin/... (engine_admin.c; docs/api.md). */
 void engine_http_admin(struct conn *c, const struct http_request *req, struct net_ctx *nc);
 /* Frees a prepared client whose upgrade failed (on_open never ran). */

@@ -62,6 +62,7 @@
 #include "log.h"
 #include "pool.h"
 #include "room.h"
+#include "room_count.h"
 
 /* Ephemeral ticks (see the top of the file). */
 #define EPH_TICK_MS 33 /* a hot room's ephemerals go out at most once per tick */
@@ -647,6 +648,29 @@ static void deliver_cast(struct engine *e, const struct room_broadcast_event *ev
     adapter_frames_release(&fs);
 }
 
+void engine__room_count_event(struct engine *e, const char *room, uint64_t n)
+{
+    struct rsub *s = find_rsub(e, room);
+    struct adapter_frames fs = {0};
+    struct room_info info = {0};
+    bool any = false;
+
+    for (unsigned p = 0; s && p < adapter_count(); p++) {
+        const struct proto_adapter *a = adapter_get(p);
+        if ((s->protos & (1u << p)) && a->encode_room_count &&
+            (fs.f[p] = a->encode_room_count(room, n)) != NULL)
+            any = true;
+    }
+    if (!any)
+        return;
+    if (room_get_info(e->rooms, room, &info) != 0)
+        info.epoch = 0;
+    if (s->nheld > 0)
+        release_held(e, s);
+    send_event(e, s, false, info.epoch, 0, &fs, 0);
+    adapter_frames_release(&fs);
+}
+
 void engine__room_on_cast(struct engine *e, struct emsg *req)
 {
     struct room_broadcast_event ev = {.room = req->room,
@@ -705,6 +729,24 @@ void engine__room_info(struct engine *e, const char *room, char *const *blockers
     free(b.v);
 }
 
+void engine__room_subscriptions(struct engine *e, const char *room, char *const *blockers,
+                                size_t nblockers, struct buf *out)
+{
+    struct room_info info;
+    struct sorted_ids b;
+    uint64_t n;
+
+    if (room_get_info(e->rooms, room, &info) == 0 && info.members > 0) {
+        sort_blockers(e, blockers, nblockers, &b);
+        n = room_listed_sessions(e->rooms, room, nblockers ? hide_blocker : NULL, &b);
+        free(b.v);
+    } else {
+        n = rcount__get(e, room);
+    }
+    out->len--; /* the info object's '}' */
+    buf_printf(out, ",\"subscriptions\":%llu}", (unsigned long long)n);
+}
+
 /*
  * A worker's last local subscriber of a room left. The unsubscribe comes
  * straight from that worker, but a new local subscriber's join travels
@@ -738,6 +780,7 @@ void engine__room_on_unsub(struct engine *e, struct emsg *em)
     struct rsub *s = find_rsub(e, em->room);
     unsigned from = em->msg.from;
 
+    rcount__unsub(e, em->room, from); /* in order with from's counts */
     if (!s || s->gen[from] > em->version)
         return;
     drop_waiting(s, from, em->version);
@@ -951,6 +994,8 @@ void engine__room_on_info(struct engine *e, struct emsg *em)
     if (cr__park_read(e, em))
         return; /* answered once the room's other nodes are known */
     engine__room_info(e, em->room, em->ids, em->nids, &b);
+    if (em->arg && b.len && b.data[b.len - 1] == '}') /* an adapter's read: with its sockets */
+        engine__room_subscriptions(e, em->room, em->ids, em->nids, &b);
     buf_append(&b, "\n", 1);
     http_read__answer(e, em, buf_payload(&b));
 }

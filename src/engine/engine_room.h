@@ -92,6 +92,15 @@ void engine__rooms_session_ended(struct engine *e, const char *sid, const char *
 
 struct room_engine *engine__rooms_new(struct engine *e);
 void engine__rooms_free(struct engine *e);
+/* R side: appends "subscriptions" to the info object in out (its last
+ * byte a '}'): the sockets of the published members that the reader with
+ * those blockers sees, for a room with members (a hidden member's
+ * sockets are not told), else every socket subscribed (room_count.h). */
+void engine__room_subscriptions(struct engine *e, const char *room, char *const *blockers,
+                                size_t nblockers, struct buf *out);
+/* R side: the room's socket count n changed: sent to its subscribers in
+ * the protocols that have a message for it (encode_room_count). */
+void engine__room_count_event(struct engine *e, const char *room, uint64_t n);
 /* GET /v1/rooms/{id}: the room's info object as seen by a reader blocked
  * by the nblockers users in blockers (not listed, not counted; see
  * room_encode_info_for()). */

@@ -25,6 +25,7 @@
 #include "jwt.h"
 #include "log.h"
 #include "room.h"
+#include "room_count.h"
 #include "sse.h"
 #include "store.h"
 
@@ -107,7 +108,8 @@ struct lroom {             /* client side: local subscribers of a room */
     struct hmap_node node; /* e->lrooms */
     char room[PRESENCE_ID_MAX + 1];
     struct list links;
-    uint64_t gen; /* subscription generation (see r_unsub) */
+    uint64_t gen;    /* subscription generation (see r_unsub) */
+    uint32_t nlinks; /* sockets in links (room_count.h) */
 };
 
 static struct lroom *find_lroom(struct engine *e, const char *room)
@@ -208,6 +210,7 @@ static struct room_link *rlink_add(struct client *c, const char *room)
     l->join_id = ++e->join_ids;
     list_insert_tail(&lr->links, &l->link);
     rlinks_push(c, l);
+    rcount__local(e, room, ++lr->nlinks);
     return l;
 }
 
@@ -221,8 +224,11 @@ static void rlink_remove(struct client *c, size_t idx)
     list_del(&l->link);
     hidden_free(l);
     pool_free(l);
-    if (!list_empty(&lr->links))
+    if (--lr->nlinks > 0) {
+        rcount__local(c->e, lr->room, lr->nlinks);
         return;
+    }
+    rcount__local_gone(c->e, lr->room); /* OP_RUNSUB says 0 */
     em = emsg_new(OP_RUNSUB, 0);
     emsg_set_id(&em->room, lr->room);
     em->version = lr->gen;

@@ -45,6 +45,9 @@ struct engine {
     struct room_engine *rooms;    /* the rooms this worker owns */
     struct hmap rsubs;            /* owner side: struct rsub by room id */
     struct hmap lrooms;           /* client side: struct lroom by room id */
+    bool count_rooms;             /* sockets per room are counted (room_count.c) */
+    struct hmap rc_pend;          /* client side: struct rc_pend, counts to send */
+    struct hmap rcounts;          /* owner side: struct rcount by room id */
     struct hmap srooms;           /* user-owner side: struct sroom (a session's rooms) by sid */
     struct hmap expiries;         /* client side: clients' deadline groups (engine_expiry.c) */
     struct list queries;          /* HTTP reads waiting for answers (freed at shutdown) */

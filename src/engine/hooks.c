@@ -490,6 +490,23 @@ void hooks_room_delta(struct hooks *h, const struct room_delta_view *d, int64_t 
         hooks_room_occupancy(h, hd->room, hd->epoch, hd->seq, false, time_ms);
 }
 
+void hooks_channel_occupancy(struct hooks *h, const char *room, bool occupied)
+{
+    for (unsigned i = 0; h && i < h->n; i++) {
+        struct lane *ln = &h->lanes[i];
+        char channel[HOOKS_URL_MAX];
+        struct webhook_pusher_event ev = {
+            .kind = occupied ? WEBHOOK_CHANNEL_OCCUPIED : WEBHOOK_CHANNEL_VACATED,
+            .channel = channel,
+        };
+
+        if (ln->ep->format == WEBHOOK_PUSHER && ln->ep->channel_of &&
+            ln->ep->channel_of(room, channel, sizeof(channel)) &&
+            strncmp(channel, "presence-", 9) != 0 && channel[0] != '#')
+            pusher_event(ln, &ev);
+    }
+}
+
 void hooks_client_event(struct hooks *h, const char *room, const char *event, const char *data,
                         size_t data_len, const char *socket_id, const char *user)
 {

@@ -21,8 +21,9 @@
  * Pusher endpoint (per app webhook=URL, or pusher-webhook-url):
  *   channel_occupied / channel_vacated and member_added / member_removed
  *   of presence channels (a native room X is presence-X), and client_event
- *   for the client events the app relays (hooks_client_event()).
- *   Non-presence channels' occupied/vacated are not sent (docs/pusher.md).
+ *   for the client events the app relays (hooks_client_event()), and
+ *   channel_occupied / channel_vacated of the other channels, from their
+ *   subscribed sockets (hooks_channel_occupancy(), room_count.h).
  *
  * ---- Delivery ----
  *
@@ -134,6 +135,12 @@ void hooks_room_member(struct hooks *h, const char *room, uint64_t epoch, uint64
                        const char *user, bool joined, int64_t time_ms);
 void hooks_room_occupancy(struct hooks *h, const char *room, uint64_t epoch, uint64_t seq,
                           bool occupied, int64_t time_ms);
+/* A room without members (a Pusher channel that is not a presence
+ * channel) got its first subscribed socket (occupied) or lost its last
+ * one, on this node (room_count.h): channel_occupied / channel_vacated
+ * to the Pusher endpoints that name the room a channel other than a
+ * presence or server-to-user channel; nothing to the native one. */
+void hooks_channel_occupancy(struct hooks *h, const char *room, bool occupied);
 /* A client event relayed in room (Pusher endpoints only). user NULL =
  * not a presence channel's member; data is the event's data text. */
 void hooks_client_event(struct hooks *h, const char *room, const char *event, const char *data,

@@ -126,6 +126,7 @@ struct query {
     char (*ids)[PRESENCE_ID_MAX + 1]; /* the user or room of each part */
     struct wheel_timer timer;         /* reads: QUERY_TIMEOUT_MS */
     engine_room_read_done *done;      /* QUERY_ROOM for an adapter: writes the answer */
+    char *done_arg;                   /* done's arg (a copy) */
 };
 
 /* A write is answered when its outcome is known, never on a timer. */
@@ -144,6 +145,7 @@ static void query_free(struct query *q)
     list_del(&q->link);
     wheel_del(&q->timer);
     free(q->ids);
+    free(q->done_arg);
     for (size_t i = 0; i < q->n; i++)
         payload_unref(q->parts[i]);
     free(q->parts);
@@ -161,7 +163,7 @@ static void query_finish(struct query *q)
     struct buf b = {0};
 
     if (q->kind == QUERY_ROOM && q->done) {
-        q->done(q->conn, q->parts[0]->data, q->parts[0]->len);
+        q->done(q->conn, q->done_arg, q->parts[0]->data, q->parts[0]->len);
         return;
     }
     if (q->kind == QUERY_ROOM) {
@@ -169,7 +171,7 @@ static void query_finish(struct query *q)
                       q->parts[0]->data, q->parts[0]->len);
         return;
     }
-    if (q->kind == QUERY_ADMIN_ROOMS) {
+    if (q->kind == QUERY_ADMIN_ROOMS || q->kind == QUERY_ROOM_LIST) {
         bool first = true;
         buf_append_str(&b, "{\"rooms\":[");
         for (size_t i = 0; i < q->n; i++) {
@@ -181,8 +183,11 @@ static void query_finish(struct query *q)
             first = false;
         }
         buf_append_str(&b, "]}\n");
-        httpd_respond(q->conn, 200, "application/json", "Cache-Control: no-store\r\n", b.data,
-                      b.len);
+        if (q->done)
+            q->done(q->conn, q->done_arg, b.data, b.len);
+        else
+            httpd_respond(q->conn, 200, "application/json", "Cache-Control: no-store\r\n", b.data,
+                          b.len);
         buf_release(&b);
         return;
     }
@@ -216,7 +221,7 @@ static struct payload *degraded_part(const struct query *q, size_t i)
 {
     struct buf b = {0};
 
-    if (q->kind == QUERY_ADMIN_ROOMS)
+    if (q->kind == QUERY_ADMIN_ROOMS || q->kind == QUERY_ROOM_LIST)
         return payload_from("", 0); /* that worker's rooms are missing */
     buf_append_str(&b, q->kind == QUERY_ROOM ? "{\"room\":" : "{\"user\":");
     json_append_cstr(&b, q->ids[i]);
@@ -692,6 +697,7 @@ static void room_info_ask(struct engine *e, struct query *q, const char *const *
 {
     struct emsg *em = emsg_new(OP_RINFO, 0);
 
+    em->arg = q->done != NULL; /* an adapter's read: with the subscriptions */
     emsg_set_id(&em->room, q->ids[0]);
     em->query = (uint64_t)(uintptr_t)q;
     if (n) {
@@ -751,13 +757,30 @@ static void room_read(struct conn *c, struct engine *e, const char *room, const 
 }
 
 void engine_read_room(struct conn *c, struct engine *e, const char *room,
-                      engine_room_read_done *done)
+                      engine_room_read_done *done, const char *arg)
 {
     struct query *q = http_read__query_new(c, QUERY_ROOM, 1);
 
     q->done = done;
+    q->done_arg = xstrdup(arg ? arg : "");
     copy_id(q->ids[0], room);
     room_info_ask(e, q, NULL, 0);
+}
+
+void engine_list_rooms(struct conn *c, struct engine *e, engine_room_read_done *done,
+                       const char *arg)
+{
+    unsigned n = e->w->srv->nworkers;
+    struct query *q = http_read__query_new(c, QUERY_ROOM_LIST, n);
+
+    q->done = done;
+    q->done_arg = xstrdup(arg ? arg : "");
+    for (unsigned i = 0; i < n; i++) {
+        struct emsg *em = emsg_new(OP_RLIST, 0);
+        em->query = (uint64_t)(uintptr_t)q;
+        em->index = i;
+        owner_send(e, i, em);
+    }
 }
 
 /* GET /v1/rooms/{id} and GET /v1/rooms/{id}/events */

@@ -33,6 +33,7 @@ enum query_kind {
     QUERY_ADMIN,       /* a read, one part: "NNN" status code + JSON */
     QUERY_ADMIN_ROOMS, /* one part per worker: room list fragments */
     QUERY_ADMIN_WRITE, /* a write, answered as QUERY_ADMIN */
+    QUERY_ROOM_LIST,   /* one part per worker: an adapter's room list (engine_list_rooms) */
 };
 
 /* A query of kind with n parts for the HTTP request on c, deferred

@@ -14,6 +14,7 @@
 #include "engine_room.h"
 #include "engine_state.h"
 #include "http_read.h"
+#include "room_count.h"
 #include "session.h"
 #include "watch.h"
 
@@ -92,6 +93,8 @@ static engine_op_fn *const ops[OP_COUNT] = {
     [OP_RVIS]       = engine__room_on_vis,
     [OP_RBLOCK]     = engine__room_on_block,
     [OP_RREFRESH]   = engine__room_on_refresh,
+    [OP_RCOUNT]     = rcount__on_count,
+    [OP_RLIST]      = rcount__on_list,
     /* privacy and admin (engine_privacy.c, engine_admin.c) */
     [OP_PRIVACY]    = engine__op_privacy,
     [OP_PRIV_HELLO] = engine__privacy_hello,

@@ -71,6 +71,8 @@ enum engine_op {
     /* blocks inside rooms (engine_room_block.c) */
     OP_RBLOCK,   /* U -> every worker: uid blocks (arg 1) / unblocks (0) viewer */
     OP_RREFRESH, /* client worker -> R: a fresh snapshot for conn_id if uid is shown */
+    OP_RCOUNT,   /* client worker -> R: its sockets in the room (index; room_count.h) */
+    OP_RLIST,    /* HTTP worker -> every worker: its occupied rooms (engine_list_rooms) */
     OP_COUNT     /* not an op: the size of the op table */
 };
 

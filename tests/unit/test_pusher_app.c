@@ -32,6 +32,7 @@ static void test_plain(void **state)
     assert_string_equal(a.secret, "secret.1");
     assert_false(a.client_events);
     assert_int_equal(a.member_limit, 100);
+    assert_false(a.subscription_count);
     assert_string_equal(a.webhook, "");
 }
 
@@ -44,6 +45,10 @@ static void test_options(void **state)
     assert_int_equal(parse("1:k:s:client-events=true:member-limit=7", &a, err), 0);
     assert_true(a.client_events);
     assert_int_equal(a.member_limit, 7);
+    assert_int_equal(parse("1:k:s:subscription-count=true", &a, err), 0);
+    assert_true(a.subscription_count);
+    assert_int_equal(parse("1:k:s:subscription-count=false", &a, err), 0);
+    assert_false(a.subscription_count);
     assert_int_equal(
         parse("1:k:s:client-events=true:webhook=http://127.0.0.1:8080/hooks?x=1", &a, err), 0);
     assert_true(a.client_events);
@@ -57,12 +62,13 @@ static void test_options(void **state)
 static void test_refused(void **state)
 {
     static const char *bad[] = {
-        "1:k",                  /* no secret */
-        "1:k:s:member-limit=0", /* out of range */
-        "1:k:s:colour=blue",    /* unknown option */
-        "1:k:s:webhook=",       /* no URL */
-        "1:k:s,2:k2:s2",        /* a second app */
-        "1!:k:s",               /* id alphabet */
+        "1:k",                        /* no secret */
+        "1:k:s:member-limit=0",       /* out of range */
+        "1:k:s:colour=blue",          /* unknown option */
+        "1:k:s:subscription-count=1", /* true or false only */
+        "1:k:s:webhook=",             /* no URL */
+        "1:k:s,2:k2:s2",              /* a second app */
+        "1!:k:s",                     /* id alphabet */
     };
     struct pusher_app a;
     char err[200];

@@ -2265,6 +2265,49 @@ static void test_digest(void **state)
     fx_free(f);
 }
 
+struct listed {
+    char rooms[4][16];
+    size_t count[4], sessions[4], n;
+};
+
+static void list_cb(void *ctx, const char *room, size_t count, size_t sessions)
+{
+    struct listed *l = ctx;
+
+    assert_true(l->n < 4);
+    snprintf(l->rooms[l->n], sizeof(l->rooms[0]), "%s", room);
+    l->count[l->n] = count;
+    l->sessions[l->n++] = sessions;
+}
+
+/* The published members' sessions (Pusher's subscription_count of a
+ * presence channel) and the list of rooms with published members: a
+ * reader's blockers and an invisible member are not counted. */
+static void test_listed_sessions(void **state)
+{
+    struct fx *f = fx_new(NULL);
+    const char *u1[] = {"u1", NULL};
+    struct listed l = {0};
+
+    (void)state;
+    assert_int_equal(join(f, "r", "u1", "s1", NULL), 0);
+    assert_int_equal(join(f, "r", "u1", "s2", NULL), 0);
+    assert_int_equal(join(f, "r", "u2", "s3", NULL), 0);
+    assert_int_equal(join(f, "hid", "u3", "s4", NULL), 0);
+    assert_int_equal(room_set_visible(f->e, "hid", "u3", false, f->now), 0);
+    advance(f, 50);
+    assert_int_equal(room_listed_sessions(f->e, "r", NULL, NULL), 3);
+    assert_int_equal(room_listed_sessions(f->e, "r", hide_named, (void *)u1), 1);
+    assert_int_equal(room_listed_sessions(f->e, "hid", NULL, NULL), 0);
+    assert_int_equal(room_listed_sessions(f->e, "gone", NULL, NULL), 0);
+    room_list_published(f->e, list_cb, &l);
+    assert_int_equal(l.n, 1); /* "hid" shows nobody */
+    assert_string_equal(l.rooms[0], "r");
+    assert_int_equal(l.count[0], 2);
+    assert_int_equal(l.sessions[0], 3);
+    fx_free(f);
+}
+
 /* A reader blocked by some members: they are neither listed nor counted,
  * and a room of blockers only reads exactly like an absent one. */
 static void test_encode_info_hiding(void **state)
@@ -2598,6 +2641,7 @@ int main(void)
         cmocka_unit_test(test_callbacks_may_reenter),
         cmocka_unit_test(test_encode_info),
         cmocka_unit_test(test_encode_info_hiding),
+        cmocka_unit_test(test_listed_sessions),
         cmocka_unit_test(test_digest),
         cmocka_unit_test(test_random_deltas_rebuild_snapshot),
         cmocka_unit_test(test_random_with_interval_mode),

@@ -600,7 +600,7 @@ int pusher_register(const struct config *cfg, char *err, size_t errlen)
         return 0;
     if (pusher_app_parse(cfg->pusher_app, &app, err, errlen) < 0)
         return -1;
-    pusher_encode_init();
+    pusher_encode_init(app.subscription_count);
     pusher_api_init(&app);
     pusher_proto = adapter_register(&pusher_adapter);
     pusher_routes = (struct route_list)ROUTE_LIST(routes);

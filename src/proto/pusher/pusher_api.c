@@ -246,7 +246,11 @@ void pusher_api_post(struct conn *c, const struct http_request *req, struct net_
         post_events(c, req, nc->app, rest[0] == 'b');
 }
 
-/* ---- reads: GET channels/{name}[/users] ---- */
+/* ---- reads: GET channels, channels/{name}[/users] ---- */
+
+/* The read's info flags, as the arg of the engine's read. */
+#define INFO_USERS 'u' /* info=user_count */
+#define INFO_SUBS  's' /* info=subscription_count */
 
 /* The room info the engine read (engine_read_room()), parsed; NULL after
  * a 503 when the room's owner did not answer in time. */
@@ -262,45 +266,52 @@ static cJSON *room_info(struct conn *c, const char *json, size_t n)
     return root;
 }
 
-/* {"occupied": bool[, "user_count": n]}: a presence channel is occupied
- * while it has a member (its published ones: hidden users are absent). */
-static void info_answer(struct conn *c, const char *json, size_t n, bool user_count)
+static double num_field(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* {"occupied": bool[, "user_count": n][, "subscription_count": n]}: a
+ * presence channel is occupied while it has a member (its published
+ * ones: hidden users are absent, and so are their sockets), another
+ * channel while a socket is subscribed. */
+static void info_done(struct conn *c, const char *arg, const char *json, size_t n)
 {
     cJSON *root = room_info(c, json, n);
+    const cJSON *room;
     struct buf b = {0};
-    int count;
+    double count, subs;
+    bool presence;
 
     if (!root)
         return;
-    count = cJSON_GetObjectItemCaseSensitive(root, "count")->valueint;
-    buf_printf(&b, "{\"occupied\":%s", count > 0 ? "true" : "false");
-    if (user_count)
-        buf_printf(&b, ",\"user_count\":%d", count);
+    room = cJSON_GetObjectItemCaseSensitive(root, "room");
+    presence = cJSON_IsString(room) && pusher_room_is_presence(room->valuestring);
+    count = num_field(root, "count");
+    subs = num_field(root, "subscriptions");
+    buf_printf(&b, "{\"occupied\":%s", (presence ? count : subs) > 0 ? "true" : "false");
+    if (strchr(arg, INFO_USERS))
+        buf_printf(&b, ",\"user_count\":%.0f", count);
+    if (strchr(arg, INFO_SUBS))
+        buf_printf(&b, ",\"subscription_count\":%.0f", subs);
     buf_append(&b, "}", 2);
     answer(c, 200, b.data);
     buf_release(&b);
     cJSON_Delete(root);
 }
 
-static void info_done(struct conn *c, const char *json, size_t n)
-{
-    info_answer(c, json, n, false);
-}
-
-static void info_count_done(struct conn *c, const char *json, size_t n)
-{
-    info_answer(c, json, n, true);
-}
-
 /* {"users":[{"id":...},...]}: the channel's published members (the first
  * 1000, as the native room read lists them). */
-static void users_done(struct conn *c, const char *json, size_t n)
+static void users_done(struct conn *c, const char *arg, const char *json, size_t n)
 {
     cJSON *root = room_info(c, json, n);
     const cJSON *m;
     struct buf b = {0};
     bool first = true;
 
+    (void)arg;
     if (!root)
         return;
     buf_append_str(&b, "{\"users\":[");
@@ -320,14 +331,22 @@ static void users_done(struct conn *c, const char *json, size_t n)
     cJSON_Delete(root);
 }
 
+/* The request's query as a C string into q (PUSHER_API_QUERY_MAX + 1). */
+static void query_of(const struct http_request *req, char *q)
+{
+    size_t n = req->query_len > PUSHER_API_QUERY_MAX ? 0 : req->query_len;
+
+    memcpy(q, req->query && n ? req->query : "", n);
+    q[n] = '\0';
+}
+
 /* Whether the query's info names field (info=user_count,subscription_count). */
 static bool info_has(const struct http_request *req, const char *field)
 {
     char q[PUSHER_API_QUERY_MAX + 1], v[256];
     size_t fl = strlen(field);
 
-    memcpy(q, req->query ? req->query : "", req->query_len);
-    q[req->query_len] = '\0';
+    query_of(req, q);
     if (pusher_query_get(q, "info", v, sizeof(v)) < 0)
         return false;
     for (const char *p = v; (p = strstr(p, field)) != NULL; p += fl)
@@ -336,15 +355,15 @@ static bool info_has(const struct http_request *req, const char *field)
     return false;
 }
 
-/* GET channels/{name} or channels/{name}/users. Presence channels only:
- * the occupancy of other channels (subscriptions without members) is not
- * known across workers and nodes in this version (501). */
+/* GET channels/{name}[?info=user_count,subscription_count] or
+ * channels/{name}/users (presence channels only). */
 static void get_channel(struct conn *c, const struct http_request *req, struct engine *e,
                         char *name)
 {
-    char *slash = strchr(name, '/'), room[PUSHER_ROOM_MAX + 1];
+    char *slash = strchr(name, '/'), room[PUSHER_ROOM_MAX + 1], flags[3] = {0};
     bool users = slash && strcmp(slash, "/users") == 0;
     enum pusher_channel_kind k;
+    size_t nf = 0;
 
     if (slash && !users) {
         answer(c, 404, "unknown endpoint\n");
@@ -357,16 +376,92 @@ static void get_channel(struct conn *c, const struct http_request *req, struct e
         answer(c, 400, "invalid channel name\n");
         return;
     }
-    if (k != PUSHER_CH_PRESENCE) {
-        answer(c, users ? 400 : 501,
+    if (k != PUSHER_CH_PRESENCE && (users || info_has(req, "user_count"))) {
+        answer(c, 400,
                users ? "users are listed for presence channels only\n"
-                     : "only presence channels are read in this version of presenced\n");
+                     : "user_count is only available for presence channels\n");
         return;
     }
-    engine_read_room(c, e, room,
-                     users                         ? users_done
-                     : info_has(req, "user_count") ? info_count_done
-                                                   : info_done);
+    if (users) {
+        engine_read_room(c, e, room, users_done, NULL);
+        return;
+    }
+    if (info_has(req, "user_count"))
+        flags[nf++] = INFO_USERS;
+    if (info_has(req, "subscription_count"))
+        flags[nf++] = INFO_SUBS;
+    engine_read_room(c, e, room, info_done, flags);
+}
+
+/* One room of the engine's list as a channel of the answer, if it is
+ * one: a presence channel with a published member, another channel (not
+ * a server-to-user one) with a subscribed socket, whose name starts with
+ * prefix. */
+static void list_channel(struct buf *b, bool *first, const cJSON *r, const char *prefix,
+                         bool user_count)
+{
+    const cJSON *room = cJSON_GetObjectItemCaseSensitive(r, "room");
+    char channel[PUSHER_CHANNEL_MAX + 1];
+    bool presence;
+    double count;
+
+    if (!cJSON_IsString(room) || !pusher_channel_of(room->valuestring, channel) ||
+        channel[0] == '#' || strncmp(channel, prefix, strlen(prefix)) != 0)
+        return;
+    presence = pusher_room_is_presence(room->valuestring);
+    count = num_field(r, "count");
+    if ((presence ? count : num_field(r, "subscriptions")) <= 0)
+        return;
+    buf_append_str(b, *first ? "" : ",");
+    json_append_cstr(b, channel);
+    if (user_count)
+        buf_printf(b, ":{\"user_count\":%.0f}", count);
+    else
+        buf_append_str(b, ":{}");
+    *first = false;
+}
+
+/* {"channels":{"<name>":{}|{"user_count":n},...}} from the engine's list;
+ * arg is the info flag (or '-') and then the prefix. */
+static void list_done(struct conn *c, const char *arg, const char *json, size_t n)
+{
+    cJSON *root = cJSON_ParseWithLength(json, n);
+    const cJSON *r;
+    struct buf b = {0};
+    bool first = true;
+
+    buf_append_str(&b, "{\"channels\":{");
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(root, "rooms"))
+        list_channel(&b, &first, r, arg + 1, arg[0] == INFO_USERS);
+    buf_append(&b, "}}", 3);
+    answer(c, 200, b.data);
+    buf_release(&b);
+    cJSON_Delete(root);
+}
+
+/* GET channels[?filter_by_prefix=P][&info=user_count]: the occupied
+ * channels; user_count needs a prefix of presence channels, as on Pusher. */
+static void get_channels(struct conn *c, const struct http_request *req, struct engine *e)
+{
+    char q[PUSHER_API_QUERY_MAX + 1], arg[PUSHER_CHANNEL_MAX + 2] = "-";
+    bool users = info_has(req, "user_count");
+    int n;
+
+    query_of(req, q);
+    n = pusher_query_get(q, "filter_by_prefix", arg + 1, sizeof(arg) - 1);
+    if (n == -2) {
+        answer(c, 400, "filter_by_prefix is over 164 bytes or malformed\n");
+        return;
+    }
+    if (users && strncmp(arg + 1, "presence-", 9) != 0) {
+        answer(c, 400,
+               "user_count is only available for presence channels: give "
+               "filter_by_prefix=presence-\n");
+        return;
+    }
+    if (users)
+        arg[0] = INFO_USERS;
+    engine_list_rooms(c, e, list_done, arg);
 }
 
 void pusher_api_get(struct conn *c, const struct http_request *req, struct net_ctx *nc)
@@ -383,7 +478,7 @@ void pusher_api_get(struct conn *c, const struct http_request *req, struct net_c
     if (strncmp(rest, "channels/", 9) == 0 && rest[9])
         get_channel(c, req, nc->app, (char *)rest + 9);
     else if (strcmp(rest, "channels") == 0)
-        answer(c, 501, "the channel list is not in this version of presenced\n");
+        get_channels(c, req, nc->app);
     else
         answer(c, 404, "unknown endpoint\n");
 }

@@ -41,6 +41,11 @@ static int option(struct pusher_app *app, const char *item, char *err, size_t er
         app->client_events = item[14] == 't';
         return 0;
     }
+    if (strcmp(item, "subscription-count=true") == 0 ||
+        strcmp(item, "subscription-count=false") == 0) {
+        app->subscription_count = item[19] == 't';
+        return 0;
+    }
     if (strncmp(item, "member-limit=", 13) == 0) {
         v = strtol(item + 13, &end, 10);
         if (*end == '\0' && end != item + 13 && v >= 1 && v <= 10000) {
@@ -50,7 +55,7 @@ static int option(struct pusher_app *app, const char *item, char *err, size_t er
     }
     snprintf(err, errlen,
              "pusher-app: unknown option \"%s\" (client-events=true|false, member-limit=1..10000, "
-             "webhook=URL last)",
+             "subscription-count=true|false, webhook=URL last)",
              item);
     return -1;
 }

@@ -6,6 +6,8 @@
  * Syntax: "ID:KEY:SECRET" with options after the secret as ":name=value"
  * items: client-events=true|false (default false, as on Pusher),
  * member-limit=N (1..10000, default 100: presence members per channel),
+ * subscription-count=true|false (default false: pusher_internal:
+ * subscription_count to the subscribers of the other channels),
  * webhook=URL (this app's webhook endpoint; the URL may hold ':', so this
  * option is the last: it takes the rest of the item).
  * ID is 1..32 digits or letters, KEY and SECRET 1..64 bytes of
@@ -25,9 +27,10 @@ struct pusher_app {
     char id[PUSHER_APP_FIELD_MAX + 1];
     char key[PUSHER_APP_FIELD_MAX + 1];
     char secret[PUSHER_APP_FIELD_MAX + 1];
-    bool client_events;    /* client-* events are relayed */
-    unsigned member_limit; /* members of a presence channel a new member may join */
-    char webhook[256];     /* this app's webhook URL, "" = pusher-webhook-url's */
+    bool client_events;      /* client-* events are relayed */
+    bool subscription_count; /* pusher_internal:subscription_count is sent */
+    unsigned member_limit;   /* members of a presence channel a new member may join */
+    char webhook[256];       /* this app's webhook URL, "" = pusher-webhook-url's */
 };
 
 /* Parses spec into *app. 0, or -1 with a message in err (errlen bytes). */

@@ -21,12 +21,14 @@
 #include "ws.h"
 #include "wsconn.h"
 
-static uint32_t boot; /* the first part of every socket id */
+static uint32_t boot;            /* the first part of every socket id */
+static bool subscription_counts; /* the app sends pusher_internal:subscription_count */
 
-void pusher_encode_init(void)
+void pusher_encode_init(bool subscription_count)
 {
     uint32_t r = 0;
 
+    subscription_counts = subscription_count;
     if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
         r = 1;
     boot = r % 1000000000u + 1u;
@@ -290,6 +292,24 @@ static struct payload *enc_room_broadcast(const struct room_broadcast_event *ev)
     return frame_text(&b);
 }
 
+/* pusher_internal:subscription_count {"subscription_count":n}, as Pusher
+ * sends it to an app that enabled it: channels other than presence and
+ * server-to-user channels only. */
+static struct payload *enc_room_count(const char *room, uint64_t n)
+{
+    char channel[PUSHER_CHANNEL_MAX + 1];
+    struct buf b = {0}, in = {0};
+
+    if (!subscription_counts || pusher_room_is_presence(room) ||
+        !pusher_channel_of(room, channel) || channel[0] == '#')
+        return NULL;
+    head(&b, "pusher_internal:subscription_count", channel);
+    buf_printf(&in, "{\"subscription_count\":%llu}", (unsigned long long)n);
+    append_as_string(&b, &in);
+    buf_append_str(&b, "}");
+    return frame_text(&b);
+}
+
 /* A drain closes the socket at its own random moment within the window
  * with pusher:error 4200, then close 4200: pusher-js reconnects at once
  * on 4200, so the spread of the closes is the spread of the reconnects. */
@@ -369,4 +389,6 @@ const struct proto_adapter pusher_adapter = {
     .drain_close_code = 4200,
     .release = pusher__release,
     .conn_of = conn_of_socket,
+    .room_counts = true,
+    .encode_room_count = enc_room_count,
 };
