@@ -14,6 +14,11 @@
  *     room is being read (loading), the messages that arrive meanwhile,
  *     applied after the read in seq order.
  * Messages of this node's own puts only advance seq.
+ *
+ * A subscription-only room (CR_SUBS_ROOM, cluster_room.h) has no members:
+ * its part is the entry CR_SUBS_USER with this node's socket count
+ * (room_count.h), and the other nodes' such entries stay in remote with
+ * their counts as values, never in the room core.
  */
 #include "cluster_room.h"
 
@@ -30,6 +35,7 @@
 #include "log.h"
 #include "msg.h"
 #include "room.h"
+#include "room_count.h"
 #include "room_wire.h"
 
 #define CR_FLUSH_MS 10    /* local changes are put together this long after the first */
@@ -76,6 +82,12 @@ static bool on(const struct engine *e)
 bool cr__local_sid(const char *sid)
 {
     return sid[0] != CR_SID_PREFIX;
+}
+
+/* Whether room is subscription-only and user (len bytes) its count entry. */
+static bool subs_entry(const char *room, const char *user, size_t len)
+{
+    return strncmp(room, CR_SUBS_ROOM, 2) == 0 && len == 2 && memcmp(user, CR_SUBS_USER, 2) == 0;
 }
 
 /* ---- string maps ---- */
@@ -189,12 +201,18 @@ static void mirror_sid(const char *node, size_t n, char out[ROOM_ID_MAX + 1])
     out[n + 1] = '\0';
 }
 
-/* The mirrored member k ("<epoch> <user>") leaves the room core. */
+/* The mirrored member k ("<epoch> <user>") leaves the room core (an
+ * epoch's count of a subscription-only room is forgotten). */
 static void unmirror(struct engine *e, struct croom *c, struct kv *k)
 {
     const char *sp = strchr(k->key, ' ');
     char sid[ROOM_ID_MAX + 1];
 
+    if (subs_entry(c->room, sp + 1, strlen(sp + 1))) {
+        kv_del(&c->remote, k);
+        rcount__remote_changed(e, c->room);
+        return;
+    }
     mirror_sid(k->key, (size_t)(sp - k->key), sid);
     room_leave(e->rooms, c->room, sp + 1, sid, loop_now(e->w->loop));
     kv_del(&c->remote, k);
@@ -281,6 +299,14 @@ static void apply_join(struct engine *e, struct croom *c, struct room_wire_str n
 
     memcpy(user, user_s.p, user_s.len);
     user[user_s.len] = '\0';
+    if (subs_entry(c->room, user, user_s.len)) { /* the epoch's count, not a member */
+        char val[24];
+        snprintf(key, sizeof(key), "%.*s %s", (int)node.len, node.p, user);
+        snprintf(val, sizeof(val), "%.*s", (int)MIN(meta.len, sizeof(val) - 1), meta.p);
+        kv_set(&c->remote, key, val);
+        rcount__remote_changed(e, c->room);
+        return;
+    }
     mirror_sid(node.p, node.len, sid);
     r = room_join(e->rooms, c->room, user, sid, meta.p, meta.len, now);
     if (r == ROOM_E_JOINED) { /* a metadata update */
@@ -305,6 +331,11 @@ static void apply_leave(struct engine *e, struct croom *c, struct room_wire_str 
     snprintf(key, sizeof(key), "%.*s %.*s", (int)node.len, node.p, (int)user.len, user.p);
     if (!(k = kv_find(&c->remote, key)))
         return;
+    if (subs_entry(c->room, user.p, user.len)) {
+        kv_del(&c->remote, k);
+        rcount__remote_changed(e, c->room);
+        return;
+    }
     mirror_sid(node.p, node.len, sid);
     room_leave(e->rooms, c->room, strchr(k->key, ' ') + 1, sid, loop_now(e->w->loop));
     kv_del(&c->remote, k);
@@ -655,7 +686,10 @@ void cr__on_hooks(void *wctx, const char *room, uint64_t seq, const char *text, 
         if (n > 1 && n <= ROOM_ID_MAX + 1 && (p[0] == '+' || p[0] == '-')) {
             memcpy(user, p + 1, n - 1);
             user[n - 1] = '\0';
-            hooks_room_member(e->hooks, room, ep, seq, user, p[0] == '+', now);
+            if (subs_entry(room, user, n - 1)) /* the first or last node with sockets */
+                hooks_channel_occupancy(e->hooks, room, p[0] == '+');
+            else
+                hooks_room_member(e->hooks, room, ep, seq, user, p[0] == '+', now);
         }
         p += n + (nl != NULL);
     }
@@ -674,6 +708,15 @@ static bool local_part(struct engine *e, const struct croom *c, const char *user
     struct room_member_view mv;
     bool local = false;
 
+    if (subs_entry(c->room, user, strlen(user))) { /* this node's sockets */
+        uint64_t n = rcount__local_total(e, c->room);
+        char meta[24];
+        if (n == 0)
+            return false;
+        snprintf(meta, sizeof(meta), "%llu", (unsigned long long)n);
+        room_wire_put_join(b, user, 0, meta, strlen(meta));
+        return true;
+    }
     if (room_get_member(e->rooms, c->room, user, &mv) != 0 || !mv.visible)
         return false;
     for (size_t i = 0; i < mv.nsessions && !local; i++)
@@ -756,6 +799,28 @@ void cr__touch(struct engine *e, const char *room, const char *user, int session
         list_insert_tail(&e->crdirty, &c->dirty_link);
     if (!wheel_is_linked(&e->cr_flush))
         loop_timer_start(e->w->loop, &e->cr_flush, CR_FLUSH_MS);
+}
+
+void cr__subs_touch(struct engine *e, const char *room)
+{
+    if (strncmp(room, CR_SUBS_ROOM, 2) == 0)
+        cr__touch(e, room, CR_SUBS_USER, 0);
+}
+
+uint64_t cr__remote_subs(struct engine *e, const char *room)
+{
+    struct croom *c = on(e) ? find(e, room) : NULL;
+    struct hmap_node *n;
+    uint64_t sum = 0;
+    size_t it;
+
+    for (n = c ? hmap_first(&c->remote, &it) : NULL; n; n = hmap_next(&c->remote, n, &it)) {
+        const struct kv *k = container_of(n, struct kv, node);
+        const char *sp = strchr(k->key, ' ');
+        if (k->val && subs_entry(c->room, sp + 1, strlen(sp + 1)))
+            sum += strtoull(k->val, NULL, 10);
+    }
+    return sum;
 }
 
 void cr__hold(struct engine *e, const char *room)

@@ -48,6 +48,23 @@ struct emsg;
 /* Whether sid may be a local session's id (not a mirrored one). */
 bool cr__local_sid(const char *sid);
 
+/* Subscription-only rooms: an id starting with CR_SUBS_ROOM is a room no
+ * member joins (the native protocol refuses such ids; adapters use them
+ * for their channels without members). In such a room a node's part is
+ * one entry, user CR_SUBS_USER (no user id has a '!') with the node's
+ * count of subscribed sockets (room_count.h) as its metadata: so the room
+ * script's first and last holder of that entry are the room's occupied
+ * and vacated across nodes (one producer each, docs/cluster.md
+ * "Webhooks"), and the other nodes' entries are their counts. */
+#define CR_SUBS_ROOM "~p"
+#define CR_SUBS_USER "!s"
+
+/* R side: this node's count of sockets subscribed to room (a
+ * subscription-only one) changed: its part is put within CR_FLUSH_MS. */
+void cr__subs_touch(struct engine *e, const char *room);
+/* R side: the sockets the other nodes count in room (0 when unknown). */
+uint64_t cr__remote_subs(struct engine *e, const char *room);
+
 /* R side: room's local member user changed (joined, left, turned
  * visible or invisible, its metadata changed). joined/left: +1 when a
  * local session joined, -1 when one left, 0 otherwise. The node's part

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "adapter.h"
+#include "cluster_room.h"
 #include "engine_room.h"
 #include "engine_state.h"
 #include "frame.h"
@@ -30,7 +31,8 @@ struct rcount {            /* R side: one room's sockets */
     char room[PRESENCE_ID_MAX + 1];
     struct engine *e;         /* for the timer */
     struct wheel_timer timer; /* armed while a changed sum waits to be sent */
-    uint64_t total, sent;     /* the sum; the sum last sent to the subscribers */
+    uint64_t total;           /* this node's sum */
+    uint64_t sent;            /* the sum (every node's) last sent to the subscribers */
     uint32_t n[];             /* per worker (nworkers) */
 };
 
@@ -104,15 +106,29 @@ static void drop_count(struct engine *e, struct rcount *rc)
     pool_free(rc);
 }
 
+/* Every node's sockets in rc's room. */
+static uint64_t all_of(struct engine *e, const struct rcount *rc)
+{
+    return rc->total + cr__remote_subs(e, rc->room);
+}
+
 static void on_timer(struct wheel_timer *t, uint64_t now)
 {
     struct rcount *rc = container_of(t, struct rcount, timer);
+    uint64_t all = all_of(rc->e, rc);
 
     (void)now;
-    if (rc->total != rc->sent) {
-        rc->sent = rc->total;
-        engine__room_count_event(rc->e, rc->room, rc->total);
+    if (all != rc->sent) {
+        rc->sent = all;
+        engine__room_count_event(rc->e, rc->room, all);
     }
+}
+
+/* The subscribers hear of a changed sum RCOUNT_EVENT_MS after the change. */
+static void arm(struct engine *e, struct rcount *rc)
+{
+    if (all_of(e, rc) != rc->sent && !wheel_is_linked(&rc->timer))
+        loop_timer_start(e->w->loop, &rc->timer, RCOUNT_EVENT_MS);
 }
 
 /* Worker from has n sockets in room now. */
@@ -135,14 +151,15 @@ static void set_count(struct engine *e, const char *room, unsigned from, uint32_
     before = rc->total;
     rc->total = rc->total - rc->n[from] + n;
     rc->n[from] = n;
-    if ((before == 0) != (rc->total == 0))
+    if (e->env->cluster) /* the room script knows the first and last node */
+        cr__subs_touch(e, room);
+    else if ((before == 0) != (rc->total == 0))
         hooks_channel_occupancy(e->hooks, room, rc->total > 0);
-    if (rc->total == 0) { /* nobody is left to tell */
+    if (rc->total == 0) { /* nobody is left here to tell */
         drop_count(e, rc);
         return;
     }
-    if (rc->total != rc->sent && !wheel_is_linked(&rc->timer))
-        loop_timer_start(e->w->loop, &rc->timer, RCOUNT_EVENT_MS);
+    arm(e, rc);
 }
 
 void rcount__on_count(struct engine *e, struct emsg *em)
@@ -156,11 +173,24 @@ void rcount__unsub(struct engine *e, const char *room, unsigned from)
         set_count(e, room, from, 0);
 }
 
-uint64_t rcount__get(const struct engine *e, const char *room)
+uint64_t rcount__local_total(const struct engine *e, const char *room)
 {
     const struct rcount *rc = e->count_rooms ? find_count(e, room) : NULL;
 
     return rc ? rc->total : 0;
+}
+
+uint64_t rcount__get(struct engine *e, const char *room)
+{
+    return e->count_rooms ? rcount__local_total(e, room) + cr__remote_subs(e, room) : 0;
+}
+
+void rcount__remote_changed(struct engine *e, const char *room)
+{
+    struct rcount *rc = e->count_rooms ? find_count(e, room) : NULL;
+
+    if (rc)
+        arm(e, rc);
 }
 
 /* ---- the room list (every worker) ---- */
@@ -199,7 +229,7 @@ void rcount__on_list(struct engine *e, struct emsg *em)
     for (n = hmap_first(&e->rcounts, &it); n; n = hmap_next(&e->rcounts, n, &it)) {
         const struct rcount *rc = container_of(n, struct rcount, node);
         if (room_get_info(e->rooms, rc->room, &info) != 0 || info.members == 0)
-            list_one(&l, rc->room, 0, rc->total);
+            list_one(&l, rc->room, 0, all_of(e, rc));
     }
     http_read__answer(e, em, buf_payload(&b));
 }

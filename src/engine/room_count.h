@@ -16,7 +16,7 @@
  *     worker's count: no versions needed, however the joins travel.
  *   - R sums the workers' counts per room (struct rcount in e->rcounts,
  *     only while the sum is not 0). A sum that turns from 0 to more or
- *     back is a webhook (hooks_channel_occupancy(): Pusher's
+ *     back is a webhook on one node (hooks_channel_occupancy(): Pusher's
  *     channel_occupied/vacated of the channels without members); a
  *     changed sum goes to the room's subscribers, RCOUNT_EVENT_MS after
  *     the first change (so a burst is one message), in every protocol
@@ -24,8 +24,11 @@
  *     pusher_internal:subscription_count).
  * Counting is on only when a registered adapter asks for it
  * (proto_adapter.room_counts): the native protocol alone pays nothing.
- * The counts are this node's: with redis set, each node counts its own
- * sockets (docs/pusher.md says what that means for the reads).
+ * With redis set, a subscription-only room's count crosses nodes as the
+ * node's part of the room (cluster_room.h, CR_SUBS_USER): the occupancy
+ * webhooks then come from the room script's first and last holder, once
+ * across nodes, and the sums add the other nodes' counts; a room list
+ * lists the rooms this node knows (docs/pusher.md).
  */
 #ifndef ROOM_COUNT_H
 #define ROOM_COUNT_H
@@ -52,8 +55,13 @@ void rcount__local_gone(struct engine *e, const char *room);
 void rcount__flush(struct engine *e);
 /* R side: worker from has no socket left in room (OP_RUNSUB). */
 void rcount__unsub(struct engine *e, const char *room, unsigned from);
-/* R side: the sockets of every worker subscribed to room. */
-uint64_t rcount__get(const struct engine *e, const char *room);
+/* R side: the sockets subscribed to room on every worker of this node. */
+uint64_t rcount__local_total(const struct engine *e, const char *room);
+/* R side: ditto on every node (with redis set, the other nodes' counts as
+ * this node mirrors them: cluster_room.h, CR_SUBS_USER). */
+uint64_t rcount__get(struct engine *e, const char *room);
+/* R side: another node's count of room changed (cluster_room.c). */
+void rcount__remote_changed(struct engine *e, const char *room);
 
 /* The op-table handlers: OP_RCOUNT (R side: a worker's count) and
  * OP_RLIST (every worker: its rooms for engine_list_rooms(), one part). */

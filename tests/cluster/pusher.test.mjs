@@ -5,6 +5,7 @@
 // the `pusher` server library as the authorizer.
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { createRequire } from 'node:module';
 import { sleep, waitUntil } from '../integration/lib/server.mjs';
 import { withTwoNodes, uid } from './lib/nodes.mjs';
@@ -129,4 +130,62 @@ test('a signed-in user on node a: sendToUser and terminate_connections through n
     assert.notEqual(p.connection.state, 'connected', 'and it does not come back');
     p.disconnect();
   });
+});
+
+// Subscription counts of a channel without members across nodes: the
+// sockets on both nodes add up in channels/{name} read on either node and
+// in pusher_internal:subscription_count, and channel_occupied /
+// channel_vacated come once across the two nodes (the room script's first
+// and last holder), verified by the server library's WebHook.
+test('a public channel\'s subscribers on two nodes: one count, one occupied, one vacated', async () => {
+  const got = [];
+  const hookSrv = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => { got.push({ headers: req.headers, body: Buffer.concat(chunks).toString() }); res.end('ok'); });
+  });
+  await new Promise((ok) => hookSrv.listen(0, '127.0.0.1', ok));
+  const url = `http://127.0.0.1:${hookSrv.address().port}/pusher`;
+  const args = ['--pusher-app', `${APP.id}:${APP.key}:${APP.secret}:subscription-count=true:webhook=${url}`,
+    '--reconnect-grace-ms', '500'];
+  try {
+    await withTwoNodes(args, async (a, b) => {
+      const ch = uid('feed');
+      const apiA = new PusherServer({ appId: APP.id, key: APP.key, secret: APP.secret, host: '127.0.0.1', port: String(a.port) });
+      const apiB = new PusherServer({ appId: APP.id, key: APP.key, secret: APP.secret, host: '127.0.0.1', port: String(b.port) });
+      const count = async (api) => (await (await api.get({ path: `/channels/${ch}`, params: { info: 'subscription_count' } })).json());
+      const events = () => got.flatMap((g) => {
+        const hook = apiA.webhook({ headers: g.headers, rawBody: g.body });
+        assert.ok(hook.isValid(), 'a webhook with a bad signature');
+        return hook.getEvents();
+      }).filter((e) => e.channel === ch).map((e) => e.name);
+      const ps = [connect(a, uid('x')), connect(a, uid('y')), connect(b, uid('z'))];
+      const seen = [];
+      try {
+        const chans = ps.map((p) => p.subscribe(ch));
+        chans[2].bind('pusher:subscription_count', (d) => seen.push(d.subscription_count));
+        await Promise.all(chans.map((c) => subscribed(c)));
+        await waitUntil(async () => (await count(apiA)).subscription_count === 3, 'node a counts both nodes', 5000);
+        await waitUntil(async () => (await count(apiB)).subscription_count === 3, 'node b counts both nodes', 5000);
+        assert.deepEqual(await count(apiB), { occupied: true, subscription_count: 3 });
+        await waitUntil(() => seen.at(-1) === 3, 'node b\'s subscriber is told 3', 5000);
+        ps[0].disconnect();
+        await waitUntil(() => seen.at(-1) === 2, 'and then 2', 5000);
+        await waitUntil(() => events().length >= 1, 'channel_occupied', 5000);
+        ps[1].disconnect();
+        await waitUntil(async () => (await count(apiB)).subscription_count === 1, 'node a\'s sockets gone', 5000);
+        await sleep(700);
+        assert.deepEqual(events(), ['channel_occupied'], 'one occupied for two nodes, no vacated while b holds one');
+        ps[2].disconnect();
+        await waitUntil(() => events().length === 2, 'channel_vacated', 5000);
+        await sleep(700);
+        assert.deepEqual(events(), ['channel_occupied', 'channel_vacated']);
+        assert.deepEqual(await count(apiA), { occupied: false, subscription_count: 0 });
+      } finally {
+        ps.forEach((p) => p.disconnect());
+      }
+    });
+  } finally {
+    await new Promise((ok) => hookSrv.close(ok));
+  }
 });
