@@ -188,11 +188,12 @@ test('without subscription-count=true no pusher_internal:subscription_count is s
   const ps = await sockets(srv, 2);
   try {
     const frames = [];
-    const chans = ps.map((p) => p.subscribe('quiet'));
     ps[0].connection.bind('message', (m) => frames.push(m.event));
+    const chans = ps.map((p) => p.subscribe('quiet'));
     await Promise.all(chans.map((c) => subscribed(c)));
     await waitUntil(async () => (await get(srv, '/channels/quiet', { info: 'subscription_count' }))[1].subscription_count === 2, 'counted');
     await sleep(400);
+    assert.ok(frames.includes('pusher_internal:subscription_succeeded'), `the listener sees internal events: ${frames}`);
     assert.ok(!frames.includes('pusher_internal:subscription_count'), frames.join(','));
   } finally {
     ps.forEach((p) => p.disconnect());
