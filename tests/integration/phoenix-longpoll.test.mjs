@@ -419,3 +419,39 @@ describe('long-poll: auth = jwt', () => {
     assert.deepEqual(f.body, { status: 410 });
   });
 });
+
+describe('long-poll: the queue limit and a drain', () => {
+  let srv;
+  before(async () => { srv = await startServer([...FLAGS, '--phoenix-longpoll-max-queue', '4']); });
+  after(async () => { await stopClean(srv, assert); });
+
+  test('a session that is sent more than phoenix-longpoll-max-queue messages unread ends: 410', async () => {
+    const s = await rawSession(srv, 'user=slow');
+    const beats = Array.from({ length: 4 }, (_, i) => JSON.stringify([null, `q${i}`, 'phoenix', 'heartbeat', {}]));
+    assert.deepEqual((await post(srv, s.token, beats.join('\n'))).body, { status: 200 });
+    const r = await s.poll();
+    assert.equal(r.status, 200, 'four fit');
+    assert.equal(r.messages.length, 4);
+    const five = [...beats, JSON.stringify([null, 'q4', 'phoenix', 'heartbeat', {}])];
+    assert.deepEqual((await post(srv, s.token, five.join('\n'))).body, { status: 200 });
+    assert.deepEqual(await get(srv, `token=${s.token}`), { status: 410 }, 'the fifth ended it');
+  });
+
+  test('SIGTERM: a held GET is answered 410 at once and the process exits 0', async () => {
+    const other = await startServer(FLAGS);
+    let stopped = false;
+    try {
+      const s = await rawSession(other, 'user=drained');
+      const held = get(other, `token=${s.token}`);
+      await sleep(150);
+      const t0 = Date.now();
+      const exit = other.stop();
+      assert.deepEqual(await held, { status: 410 });
+      assert.ok(Date.now() - t0 < WINDOW, 'answered before its window');
+      assert.deepEqual(await exit, { code: 0, signal: null });
+      stopped = true;
+    } finally {
+      if (!stopped) await other.stop('SIGKILL');
+    }
+  });
+});
