@@ -4,8 +4,10 @@
 // the statuses phoenix.js expects: 410 with a token for a new session, 200
 // with messages or 204 after the hold, 200 for a POST of one message or an
 // NDJSON batch, 410 for a gone or unknown session, always with HTTP 200 and
-// the real status in the JSON body. Sessions live on one worker: with two
-// workers the requests of one session reach both, so relaying is covered.
+// the real status in the JSON body. phoenix.js falls back to LongPoll where
+// WebSockets are refused (longPollFallbackMs). Sessions live on one worker:
+// with two workers, requests on fresh connections reach both, so relaying
+// between workers is exercised.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -289,6 +291,32 @@ describe('long-poll: phoenix.js LongPoll', () => {
       await a.close();
       await b.close();
       if (a2) await a2.close();
+    }
+  });
+
+  test('longPollFallbackMs: where WebSockets are blocked, phoenix.js falls back to LongPoll and joins', async () => {
+    const topic = `room:${uniq('fb')}`;
+    // A WebSocket through a proxy that refuses upgrades: the handshake 404s.
+    class BlockedWebSocket extends WebSocket {
+      constructor(url, protocols) { super(url.replace('/socket/websocket', '/socket/blocked'), protocols); }
+    }
+    const socket = new Socket(`${srv.wsUrl}/socket`, { params: { user: 'fallback' }, transport: BlockedWebSocket,
+      longPollFallbackMs: 2000, reconnectAfterMs: () => 200, rejoinAfterMs: () => 200, longpollerTimeout: 5000,
+      sessionStorage: { getItem: () => null, setItem: () => {}, removeItem: () => {} } });
+    const w = phx(srv, { user: 'seer', topic, ws: true });
+    try {
+      socket.connect();
+      const channel = socket.channel(topic, { meta: { via: 'fallback' } });
+      await new Promise((resolve, reject) => {
+        channel.join().receive('ok', resolve).receive('error', (e) => reject(new Error(JSON.stringify(e))));
+      });
+      assert.equal(socket.transport, LongPoll, 'fell back to LongPoll');
+      await w.joined;
+      await waitUntil(() => metas(w, 'fallback').length === 1, 'the WebSocket user sees the fallback user');
+      assert.deepEqual(metas(w, 'fallback'), [{ via: 'fallback' }]);
+    } finally {
+      await new Promise((r) => socket.disconnect(r));
+      await w.close();
     }
   });
 
