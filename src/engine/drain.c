@@ -56,13 +56,12 @@ static void close_one(struct client *c)
 {
     const struct proto_adapter *a = frame_adapter(c);
     struct payload *f = a->encode_drain_close ? a->encode_drain_close() : NULL;
+    unsigned code = a->drain_close_code ? a->drain_close_code : 1001;
 
     if (f) {
         a->send(c, f);
         payload_unref(f);
     }
-    unsigned code = a->drain_close_code ? a->drain_close_code : 1001;
-
     if (c->ws)
         wsconn_close(c->ws, code, "server restarting");
     else /* socketless (client.h): its adapter ends it */

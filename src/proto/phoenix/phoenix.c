@@ -600,12 +600,12 @@ void phoenix__send_room(struct client *c, struct payload *f, bool bulk)
     } else {
         own = for_channel(pc->vsn, ch, &rf, p, n, state);
     }
-    if (phx__lp_push(c, own))
-        ; /* a long-poll session's queue */
-    else if (bulk)
-        wsconn_send_payload_bulk(c->ws, own);
-    else
-        wsconn_send_payload(c->ws, own);
+    if (!phx__lp_push(c, own)) { /* else in a long-poll session's queue */
+        if (bulk)
+            wsconn_send_payload_bulk(c->ws, own);
+        else
+            wsconn_send_payload(c->ws, own);
+    }
     payload_unref(own);
 }
 
