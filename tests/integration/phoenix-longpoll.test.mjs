@@ -193,6 +193,20 @@ describe('long-poll: the statuses', () => {
     await s.pollUntil((m) => m[1] === '99', 'the 100th heartbeat reply');
   });
 
+  test('rate limits are the WebSocket\'s: a burst of broadcasts past the bucket gets error replies', async () => {
+    const s = await rawSession(srv, 'user=caster');
+    const topic = `room:${uniq('rate')}`;
+    await post(srv, s.token, JSON.stringify(['1', '1', topic, 'phx_join', {}]));
+    await s.pollUntil((m) => m[1] === '1' && m[3] === 'phx_reply', 'the join reply');
+    const casts = Array.from({ length: 30 }, (_, i) =>
+      JSON.stringify(['1', `c${i}`, topic, 'broadcast', { type: 'broadcast', event: 'e', payload: { i } }]));
+    assert.deepEqual((await post(srv, s.token, casts.join('\n'))).body, { status: 200 });
+    await s.pollUntil((m) => m[1] === 'c29', 'the last broadcast\'s reply');
+    const refused = s.msgs.filter((m) => m[3] === 'phx_reply' && m[4].status === 'error' &&
+      /Too many messages per second/.test(m[4].response.reason));
+    assert.ok(refused.length >= 5, `${refused.length} of 30 refused (20 a second pass)`);
+  });
+
   test('a malformed line is 400, nothing of its batch applies, and the session ends as a WebSocket would', async () => {
     const s = await rawSession(srv, 'user=raw7');
     const beat = JSON.stringify([null, '1', 'phoenix', 'heartbeat', {}]);
