@@ -276,6 +276,13 @@ const struct config_def config_defs[] = {
     ROW_ENUM("phoenix", phoenix, "on|off", "on",
              "Phoenix Channels (phoenix.js) at /socket/websocket and Supabase Realtime "
              "(realtime-js) at /realtime/v1/websocket; off serves neither (docs/phoenix.md)."),
+    ROW_INT64("phoenix-longpoll-window-ms", phoenix_longpoll_window_ms, 100, 600000, 10000,
+              "How long a Phoenix long-poll GET is held for messages before its 204; a session "
+              "that sees no poll for 1.5 times this ends, as Phoenix's window_ms."),
+    ROW_INT64(
+        "phoenix-longpoll-max-queue", phoenix_longpoll_max_queue, 1, 1000000, 1000,
+        "Messages a Phoenix long-poll session holds for its next poll; one more ends the "
+        "session (its next poll gets 410), so a client that stops reading costs bounded memory."),
     ROW_STRING("redis", redis, "",
                "Redis for many nodes: redis://HOST:PORT, a comma-separated list of redis:// URLs "
                "(shards), or redis-cluster://HOST:PORT[,HOST:PORT...] (empty: one embedded node; "

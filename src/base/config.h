@@ -108,12 +108,14 @@ struct config {
     char *webhook_url;        /* native Standard Webhooks endpoint; "" = none */
     char *webhook_secret;     /* its signing secret, "whsec_" + base64 */
     char *phoenix;            /* "on" | "off": the Phoenix and Supabase Realtime sockets */
-    char *node_id;            /* "" = the host name */
-    int64_t redis_timeout_ms; /* a slower command or connect: shard degraded */
-    int64_t cluster_lease_ms; /* a lease older than this: node dead */
-    int64_t cluster_orphan_grace_ms; /* then this long before its users are swept */
-    int64_t cluster_linger_ms;       /* a bucket unwatched this long is unsubscribed */
-    int64_t cluster_reassert_ms;     /* anti-entropy period, 0 = off */
+    int64_t phoenix_longpoll_window_ms; /* a held long-poll GET; 1.5x: a session's idle end */
+    int64_t phoenix_longpoll_max_queue; /* messages a long-poll session holds; more ends it */
+    char *node_id;                      /* "" = the host name */
+    int64_t redis_timeout_ms;           /* a slower command or connect: shard degraded */
+    int64_t cluster_lease_ms;           /* a lease older than this: node dead */
+    int64_t cluster_orphan_grace_ms;    /* then this long before its users are swept */
+    int64_t cluster_linger_ms;          /* a bucket unwatched this long is unsubscribed */
+    int64_t cluster_reassert_ms;        /* anti-entropy period, 0 = off */
     /* shutdown */
     int64_t shutdown_drain_ms; /* SIGTERM: time to flush before exit */
     int64_t drain_window_ms;   /* SIGTERM: reconnects spread over this window */

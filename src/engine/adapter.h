@@ -164,6 +164,11 @@ struct proto_adapter {
     /* The close code of a drained socket, sent as is (close_code does not
      * map it); 0 = 1001 (going away). */
     unsigned drain_close_code;
+    /* Required of a protocol with socketless clients (client.h): ends c,
+     * which has no WebSocket to close, with code (close_code's mapping
+     * applied) and reason; c must stay valid until this returns, and is
+     * closed (client__close()) by the adapter later, outside the caller. */
+    void (*close)(struct client *c, unsigned code, const char *reason);
     /* Frees c->x->adata (required when the adapter sets it), as c is freed. */
     void (*release)(struct client *c);
     /* Optional: the connection of this node that tag (a socket name of

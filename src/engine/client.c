@@ -113,7 +113,7 @@ void client__expire(struct client *c)
         client__ws_close(c, 4401, "authentication required");
         return;
     }
-    if (!c->ws) { /* an event stream: its pattern for an end */
+    if (client_is_stream(c)) { /* an event stream: its pattern for an end */
         sse_fail(c->x->sse, "token_expired", "the token expired; reconnect with a new one");
         return;
     }
@@ -125,13 +125,19 @@ _Static_assert(sizeof(struct client) <= 144, "an idle socket is one 144-byte poo
 
 /* ---- lifetime ---- */
 
-void client__open(struct client *c, struct wsconn *ws, unsigned proto)
+/* Puts an opened client in e->clients, by its id. */
+static void client_insert(struct client *c)
+{
+    uint64_t id = client_conn_id(c);
+
+    hmap_insert(&c->e->clients, &c->node, hash_bytes(&id, sizeof(id)));
+}
+
+/* The rest of an open: the auth deadline, or the session. */
+static void client_start(struct client *c)
 {
     struct engine *e = c->e;
 
-    c->ws = ws;
-    c->proto = proto & 3u;
-    hmap_insert(&e->clients, &c->node, hash_bytes(&wsconn_to_conn(ws)->id, sizeof(uint64_t)));
     if (client__auth_jwt(e) && !c->authed && !frame_adapter(c)->own_auth) {
         c->deadline = (int64_t)(loop_now(e->w->loop) + (uint64_t)e->w->srv->cfg.auth_timeout_ms);
         engine__expiry_arm(c);
@@ -140,6 +146,29 @@ void client__open(struct client *c, struct wsconn *ws, unsigned proto)
     if (c->authed)
         engine__expiry_arm(c);
     session__start(c);
+}
+
+void client__open(struct client *c, struct wsconn *ws, unsigned proto)
+{
+    c->ws = ws;
+    c->proto = proto & 3u;
+    client_insert(c);
+    client_start(c);
+}
+
+void client__attach_socketless(struct client *c, unsigned proto)
+{
+    struct engine *e = c->e;
+
+    c->proto = proto & 3u;
+    client_x(c)->sl_id = ((uint64_t)e->w->id << 48) | CLIENT_SOCKETLESS_BIT | ++e->socketless_seq;
+    client_insert(c);
+}
+
+void client__open_socketless(struct client *c, unsigned proto)
+{
+    client__attach_socketless(c, proto);
+    client_start(c);
 }
 
 /* Drops a closing client's watch links and room links. */
@@ -253,8 +282,12 @@ void client__on_ws_close(struct wsconn *ws, unsigned code)
 void client__ws_close_end(struct client *c, unsigned code, int end, const char *reason)
 {
     const struct proto_adapter *a = frame_adapter(c);
+    unsigned mapped = a->close_code ? a->close_code(code, end) : code;
 
-    wsconn_close(c->ws, a->close_code ? a->close_code(code, end) : code, reason);
+    if (c->ws)
+        wsconn_close(c->ws, mapped, reason);
+    else if (client_is_socketless(c))
+        a->close(c, mapped, reason);
 }
 
 void client__ws_close(struct client *c, unsigned code, const char *reason)

@@ -5,6 +5,12 @@
  * upgrade, opened and closed by the protocol adapter (client__open(),
  * client__close()), authenticated by tokens under auth = jwt.
  *
+ * A socketless client (Phoenix's long-poll session, docs/architecture.md)
+ * has no connection of its own: its adapter holds what it is sent until
+ * a request fetches it, and ends it through the adapter's close. It gets
+ * an id of its own (client__open_socketless()), in its worker's range
+ * with CLIENT_SOCKETLESS_BIT set, so no connection ever has it.
+ *
  * A client's session lives on its user's owner (session.h); its watch
  * links (watch.h) and room links (engine_room.h) are freed with it.
  */
@@ -44,9 +50,13 @@ struct client_x {
     uint64_t qlast;                /* loop ms of the last refill */
     struct rblock *rblock;         /* engine_room_block.c: a blockers record of its own */
     struct watch_tier *tier;       /* watch.c: the list-tier window, NULL when no such link */
-    char *okey;  /* watch.c: the observer key its watches and stream count under */
-    void *adata; /* its protocol adapter's state, freed by the adapter's release() */
+    char *okey;     /* watch.c: the observer key its watches and stream count under */
+    void *adata;    /* its protocol adapter's state, freed by the adapter's release() */
+    uint64_t sl_id; /* a socketless client's id (client__open_socketless()), else 0 */
 };
+
+/* The bit that marks a socketless client's id (below the worker's bits). */
+#define CLIENT_SOCKETLESS_BIT (1ull << 47)
 
 /* The ids stored in the client itself (uid, NUL, sid, NUL) when both fit:
  * a server-made session id (32 characters) and a user id of up to 21. */
@@ -107,7 +117,21 @@ static inline uint64_t client_conn_id(const struct client *c)
 {
     if (c->ws)
         return wsconn_to_conn(c->ws)->id;
-    return c->x && c->x->sse ? sse_conn(c->x->sse)->id : 0;
+    if (!c->x)
+        return 0;
+    return c->x->sse ? sse_conn(c->x->sse)->id : c->x->sl_id;
+}
+
+/* True for an event stream's client (GET /v1/presence/events). */
+static inline bool client_is_stream(const struct client *c)
+{
+    return !c->ws && c->x && c->x->sse;
+}
+
+/* True for a socketless client (client__open_socketless()). */
+static inline bool client_is_socketless(const struct client *c)
+{
+    return !c->ws && c->x && c->x->sl_id;
 }
 
 /* The client's rare parts, allocated (zeroed) on first call. */
@@ -124,8 +148,8 @@ static inline void client_x_trim(struct client *c)
 {
     const struct client_x *x = c->x;
 
-    if (x && !x->sse && !x->links && !x->room_claims && !x->ephemeral_hold_until && !x->qlast &&
-        !x->rblock && !x->okey && !x->adata) {
+    if (x && !x->sse && !x->sl_id && !x->links && !x->room_claims && !x->ephemeral_hold_until &&
+        !x->qlast && !x->rblock && !x->okey && !x->adata) {
         pool_free(c->x);
         c->x = NULL;
     }
@@ -191,6 +215,13 @@ static inline struct emsg *session_msg(struct client *c, enum engine_op op, cons
  * sends everything c gets: c joins e->clients and, unless it must
  * authenticate first, starts its session (session__start()). */
 void client__open(struct client *c, struct wsconn *ws, unsigned proto);
+/* Gives c (made by engine_client_bare()) a socketless id and puts it in
+ * e->clients under protocol proto, whose adapter must have a close op:
+ * everything c is sent goes through the adapter's send and send_room. */
+void client__attach_socketless(struct client *c, unsigned proto);
+/* The same, then opened as client__open() opens a WebSocket's client
+ * (the auth deadline, or its session). */
+void client__open_socketless(struct client *c, unsigned proto);
 /* An anonymous client (opened, no user yet) takes user uid (valid) and
  * asks for its session; the adapter's on_started() runs once it exists. */
 void client__start_as(struct client *c, const char *uid);

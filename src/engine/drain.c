@@ -3,6 +3,8 @@
  * drain.c - the spread-out close of a worker's WebSocket clients at a
  * drain (drain.h has the model): the draw of each socket's delay, the
  * reconnect frames, and the one timer that closes the sockets due.
+ * Socketless clients (client.h: a long-poll session) are ended the same
+ * way, through their adapter's close.
  *
  * A socket that closed by itself before its time is skipped when its
  * time comes (it is looked up by connection id, never kept as a pointer).
@@ -54,12 +56,16 @@ static void close_one(struct client *c)
 {
     const struct proto_adapter *a = frame_adapter(c);
     struct payload *f = a->encode_drain_close ? a->encode_drain_close() : NULL;
+    unsigned code = a->drain_close_code ? a->drain_close_code : 1001;
 
     if (f) {
         a->send(c, f);
         payload_unref(f);
     }
-    wsconn_close(c->ws, a->drain_close_code ? a->drain_close_code : 1001, "server restarting");
+    if (c->ws)
+        wsconn_close(c->ws, code, "server restarting");
+    else /* socketless (client.h): its adapter ends it */
+        a->close(c, code, "server restarting");
 }
 
 static void on_due(struct wheel_timer *t, uint64_t now)
@@ -69,7 +75,7 @@ static void on_due(struct wheel_timer *t, uint64_t now)
     while (d->next < d->n && d->due[d->next].at <= now) {
         struct client *c = find_client(d->e, d->due[d->next++].conn_id);
 
-        if (c && c->ws)
+        if (c && (c->ws || client_is_socketless(c)))
             close_one(c);
     }
     if (d->next < d->n)
@@ -105,7 +111,7 @@ void engine_drain(struct engine *e, uint64_t window_ms)
         struct client *c = container_of(n, struct client, node);
         uint64_t after = draw(window_ms);
 
-        if (!c->ws)
+        if (!c->ws && !client_is_socketless(c))
             continue; /* an event stream: the runtime ends it */
         announce(c, after);
         d->due[d->n++] = (struct drain_due){now + after, client_conn_id(c)};

@@ -258,7 +258,7 @@ static void deliver(struct client *c, struct payload *frame, uint64_t epoch, uin
     const char *json;
     size_t n;
 
-    if (c->ws && frame_adapter(c)->send_room) {
+    if (!client_is_stream(c) && frame_adapter(c)->send_room) {
         frame_adapter(c)->send_room(c, frame, bulk);
         return;
     }
@@ -306,8 +306,10 @@ void engine__room_on_state(struct engine *e, struct emsg *em)
 /* A socket whose queue is over half its soft limit skips ephemeral data. */
 static bool congested(const struct client *c)
 {
-    const struct conn *conn = c->ws ? wsconn_to_conn(c->ws) : sse_conn(c->x->sse);
-    size_t soft = conn->pool->out_soft_limit;
+    const struct conn *conn = c->ws                 ? wsconn_to_conn(c->ws)
+                              : client_is_stream(c) ? sse_conn(c->x->sse)
+                                                    : NULL;
+    size_t soft = conn ? conn->pool->out_soft_limit : 0;
 
     return soft && conn_output_len(conn) > soft / 2;
 }
@@ -772,7 +774,7 @@ static void rb_loaded(void *ctx, int status, const struct store_result *r)
             size_t idx;
             if (is_join(em) && find_rlink(c, em->room, &idx))
                 rlink_remove(c, idx);
-            if (c->ws)
+            if (!client_is_stream(c))
                 frame_send_error(c, "store_unavailable",
                                  "the settings could not be read; try again", em->ref);
             else /* an event stream: ended, the client's EventSource retries */

@@ -40,6 +40,7 @@ struct engine {
     uint64_t swept_ms;            /* loop ms of the last observer-rate sweep (engine_tick) */
     struct presence *pres;        /* the users this worker owns */
     struct hmap clients;          /* struct client by conn_id (client.c) */
+    uint64_t socketless_seq;      /* ids given to socketless clients (client__open_socketless) */
     struct hmap watches;          /* struct watch by uid (watch.c) */
     struct hmap subs;             /* struct sub by uid (watch.c, owner side) */
     struct room_engine *rooms;    /* the rooms this worker owns */

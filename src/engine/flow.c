@@ -83,7 +83,7 @@ bool flow__spend(struct client *c, enum budget_kind k, const char *ref)
     snprintf(msg, sizeof(msg), "more %s messages than msg-rate-%s per second", budget_kind_name(k),
              budget_kind_name(k));
     frame_send_error(c, "rate_limited", msg, ref);
-    if (c->ws)
+    if (!client_is_stream(c))
         client__ws_close(c, 1008, "rate limited");
     return false;
 }

@@ -75,6 +75,7 @@ void phoenix__release(struct client *c)
     struct pclient *pc = c->x->adata;
 
     wheel_del(&pc->beat);
+    phx__lp_release(pc->lp);
     for (unsigned i = 0; i < pc->nch; i++)
         chan_free(&pc->ch[i]);
     free(pc->ch);
@@ -151,6 +152,22 @@ bool phx__take_push(struct client *c)
     return true;
 }
 
+struct pclient *phx__pc_new(struct client *c, enum phx_vsn vsn)
+{
+    struct pclient *pc = xcalloc(1, sizeof(*pc));
+
+    pc->c = c;
+    pc->vsn = vsn;
+    pc->tokens = PUSH_RATE;
+    wheel_timer_init(&pc->beat, on_beat);
+    return pc;
+}
+
+unsigned phx__proto_of(enum phx_vsn vsn)
+{
+    return vsn == PHX_VSN_2 ? proto_v2 : proto_v1;
+}
+
 /* ---- replies ---- */
 
 static void send_buf(struct client *c, struct buf *b)
@@ -212,11 +229,14 @@ static void send_close(struct client *c, const struct chan *ch)
 /* ---- metas ---- */
 
 /* A fresh phx_ref for ch: "<boot>.<connection>.<n>", unique per node,
- * start, connection and change. */
+ * start, connection and change: n counts the socket's changes, not the
+ * channel's, so a channel joined again (a phx_join on its topic replaces
+ * it) never repeats the ref its predecessor showed, which a client's
+ * syncDiff would take for the meta that leaves. */
 void phx__new_phx_ref(struct client *c, struct chan *ch)
 {
     snprintf(ch->phx_ref, sizeof(ch->phx_ref), "%08" PRIx32 ".%" PRIx64 ".%x", phx__boot,
-             client_conn_id(c), ++ch->version);
+             client_conn_id(c), ++phx__pc(c)->metas_made);
 }
 
 /* The member metadata of c's connection in ch: {"~metas":{"<sid>":meta}},
@@ -475,8 +495,11 @@ void phoenix__send(struct client *c, struct payload *f)
     struct phx_record r;
     struct chan *ch;
 
+    if (phx__lp_record(c, f))
+        return; /* a long-poll request or answer relayed between workers */
     if (!phx_record_read(f, &r)) {
-        client__ws_send(c, f);
+        if (!phx__lp_push(c, f))
+            client__ws_send(c, f);
         return;
     }
     if (r.kind != 'E' || !c->x || !c->x->adata || !(ch = chan_by_ref(phx__pc(c), r.ref)))
@@ -577,10 +600,12 @@ void phoenix__send_room(struct client *c, struct payload *f, bool bulk)
     } else {
         own = for_channel(pc->vsn, ch, &rf, p, n, state);
     }
-    if (bulk)
-        wsconn_send_payload_bulk(c->ws, own);
-    else
-        wsconn_send_payload(c->ws, own);
+    if (!phx__lp_push(c, own)) { /* else in a long-poll session's queue */
+        if (bulk)
+            wsconn_send_payload_bulk(c->ws, own);
+        else
+            wsconn_send_payload(c->ws, own);
+    }
     payload_unref(own);
 }
 
@@ -601,29 +626,36 @@ static void on_open(struct wsconn *ws)
     pc->token = NULL;
 }
 
-static void on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
+void phx__on_text(struct client *c, const char *p, size_t n)
 {
-    struct client *c = wsconn_user_data(ws);
-    struct pclient *pc = phx__pc(c);
     struct phx_msg m;
     int rc;
 
     if (c->started)
         session__heartbeat(c, ""); /* throttled there */
-    if (binary) {
-        if (pc->vsn == PHX_VSN_2)
-            phx__on_binary(c, p, n);
-        else
-            client__ws_close(c, 1003, "binary frames need vsn 2.0.0");
-        return;
-    }
     /* A frame that does not decode has no topic or ref to answer: Phoenix
      * drops such a connection, and so does presenced. */
-    if ((rc = phx_decode(pc->vsn, p, n, &m)) < 0) {
+    if ((rc = phx_decode(phx__pc(c)->vsn, p, n, &m)) < 0) {
         client__ws_close(c, 1007, phx_strerror(rc));
         return;
     }
     dispatch(c, &m);
+}
+
+static void on_message(struct wsconn *ws, bool binary, const char *p, size_t n)
+{
+    struct client *c = wsconn_user_data(ws);
+
+    if (!binary) {
+        phx__on_text(c, p, n);
+        return;
+    }
+    if (c->started)
+        session__heartbeat(c, "");
+    if (phx__pc(c)->vsn == PHX_VSN_2)
+        phx__on_binary(c, p, n);
+    else
+        client__ws_close(c, 1003, "binary frames need vsn 2.0.0");
 }
 
 static const struct wsconn_app phoenix_ws = {
@@ -725,9 +757,7 @@ static char *apikey_token(struct engine *e, const struct http_request *req)
     return v;
 }
 
-/* The socket's serializer from ?vsn= (1.0.0 without one); false when it
- * names another. */
-static bool query_vsn(const struct http_request *req, enum phx_vsn *vsn)
+bool phx__query_vsn(const struct http_request *req, enum phx_vsn *vsn)
 {
     char v[16];
     size_t pos = 0;
@@ -747,7 +777,7 @@ static void get_socket(struct conn *conn, const struct http_request *req, struct
     char *tok;
     bool bad;
 
-    if (!query_vsn(req, &vsn)) {
+    if (!phx__query_vsn(req, &vsn)) {
         httpd_error(conn, 400, "bad_vsn", "vsn must be 2.0.0 or 1.0.0");
         return;
     }
@@ -764,12 +794,8 @@ static void get_socket(struct conn *conn, const struct http_request *req, struct
         free(tok);
         return;
     }
-    pc = xcalloc(1, sizeof(*pc));
-    pc->c = c;
-    pc->vsn = vsn;
+    pc = phx__pc_new(c, vsn);
     pc->token = tok;
-    pc->tokens = PUSH_RATE;
-    wheel_timer_init(&pc->beat, on_beat);
     client_x(c)->adata = pc;
     /* The protocol before the open: a failed upgrade frees c, and with it
      * pc, through this adapter's release. */
@@ -781,6 +807,9 @@ static void get_socket(struct conn *conn, const struct http_request *req, struct
 static const struct route routes[] = {
     {"GET", "/socket/websocket", get_socket},
     {"GET", "/realtime/v1/websocket", get_socket},
+    {"GET", "/socket/longpoll", phx__lp_on_request},
+    {"POST", "/socket/longpoll", phx__lp_on_request},
+    {"OPTIONS", "/socket/longpoll", phx__lp_on_request},
 };
 
 int phoenix_register(const struct config *cfg, char *err, size_t errlen)
@@ -793,6 +822,7 @@ int phoenix_register(const struct config *cfg, char *err, size_t errlen)
     }
     if (getrandom(&phx__boot, sizeof(phx__boot), 0) != (ssize_t)sizeof(phx__boot))
         phx__boot = 1;
+    phx__lp_init();
     ws_opts = (struct wsconn_opts){
         .max_message = (size_t)cfg->ws_max_message_bytes,
         .ping_interval_ms = (uint64_t)cfg->ws_ping_interval_ms,

@@ -15,6 +15,10 @@
  * socket without a user may still join topics: it sees presence and
  * broadcasts without appearing.
  *
+ * Long-poll at /socket/longpoll (phoenix.js's LongPoll transport, the
+ * one it falls back to): a session of HTTP requests, with the same
+ * channels, identity rules and limits as a WebSocket (phoenix_longpoll.c).
+ *
  * A topic is the room of the same name, "realtime:" dropped. phx_join on
  * a phoenix.js topic makes the socket a member, its join params' "meta"
  * object its meta; on a Supabase topic ("realtime:...") it only
@@ -39,7 +43,9 @@
 
 struct client;
 
-/* The routes: GET /socket/websocket and /realtime/v1/websocket. Empty
+/* The routes: GET /socket/websocket and /realtime/v1/websocket, and the
+ * long-poll transport's GET, POST and OPTIONS /socket/longpoll
+ * (phoenix_longpoll.c). Empty
  * until phoenix_register() registered the adapters. */
 extern struct route_list phoenix_routes;
 
@@ -54,6 +60,7 @@ void phoenix__send(struct client *c, struct payload *f);
 void phoenix__send_room(struct client *c, struct payload *f, bool bulk);
 void phoenix__on_started(struct client *c);
 void phoenix__release(struct client *c);
+void phoenix__close(struct client *c, unsigned code, const char *reason); /* a long-poll session */
 uint64_t phoenix__conn_of(const char *tag);
 
 #endif

@@ -411,8 +411,8 @@ static unsigned close_code(unsigned native, int end)
         .encode_room_delta = enc_delta_##suffix, .encode_room_snapshot = enc_snapshot_##suffix,    \
         .encode_room_ephemeral = enc_ephemeral, .encode_room_broadcast = enc_broadcast_##suffix,   \
         .send = phoenix__send, .send_room = phoenix__send_room, .on_started = phoenix__on_started, \
-        .close_code = close_code, .release = phoenix__release, .conn_of = phoenix__conn_of,        \
-        .filter_blocked = filter_##suffix,                                                         \
+        .close_code = close_code, .close = phoenix__close, .release = phoenix__release,            \
+        .conn_of = phoenix__conn_of, .filter_blocked = filter_##suffix,                            \
     }
 
 const struct proto_adapter phoenix_adapter_v2 = PHX_TABLE(v2);

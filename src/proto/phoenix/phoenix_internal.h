@@ -20,6 +20,9 @@
 #include "wheel.h"
 
 struct client;
+struct http_request;
+struct lp;
+struct payload;
 
 #define CHANNELS_MAX  64    /* topics one socket may hold (and max-rooms-per-connection) */
 #define PUSH_RATE     20    /* broadcasts and tracks per second per socket */
@@ -49,7 +52,6 @@ struct chan {
     bool member;   /* joined (or joining) the room as a member */
     bool self;     /* Supabase broadcast.self: the sender gets its own */
     char *meta;    /* the meta object joined or tracked, compact (cJSON_free) */
-    unsigned version;
 };
 
 struct pclient {
@@ -59,9 +61,11 @@ struct pclient {
     char *token; /* a subprotocol bearer token until the open (free) */
     struct chan *ch;
     unsigned nch, cap;
-    uint32_t serial;
-    double tokens;     /* the push bucket */
-    uint64_t refilled; /* loop ms */
+    uint32_t serial;     /* channels made (their refs) */
+    uint32_t metas_made; /* phx_refs made (phx__new_phx_ref()) */
+    double tokens;       /* the push bucket */
+    uint64_t refilled;   /* loop ms */
+    struct lp *lp;       /* a long-poll session or relay (phoenix_longpoll.c), else NULL */
 };
 
 extern uint32_t phx__boot; /* in phx_refs and socket tags: differs per start and node */
@@ -88,6 +92,34 @@ char *phx__member_meta(struct client *c, const struct chan *ch, const char *prev
 /* Joins ch's room as a member; false (the error replied to ch's push)
  * when the engine refuses at once. */
 bool phx__member_join(struct client *c, struct chan *ch);
+
+/* A new socket state for c with serializer vsn (the caller sets adata). */
+struct pclient *phx__pc_new(struct client *c, enum phx_vsn vsn);
+/* The protocol id of serializer vsn's adapter. */
+unsigned phx__proto_of(enum phx_vsn vsn);
+/* The serializer from ?vsn= (1.0.0 without one); false when it names another. */
+bool phx__query_vsn(const struct http_request *req, enum phx_vsn *vsn);
+/* One text message of c, as a WebSocket text frame is handled (an
+ * undecodable one closes c with 1007). */
+void phx__on_text(struct client *c, const char *p, size_t n);
+
+/* ---- phoenix_longpoll.c ---- */
+
+struct conn;
+struct net_ctx;
+/* The route of GET, POST and OPTIONS /socket/longpoll. */
+void phx__lp_on_request(struct conn *conn, const struct http_request *req, struct net_ctx *nc);
+/* Draws the token key; before the workers start. */
+void phx__lp_init(void);
+/* f (a frame for c) queued for c's next poll when c is a long-poll
+ * session: true then (or when it is a relay client's), false when c is a
+ * WebSocket's. */
+bool phx__lp_push(struct client *c, struct payload *f);
+/* A relayed request or answer (a record "\x01Q" or "\x01H") for c: true
+ * when f was one (handled). */
+bool phx__lp_record(struct client *c, const struct payload *f);
+/* Frees a session's or relay's state (NULL is a no-op). */
+void phx__lp_release(struct lp *lp);
 
 /* ---- phoenix_supabase.c ---- */
 
