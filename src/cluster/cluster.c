@@ -1319,6 +1319,21 @@ const char *cluster_self(const struct cluster *cl)
     return cl->self;
 }
 
+struct redis *cluster_redis(const struct cluster *cl)
+{
+    return cl->r;
+}
+
+unsigned cluster_home(const struct cluster *cl)
+{
+    return cl->cfg.home;
+}
+
+const char *cluster_app(const struct cluster *cl)
+{
+    return cl->cfg.app;
+}
+
 bool cluster_degraded(const struct cluster *cl)
 {
     return atomic_load_explicit(&cl->degraded, memory_order_relaxed);

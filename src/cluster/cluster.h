@@ -269,6 +269,15 @@ unsigned cluster_bucket_of(const char *uid);
  * the node finds its lease swept while it was cut off (node.c) and takes
  * a new epoch. */
 const char *cluster_self(const struct cluster *cl);
+/* For a module above that keeps keys of its own in the node's Redis (the
+ * webhook streams, engine/hooks_stream.c): the client, on the home
+ * worker's thread only, between its cluster_attach() and
+ * cluster_detach() (NULL before and after); which worker is the home
+ * (any thread); and the app of the keys' "pd:<app>:" prefix (any
+ * thread, NUL-terminated, fixed). */
+struct redis *cluster_redis(const struct cluster *cl);
+unsigned cluster_home(const struct cluster *cl);
+const char *cluster_app(const struct cluster *cl);
 /* True while some shard is unreachable (any thread). */
 bool cluster_degraded(const struct cluster *cl);
 

@@ -97,6 +97,10 @@ struct room_broadcast_event {
      * every node (conn_of below), "" = none: the sender's own socket, or
      * the HTTP API's socket_id. Nodes other than the socket's skip nobody. */
     const char *exclude;
+    /* It may wait for the room's ephemeral tick when the room is hot, in
+     * order with the held ephemerals, so that a subscriber gets one write
+     * per tick (Pusher client events; never merged or dropped). */
+    bool batch;
 };
 
 /*

@@ -47,6 +47,7 @@
 void engine_register(void)
 {
     worker_on_msg(WORKER_MSG_ENGINE, engine__dispatch);
+    hooks_register();
 }
 
 static void presence_cfg(const struct config *cfg, struct presence_config *pc)
@@ -83,7 +84,7 @@ struct engine *engine_new(struct worker *w, const struct engine_env *env, struct
     engine__privacy_init(e);
     engine__lastseen_init(e);
     cr__init(e);
-    e->hooks = hooks_new(env->hooks, w->loop, &w->metrics, w->id);
+    e->hooks = hooks_new(env->hooks, w, env->cluster);
     ch__init(e);
     cu__attach(e);
     return e;

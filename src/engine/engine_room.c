@@ -34,6 +34,10 @@
  * stays hot until a second under half that. Other rooms (the usual case: a
  * few cursors, or a small room) send each message at once. Held messages
  * go out before any delta of the room, so a delta never overtakes them.
+ * Casts marked batch (Pusher client events) count as ephemerals and are
+ * held the same way in a hot room, in order with them, never merged or
+ * dropped, each still without its sender's socket: a hot room's client
+ * events cost one write per subscriber per tick, as its ephemerals do.
  *
  * Blocks (the rare path): a WebSocket client reads the users that block
  * its user (store_list_blockers()) before its first join leaves its
@@ -67,9 +71,11 @@
 /* Ephemeral ticks (see the top of the file). */
 #define EPH_TICK_MS 33 /* a hot room's ephemerals go out at most once per tick */
 
-struct held {                 /* an ephemeral message waiting for its room's tick */
+struct held {                 /* an ephemeral message or a cast waiting for its room's tick */
     struct adapter_frames fs; /* its frame per protocol of the room's subscribers */
     uint64_t epoch;
+    uint64_t exclude; /* a cast's connection that does not get it (0: none) */
+    bool droppable;   /* an ephemeral (a cast is never dropped) */
 };
 
 struct rsub {              /* R side: workers subscribed to a room */
@@ -165,7 +171,9 @@ static void release_held(struct engine *e, struct rsub *s)
         emsg_free(&em->msg);
     }
     for (size_t i = 0; i < s->nheld; i++) {
-        send_event(e, s, true, s->held[i].epoch, 0, &s->held[i].fs, 0);
+        const struct held *h = &s->held[i];
+
+        send_event(e, s, h->droppable, h->epoch, 0, &h->fs, h->exclude);
         adapter_frames_release(&s->held[i].fs);
     }
     s->nheld = 0;
@@ -203,9 +211,9 @@ static void room_frames(const struct rsub *s, const struct room_event *ev,
             frame_room_event(fs, p, ev);
 }
 
-/* Counts an ephemeral message against its room's second and holds it for
- * the tick if the room is hot. Returns whether it was held. */
-static bool hold_ephemeral(struct engine *e, struct rsub *s, const struct room_event *ev)
+/* Counts an ephemeral message (or a batchable cast) against its room's
+ * second; whether the room is hot: its messages wait for the tick. */
+static bool room_hot(struct engine *e, struct rsub *s)
 {
     uint64_t now = loop_now(e->w->loop);
 
@@ -222,16 +230,32 @@ static bool hold_ephemeral(struct engine *e, struct rsub *s, const struct room_e
         s->eph_count = 0;
     }
     s->eph_count++;
-    if (!s->hot)
-        return false;
+    return s->hot;
+}
+
+/* A new held message at the end of s's, for the tick (armed here). */
+static struct held *hold(struct engine *e, struct rsub *s)
+{
     if (s->nheld == s->capheld) {
         s->capheld = s->capheld ? s->capheld * 2 : 16;
         s->held = pool_realloc(s->held, s->capheld * sizeof(*s->held));
     }
-    s->held[s->nheld] = (struct held){.epoch = ev->epoch};
-    room_frames(s, ev, &s->held[s->nheld++].fs);
     if (!wheel_is_linked(&s->tick))
-        start_tick(e, s, now);
+        start_tick(e, s, loop_now(e->w->loop));
+    return &s->held[s->nheld++];
+}
+
+/* Holds an ephemeral message for the tick if the room is hot. Returns
+ * whether it was held. */
+static bool hold_ephemeral(struct engine *e, struct rsub *s, const struct room_event *ev)
+{
+    struct held *h;
+
+    if (!room_hot(e, s))
+        return false;
+    h = hold(e, s);
+    *h = (struct held){.epoch = ev->epoch, .droppable = true};
+    room_frames(s, ev, &h->fs);
     return true;
 }
 
@@ -624,6 +648,7 @@ void engine__room_broadcast(struct engine *e, const struct room_broadcast_event 
     emsg_set_id(&em->room, ev->room);
     emsg_set_id(&em->uid, ev->user);
     emsg_set_id(&em->sid, ev->exclude);
+    em->arg = ev->batch;
     em->text = xstrdup(ev->event);
     em->emoji = xstrdup(ev->data);
     owner_send(e, owner_of_room(e, ev->room), em);
@@ -642,6 +667,12 @@ static void deliver_cast(struct engine *e, const struct room_broadcast_event *ev
     if (room_get_info(e->rooms, ev->room, &info) != 0)
         info.epoch = 0; /* subscribers of a room without members */
     frame_room_broadcast(ev, s->protos, &fs);
+    if (ev->batch && room_hot(e, s)) { /* waits for the tick, in order, never dropped */
+        struct held *h = hold(e, s);
+
+        *h = (struct held){.fs = fs, .epoch = info.epoch, .exclude = exclude};
+        return;
+    }
     if (s->nheld > 0)
         release_held(e, s);
     send_event(e, s, false, info.epoch, 0, &fs, exclude);
@@ -677,7 +708,8 @@ void engine__room_on_cast(struct engine *e, struct emsg *req)
                                       .event = req->text,
                                       .data = req->emoji,
                                       .user = req->uid,
-                                      .exclude = req->sid};
+                                      .exclude = req->sid,
+                                      .batch = req->arg != 0};
 
     cr__cast_out(e, &ev); /* the other nodes' subscribers */
     deliver_cast(e, &ev, req->conn_id);

@@ -16,12 +16,14 @@
 #include <string.h>
 
 #include "buf.h"
+#include "hooks_stream.h"
 #include "list.h"
 #include "log.h"
 #include "loop.h"
 #include "metrics.h"
 #include "room.h"
 #include "util.h"
+#include "worker.h"
 
 struct hmsg {
     struct list link;
@@ -47,8 +49,9 @@ struct hooks {
     struct loop *loop;
     struct metrics *m;
     uint64_t node_epoch;
-    uint64_t counter; /* event ids */
-    uint64_t rnd;     /* xorshift state: jitter */
+    uint64_t counter;       /* event ids */
+    uint64_t rnd;           /* xorshift state: jitter */
+    struct hstream *stream; /* with Redis: where events go (hooks_stream.h) */
     unsigned n;
     struct lane lanes[HOOKS_ENDPOINTS_MAX];
 };
@@ -340,16 +343,28 @@ static void done(struct httpc_req *r, int status, void *data)
 
 /* ---- life ---- */
 
-struct hooks *hooks_new(struct hooks_config *hc, struct loop *l, struct metrics *m,
-                        unsigned worker_id)
+void hooks_register(void)
 {
+    hstream_register();
+}
+
+struct hstream *hooks__stream(struct hooks *h)
+{
+    return h->stream;
+}
+
+struct hooks *hooks_new(struct hooks_config *hc, struct worker *w, struct cluster *cl)
+{
+    unsigned worker_id = w->id;
     struct hooks *h;
 
     if (!hc || hc->n == 0)
         return NULL;
     h = xcalloc(1, sizeof(*h));
-    h->loop = l;
-    h->m = m;
+    h->loop = w->loop;
+    h->m = &w->metrics;
+    if (cl)
+        h->stream = hstream_new(hc, w, cl, h->m);
     /* Distinct per node start (node_epoch) and per worker (the top byte). */
     h->node_epoch = hc->node_epoch ^ ((uint64_t)(worker_id & 0xff) << 56);
     h->rnd = (hc->node_epoch ^ time_mono_us() ^ ((uint64_t)worker_id << 32)) | 1;
@@ -379,6 +394,7 @@ void hooks_free(struct hooks *h)
         webhook_batch_release(&ln->batch);
         wheel_del(&ln->timer);
     }
+    hstream_free(h->stream);
     free(h);
 }
 
@@ -390,6 +406,15 @@ static void pusher_event(struct lane *ln, const struct webhook_pusher_event *ev)
 
     if (gone(ln)) {
         METRIC_ADD(ln->h->m, webhooks_dropped, 1);
+        return;
+    }
+    if (ln->h->stream) { /* one event an entry: the reader batches them */
+        struct webhook_batch one = {0};
+
+        if (webhook_batch_add(&one, ev, now) == 1)
+            hstream_add(ln->h->stream, (unsigned)(ln - ln->h->lanes), "", one.events.data,
+                        one.events.len);
+        webhook_batch_release(&one);
         return;
     }
     if (webhook_batch_add(&ln->batch, ev, now) == (int)WEBHOOK_PUSHER_BATCH_MAX)
@@ -404,8 +429,14 @@ static void standard_event(struct lane *ln, struct webhook_event *ev)
 
     webhook_event_id(ln->h->node_epoch, ++ln->h->counter, id);
     ev->id = id;
-    if (webhook_event_body(ev, &body) == 0)
+    if (webhook_event_body(ev, &body) != 0)
+        ; /* a kind without a body: cannot happen */
+    else if (!ln->h->stream)
         enqueue(ln, id, body.data, body.len);
+    else if (gone(ln))
+        METRIC_ADD(ln->h->m, webhooks_dropped, 1);
+    else
+        hstream_add(ln->h->stream, (unsigned)(ln - ln->h->lanes), id, body.data, body.len);
     buf_release(&body);
 }
 

@@ -39,8 +39,10 @@
  * counted, and so is everything after (presenced_webhook_endpoints_disabled).
  * A lane holds at most HOOKS_QUEUE_MAX messages of HOOKS_QUEUE_BYTES in
  * all; an event past that is dropped and counted (presenced_webhooks_dropped_total), never
- * silently. The queue is in memory: at-most-once across a crash or a restart (docs/api.md
- * "Webhooks"). Only the configured URLs are ever called, and redirects are not followed (httpc.h).
+ * silently. Without Redis the queue is in memory: at-most-once across a crash or a restart
+ * (docs/api.md "Webhooks"). With Redis the events go through a Redis Stream per endpoint
+ * instead, delivered by any node: at-least-once across a node's crash (hooks_stream.h).
+ * Only the configured URLs are ever called, and redirects are not followed (httpc.h).
  *
  * ---- Threads ----
  *
@@ -60,9 +62,10 @@
 #include "httpc.h"
 #include "webhook.h"
 
-struct loop;
-struct metrics;
+struct cluster;
+struct hstream;
 struct room_delta_view;
+struct worker;
 
 #define HOOKS_ENDPOINTS_MAX 4                   /* configured endpoints at most */
 #define HOOKS_QUEUE_MAX     10000               /* messages waiting per worker and endpoint */
@@ -111,12 +114,19 @@ int hooks_config_add_pusher(struct hooks_config *hc, const char *url, const char
 
 struct hooks;
 
-/* One worker's lanes, on its loop, counting into its metrics (both
- * borrowed). hc NULL or without endpoints gives NULL: every hooks_*()
- * below takes NULL as "no webhooks" and does nothing. worker_id makes
- * event ids distinct between workers. */
-struct hooks *hooks_new(struct hooks_config *hc, struct loop *l, struct metrics *m,
-                        unsigned worker_id);
+/* Registers the bus handler of the Redis Streams queue; before
+ * server_start. */
+void hooks_register(void);
+
+/* Worker w's lanes, on its loop, counting into its metrics (borrowed).
+ * hc NULL or without endpoints gives NULL: every hooks_*() below takes
+ * NULL as "no webhooks" and does nothing. The worker's id makes event ids
+ * distinct between workers. cl non-NULL (the node has Redis): events go
+ * through the durable queue of hooks_stream.h instead of the lanes. */
+struct hooks *hooks_new(struct hooks_config *hc, struct worker *w, struct cluster *cl);
+/* The Streams side of h (hooks_stream.c's bus handler); NULL without
+ * Redis. */
+struct hstream *hooks__stream(struct hooks *h);
 /* Drops what is queued and abandons the requests in flight (they are
  * never answered: at-most-once). After the loop stopped running, from
  * the worker's stop; NULL is a no-op. */

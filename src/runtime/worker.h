@@ -95,6 +95,7 @@ enum worker_msg_type {
     WORKER_MSG_RELAY = 1,   /* testing/relay.c: a broadcast frame */
     WORKER_MSG_ENGINE = 2,  /* the engine: sessions, watches, events */
     WORKER_MSG_CLUSTER = 3, /* cluster/: requests to the Redis home and answers */
+    WORKER_MSG_HOOKS = 4,   /* engine/hooks_stream.c: webhook events to the Redis home */
     WORKER_MSG_MAX = 32,
 };
 

@@ -100,3 +100,65 @@ for (const workers of ['1', '2']) {
     }
   });
 }
+
+// Pusher client events in a hot room wait for the tick like ephemerals:
+// one write per subscriber per tick, and still every event reaches every
+// other subscriber (never the sender), in order per sender, with user_id.
+test('a hot room batches Pusher client events per tick, none lost, none echoed (workers=2)', async () => {
+  const { createRequire } = await import('node:module');
+  const require = createRequire(import.meta.url);
+  const PusherClient = require('pusher-js');
+  const PusherServer = require('pusher');
+  const APP = { id: '91', key: 'tick-key', secret: 'tick-secret' };
+  const srv = await startServer(['--workers', '2', '--ephemeral-tick-deliveries', '200',
+    '--pusher-app', `${APP.id}:${APP.key}:${APP.secret}:client-events=true`]);
+  const api = new PusherServer({ appId: APP.id, key: APP.key, secret: APP.secret });
+  const clients = [];
+  try {
+    const ch = `presence-${id('pt')}`;
+    const users = [0, 1, 2, 3, 4, 5].map(() => id('pu'));
+    const got = new Map(users.map((u) => [u, []]));
+    const chans = [];
+    for (const user of users) {
+      const p = new PusherClient(APP.key, {
+        cluster: 'local', wsHost: '127.0.0.1', wsPort: srv.port, forceTLS: false,
+        enabledTransports: ['ws'], disableStats: true,
+        channelAuthorization: {
+          customHandler: ({ socketId, channelName }, cb) =>
+            cb(null, api.authorizeChannel(socketId, channelName, { user_id: user })),
+        },
+      });
+      clients.push(p);
+      const c = p.subscribe(ch);
+      await new Promise((resolve) => c.bind('pusher:subscription_succeeded', resolve));
+      c.bind('client-n', (d, meta) => got.get(user).push([meta.user_id, d.i]));
+      chans.push(c);
+    }
+    // 6 senders at 8 a second each: 48 events, 240 deliveries a second.
+    const send = async (rounds, base) => {
+      for (let r = 0; r < rounds; r++) {
+        chans.forEach((c, k) => assert.ok(c.trigger('client-n', { i: base + r * 10 + k })));
+        await sleep(125);
+      }
+    };
+    await send(12, 0); // the first second makes the room hot
+    const hot = await writesPerFrame(srv, async () => { await send(16, 1000); await sleep(300); });
+    assert.ok(hot.frames >= 16 * 6 * 5, `${hot.frames} frames`);
+    assert.ok(hot.writes * 2 <= hot.frames,
+      `hot room: ${hot.writes} writes for ${hot.frames} frames (ticks should batch them)`);
+    for (const [k, user] of users.entries()) {
+      const mine = got.get(user);
+      assert.equal(mine.length, 5 * (12 + 16), `every other sender's events reach ${user}`);
+      assert.ok(!mine.some(([from]) => from === user), 'never echoed to the sender');
+      for (const [j, other] of users.entries()) {
+        if (j === k) continue;
+        const is = mine.filter(([from]) => from === other).map(([, i]) => i);
+        assert.deepEqual(is, [...is].sort((a, b) => a - b), 'in order per sender');
+        assert.equal(is.length, 12 + 16);
+      }
+    }
+  } finally {
+    for (const p of clients) p.disconnect();
+    await stopClean(srv, assert);
+  }
+});

@@ -328,8 +328,12 @@ static void msg_client_event(struct client *c, const char *event, const cJSON *r
         return;
     }
     pusher_socket_id(client_conn_id(c), sid);
-    ev = (struct room_broadcast_event){
-        .room = room, .event = event, .data = text, .user = client_uid(c), .exclude = sid};
+    ev = (struct room_broadcast_event){.room = room,
+                                       .event = event,
+                                       .data = text,
+                                       .user = client_uid(c),
+                                       .exclude = sid,
+                                       .batch = true};
     engine__room_broadcast(c->e, &ev, client_conn_id(c));
     /* client_event webhook: data as the client gave it (a string stays
      * the string), user_id on presence channels only, as Pusher sends it. */
