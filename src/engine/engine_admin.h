@@ -12,11 +12,19 @@
 /* OP_ADMIN_ROOMS: this worker's rooms (arg 0) or one room's members (1),
  * as one part of the admin query. */
 engine_op_fn engine__admin_rooms;
+/* OP_ADMIN_NODE, on the cluster home: this node's summary (node id,
+ * epoch, start, counts, health) as one part of the admin query. */
+engine_op_fn engine__admin_node;
+
+/* OP_ADMIN with ADMIN_GET_USER on uid's owner, once its settings are in
+ * (engine__op_admin): answers the query with the user's presence, its
+ * sessions here and its privacy settings. */
+struct engine;
+void engine__admin_user(struct engine *e, const struct emsg *req);
 
 /* Ends every session of uid on every node, as the admin API's kick does
  * (session_ended "kicked" with reason as its message, NULL = none), with
  * nobody to answer: for an adapter's API (Pusher's terminate_connections). */
-struct engine;
 void engine__kick_user(struct engine *e, const char *uid, const char *reason);
 
 #endif
