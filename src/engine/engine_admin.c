@@ -462,30 +462,112 @@ static void node_ident(struct engine *e, struct buf *b)
     buf_append_str(b, ",\"epoch\":null");
 }
 
-void engine__admin_node(struct engine *e, struct emsg *em)
+/* This node's summary, the members of its JSON object without the braces:
+ * what /v1/admin/nodes lists and what other nodes read from Redis. */
+static void node_summary(struct engine *e, struct buf *b)
 {
     struct server *srv = e->w->srv;
     struct admin_counts n;
-    struct buf b = {0};
 
     counts_of(srv, &n);
-    buf_append_str(&b, "200{\"nodes\":[{");
-    node_ident(e, &b);
-    buf_printf(&b, ",\"self\":true,\"startedAt\":%llu,\"uptimeMs\":%llu,\"workers\":%u,",
+    node_ident(e, b);
+    buf_printf(b, ",\"startedAt\":%llu,\"uptimeMs\":%llu,\"workers\":%u,",
                (unsigned long long)srv->started_wall_ms,
                (unsigned long long)(time_wall_ms() - srv->started_wall_ms), srv->nworkers);
-    counts_json(&n, &b);
-    buf_printf(&b,
+    counts_json(&n, b);
+    buf_printf(b,
                ",\"ready\":%s,\"draining\":%s,\"degraded\":", server_ready(srv) ? "true" : "false",
                atomic_load(&srv->shutting_down) ? "true" : "false");
-    health_append_degraded(&b);
-    if (e->env->cluster) {
-        struct cluster_stats cs;
-        cluster_get_stats(e->env->cluster, &cs);
-        buf_printf(&b, ",\"liveNodes\":%u", cs.nodes_live);
-    }
-    buf_append_str(&b, "}]}\n");
+    health_append_degraded(b);
+}
+
+/* An answer with this node alone; err: why the others are missing. */
+static void nodes_answer_self(struct engine *e, const struct emsg *em, int err)
+{
+    struct buf b = {0};
+
+    buf_append_str(&b, "200{\"nodes\":[{\"self\":true,");
+    node_summary(e, &b);
+    buf_append_str(&b, "}]");
+    if (err)
+        buf_append_str(&b, ",\"clusterError\":\"the other nodes could not be read from redis\"");
+    buf_append_str(&b, "}\n");
     http_read__answer(e, em, buf_payload(&b));
+}
+
+/* One other node: its summary as it put it, marked not self, or only its
+ * id and epoch when it put none lately (or it is not an object). */
+static void other_node(struct buf *b, const char *member, const char *info, size_t len)
+{
+    const char *dot = strrchr(member, '.');
+
+    if (info && len >= 2 && info[0] == '{' && info[len - 1] == '}') {
+        buf_append_str(b, ",{\"self\":false,");
+        buf_append(b, info + 1, len - 1);
+        return;
+    }
+    buf_append_str(b, ",{\"self\":false,\"node\":");
+    json_append_string(b, member, dot ? (size_t)(dot - member) : strlen(member));
+    buf_append_str(b, ",\"epoch\":");
+    json_append_cstr(b, dot ? dot + 1 : "");
+    buf_append_str(b, ",\"summary\":false}");
+}
+
+static void nodes_got(void *ctx, int err, const char *const *members, const char *const *infos,
+                      const size_t *lens, size_t n)
+{
+    struct emsg *em = ctx;
+    struct engine *e = em->eng;
+    struct buf b = {0};
+
+    if (e->cluster_gone) { /* shutting down: the query times out */
+        emsg_free(&em->msg);
+        return;
+    }
+    if (err) {
+        nodes_answer_self(e, em, err);
+        emsg_free(&em->msg);
+        return;
+    }
+    buf_append_str(&b, "200{\"nodes\":[{\"self\":true,");
+    node_summary(e, &b);
+    buf_append(&b, "}", 1);
+    for (size_t i = 1; i < n; i++) /* members[0] is this node */
+        other_node(&b, members[i], infos[i], lens[i]);
+    buf_append_str(&b, "]}\n");
+    http_read__answer(e, em, buf_payload(&b));
+    emsg_free(&em->msg);
+}
+
+/* OP_ADMIN_NODE on the cluster home: this node, and with redis set the
+ * others' summaries (engine__admin_tick() puts this node's). */
+void engine__admin_node(struct engine *e, struct emsg *em)
+{
+    if (!e->env->cluster || e->cluster_gone) {
+        nodes_answer_self(e, em, 0);
+        return;
+    }
+    em->eng = e;
+    em->parked = true; /* until nodes_got() */
+    if (cluster_nodes_get(e->env->cluster, nodes_got, em) != 0) {
+        em->parked = false;
+        nodes_answer_self(e, em, -1);
+    }
+}
+
+void engine__admin_tick(struct engine *e, uint64_t now)
+{
+    struct buf b = {0};
+
+    if (!e->env->cluster || e->cluster_gone || e->w->id != 0 ||
+        now - e->admin_info_ms < ADMIN_INFO_EVERY_MS)
+        return;
+    e->admin_info_ms = now;
+    buf_append(&b, "{", 1);
+    node_summary(e, &b);
+    buf_append(&b, "}", 1);
+    cluster_info_put(e->env->cluster, b.data, b.len);
+    buf_release(&b);
 }
 
 #define ADMIN_SESSIONS_MAX 64 /* sessions listed for one user */

@@ -7,6 +7,8 @@
 #ifndef ENGINE_ADMIN_H
 #define ENGINE_ADMIN_H
 
+#include <stdint.h>
+
 #include "msg.h"
 
 /* OP_ADMIN_ROOMS: this worker's rooms (arg 0) or one room's members (1),
@@ -15,11 +17,16 @@ engine_op_fn engine__admin_rooms;
 /* OP_ADMIN_NODE, on the cluster home: this node's summary (node id,
  * epoch, start, counts, health) as one part of the admin query. */
 engine_op_fn engine__admin_node;
+/* On the cluster home with redis set, every ADMIN_INFO_EVERY_MS: puts
+ * this node's summary for the other nodes' /v1/admin/nodes. From
+ * engine_tick(). */
+#define ADMIN_INFO_EVERY_MS 1000
+struct engine;
+void engine__admin_tick(struct engine *e, uint64_t now);
 
 /* OP_ADMIN with ADMIN_GET_USER on uid's owner, once its settings are in
  * (engine__op_admin): answers the query with the user's presence, its
  * sessions here and its privacy settings. */
-struct engine;
 void engine__admin_user(struct engine *e, const struct emsg *req);
 
 /* Ends every session of uid on every node, as the admin API's kick does

@@ -232,6 +232,11 @@
 
   function renderNodes(nodes) {
     $('nodes').replaceChildren(...nodes.map((n) => {
+      if (n.summary === false) { // a live lease, but no summary put lately
+        return el('li', { class: 'node', 'data-node': n.node },
+          el('div', { class: 'node-head' }, el('strong', { text: n.node }), el('code', { class: 'muted', text: `epoch ${n.epoch}` })),
+          el('div', { class: 'badges' }, badge('lease alive, no summary yet', 'warn')));
+      }
       const badges = el('div', { class: 'badges' });
       if (n.draining) badges.append(badge('draining', 'warn'));
       else if (!n.ready) badges.append(badge('not ready', 'bad'));
