@@ -29,6 +29,7 @@
 #include "http_read.h"
 #include "msg.h"
 #include "room.h"
+#include "store.h"
 
 #include "cluster.h"
 #include "health.h"
@@ -593,11 +594,30 @@ static void session_json(const struct presence_session_info *si, int64_t off, st
     buf_append(b, "}", 1);
 }
 
-void engine__admin_user(struct engine *e, const struct emsg *req)
+/* What the store said of the user's relations: the counts and the first
+ * users it blocks, or nulls and why when it could not say. */
+static void relations_json(const struct store_result *r, int status, struct buf *b)
+{
+    if (status < 0) {
+        buf_append_str(b, ",\"contacts\":null,\"blocks\":null,\"blocked\":[],\"storeError\":");
+        json_append_cstr(b, store_strerror(status));
+        return;
+    }
+    buf_printf(b, ",\"contacts\":%zu,\"blocks\":%zu,\"blocked\":[", r->contacts, r->blocks);
+    for (size_t i = 0; i < r->nids; i++) {
+        if (i)
+            buf_append(b, ",", 1);
+        json_append_cstr(b, r->ids[i]);
+    }
+    buf_append(b, "]", 1);
+}
+
+/* The answer, once the store read the relations (r NULL with status < 0
+ * when it could not); the settings are those req->priv holds. */
+static void user_answer(struct engine *e, const struct emsg *req, int status,
+                        const struct store_result *r)
 {
     struct presence_session_info *si = xcalloc(ADMIN_SESSIONS_MAX, sizeof(*si));
-    const struct privacy_public *pub;
-    const struct store_privacy *set = engine__privacy_settings(e, req->uid, &pub);
     size_t n = presence_list_sessions(e->pres, req->uid, si, ADMIN_SESSIONS_MAX);
     int64_t off = wall_offset(e);
     struct presence_view v;
@@ -611,7 +631,8 @@ void engine__admin_user(struct engine *e, const struct emsg *req)
     buf_append_str(&b, ",\"presence\":");
     presence_encode_user(&v, off, &b);
     buf_append_str(&b, ",\"privacy\":");
-    privacy_encode_settings(set, &b);
+    privacy_encode_settings(&req->priv, &b);
+    relations_json(r, status, &b);
     buf_append_str(&b, ",\"node\":");
     json_append_cstr(&b, name);
     buf_printf(&b, ",\"sessionCount\":%zu,\"sessions\":[", n);
@@ -623,6 +644,31 @@ void engine__admin_user(struct engine *e, const struct emsg *req)
     buf_append_str(&b, "]}\n");
     free(si);
     http_read__answer(e, req, buf_payload(&b));
+}
+
+static void user_relations_read(void *ctx, int status, const struct store_result *r)
+{
+    struct emsg *req = ctx;
+    struct engine *e = req->eng;
+
+    if (!e->closing) /* engine_free: only the context is freed */
+        user_answer(e, req, status, r);
+    emsg_free(&req->msg);
+}
+
+void engine__admin_user(struct engine *e, struct emsg *req)
+{
+    const struct privacy_public *pub;
+    int rc;
+
+    req->priv = *engine__privacy_settings(e, req->uid, &pub);
+    req->eng = e;
+    rc = store_get_summary(e->env->store, e->inbox, req->uid, user_relations_read, req);
+    if (rc < 0) {
+        user_answer(e, req, rc, NULL);
+        return;
+    }
+    req->parked = true; /* until user_relations_read() */
 }
 
 void engine_http_admin(struct conn *c, const struct http_request *req, struct net_ctx *nc)

@@ -25,9 +25,10 @@ struct engine;
 void engine__admin_tick(struct engine *e, uint64_t now);
 
 /* OP_ADMIN with ADMIN_GET_USER on uid's owner, once its settings are in
- * (engine__op_admin): answers the query with the user's presence, its
- * sessions here and its privacy settings. */
-void engine__admin_user(struct engine *e, const struct emsg *req);
+ * (engine__op_admin): reads the user's contact and block counts from the
+ * store (req is parked meanwhile), then answers the query with the
+ * user's presence, its sessions here, its settings and those counts. */
+void engine__admin_user(struct engine *e, struct emsg *req);
 
 /* Ends every session of uid on every node, as the admin API's kick does
  * (session_ended "kicked" with reason as its message, NULL = none), with

@@ -4,7 +4,7 @@
 // in one room, carol in another. A wrong key shows the 401 on the key form;
 // the right key shows the nodes (ready, no degraded dependency), the counts,
 // the busiest rooms (a click lists the members with their visibility) and a
-// user lookup with sessions and devices; kicking one session ends it
+// user lookup with sessions, devices, privacy settings, contacts and blocks; kicking one session ends it
 // (session_ended on that socket) and the page lists it gone; a server that
 // stops shows a banner, not a blank page. Screenshots go to tests/out/
 // (admin-*.png; every open page on failure); PRESENCED_ADMIN_PNG=path also
@@ -54,6 +54,11 @@ before(async () => {
   await join(annDesk, 'design-review');
   await join(bob, 'design-review');
   await join(carol, 'standup');
+  for (const [m, p, body] of [['PUT', '/v1/admin/users/ann/contacts', { contacts: ['bob', 'carol'] }],
+    ['PUT', '/v1/admin/users/ann/blocks/mallory']]) {
+    const r = await fetch(`${srv.url}${p}`, { method: m, headers: { Authorization: `Bearer ${KEY}` }, body: body && JSON.stringify(body) });
+    assert.equal(r.status, 200, await r.text());
+  }
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
   ctx = await browser.newContext({ viewport: VIEWPORT });
   page = await ctx.newPage();
@@ -136,6 +141,7 @@ test('a user lookup lists the sessions, devices, statuses and privacy settings',
   assert.equal(await text('#user-custom'), '🎧 Deep work until lunch');
   assert.equal(await text('#user-devices'), 'desktop (online), mobile (online)');
   assert.match(await text('#user-privacy'), /online: everyone.*last seen: everyone.*visible/);
+  assert.equal(await text('#user-relations'), '2 contacts · blocks 1: mallory');
   assert.equal(await text('#user-count'), '2 on node presence-eu-1');
   const sessions = await page.$$eval('#sessions tr', (trs) => trs.map((tr) => tr.dataset.device).sort());
   assert.deepEqual(sessions, ['desktop', 'mobile']);

@@ -1,7 +1,8 @@
 // The admin API's reads for the admin page (docs/api.md): GET
 // /v1/admin/stats (this node's counts), /v1/admin/nodes (this node: id,
 // start, counts, health), /v1/admin/users/{id} (presence, sessions with
-// device, status, custom status and connection, privacy settings) and
+// device, status, custom status and connection, privacy settings, contact
+// and block counts with the first blocked users) and
 // /v1/admin/rooms?top=N (the N busiest rooms of all workers, most members
 // first, bounded to 100). Each needs the admin key like every admin call.
 import { test, before, after } from 'node:test';
@@ -84,11 +85,19 @@ test('a user: presence, sessions with device, status, custom status and connecti
   await m.next((x) => x.ref === 's');
   const put = await adminRequest(srv, 'PUT', '/v1/admin/users/carol/privacy', { key: KEY, body: { lastSeen: 'contacts' } });
   assert.equal(put.status, 200, put.text);
+  const before = await ok('/v1/admin/users/carol');
+  assert.deepEqual([before.contacts, before.blocks, before.blocked], [0, 0, []]);
+  for (const [m, p, body] of [['PUT', '/v1/admin/users/carol/contacts', { contacts: ['x1', 'x2', 'x3'] }],
+    ['PUT', '/v1/admin/users/carol/blocks/zed'], ['PUT', '/v1/admin/users/carol/blocks/mallory']]) {
+    const r = await adminRequest(srv, m, p, { key: KEY, body });
+    assert.equal(r.status, 200, `${m} ${p}: ${r.text}`);
+  }
   await waitUntil(async () => (await ok('/v1/admin/users/carol')).presence.devices.mobile === 'dnd', 'dnd in the view');
   const u = await ok('/v1/admin/users/carol');
   assert.equal(u.user, 'carol');
   assert.equal(u.node, 'node-a');
   assert.deepEqual(u.privacy, { online: 'everyone', lastSeen: 'contacts', invisible: false });
+  assert.deepEqual([u.contacts, u.blocks, u.blocked], [3, 2, ['mallory', 'zed']], 'counts, and the blocked in id order');
   assert.deepEqual(u.presence.devices, { desktop: 'online', mobile: 'dnd' });
   assert.equal(u.sessionCount, 2);
   const bySid = Object.fromEntries(u.sessions.map((s) => [s.session, s]));
@@ -106,7 +115,7 @@ test('a user: presence, sessions with device, status, custom status and connecti
   assert.deepEqual(dave.sessions.map((s) => [s.transport, s.connected]), [['http', true]]);
   // Unknown: offline, no sessions, default settings; bad ids and methods are refused.
   const nobody = await ok('/v1/admin/users/nobody');
-  assert.deepEqual([nobody.presence.status, nobody.sessionCount, nobody.sessions], ['offline', 0, []]);
+  assert.deepEqual([nobody.presence.status, nobody.sessionCount, nobody.sessions, nobody.contacts, nobody.blocks], ['offline', 0, [], 0, 0]);
   assert.equal((await get('/v1/admin/users/bad!id')).status, 400);
   assert.equal((await adminRequest(srv, 'DELETE', '/v1/admin/users/carol', { key: KEY })).status, 404);
 });

@@ -337,6 +337,12 @@
       badge(`online: ${pv.online}`, pv.online === 'everyone' ? 'soft' : 'warn'),
       badge(`last seen: ${pv.lastSeen}`, pv.lastSeen === 'everyone' ? 'soft' : 'warn'),
       badge(pv.invisible ? 'invisible' : 'visible', pv.invisible ? 'warn' : 'good soft'));
+    if (u.contacts == null) {
+      $('user-relations').replaceChildren(badge(`unknown: ${u.storeError || 'the store did not answer'}`, 'bad'));
+    } else {
+      const blocked = u.blocked.length ? `: ${u.blocked.join(', ')}${u.blocks > u.blocked.length ? ', …' : ''}` : '';
+      $('user-relations').textContent = `${fmt(u.contacts)} contact${u.contacts === 1 ? '' : 's'} · blocks ${fmt(u.blocks)}${blocked}`;
+    }
     const devs = Object.entries(p.devices || {});
     $('user-devices').textContent = devs.length ? devs.map(([d, s]) => `${d} (${s})`).join(', ') : 'none';
     $('user-count').textContent = `${u.sessionCount} on node ${u.node}`;
