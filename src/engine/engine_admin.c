@@ -573,16 +573,27 @@ void engine__admin_tick(struct engine *e, uint64_t now)
 
 #define ADMIN_SESSIONS_MAX 64 /* sessions listed for one user */
 
+/* The protocol a session's socket speaks (the adapter's name, kept as the
+ * session's tag when it started), or "http" for a socketless session. */
+static const char *protocol_of(const struct presence_session_info *si)
+{
+    if (!si->conn_ref)
+        return "http";
+    return si->tag < adapter_count() ? adapter_get(si->tag)->name : "unknown";
+}
+
 static void session_json(const struct presence_session_info *si, int64_t off, struct buf *b)
 {
     buf_append_str(b, "{\"session\":");
     json_append_cstr(b, si->sid);
     buf_printf(b,
                ",\"device\":\"%s\",\"status\":\"%s\",\"idle\":%s,\"connected\":%s,"
-               "\"transport\":\"%s\",\"connectedAt\":%lld,\"lastActiveAt\":%lld",
+               "\"transport\":\"%s\",\"protocol\":\"%s\",\"connectedAt\":%lld,"
+               "\"lastActiveAt\":%lld",
                presence_device_name(si->device), presence_status_name(si->status),
                si->idle ? "true" : "false", si->attached ? "true" : "false",
-               si->conn_ref ? "socket" : "http", (long long)si->connected_at + (long long)off,
+               si->conn_ref ? "socket" : "http", protocol_of(si),
+               (long long)si->connected_at + (long long)off,
                (long long)si->last_activity + (long long)off);
     if ((si->custom.text && si->custom.text[0]) || (si->custom.emoji && si->custom.emoji[0])) {
         buf_append_str(b, ",\"custom\":{\"text\":");

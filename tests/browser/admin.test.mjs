@@ -146,7 +146,7 @@ test('a user lookup lists the sessions, devices, statuses and privacy settings',
   const sessions = await page.$$eval('#sessions tr', (trs) => trs.map((tr) => tr.dataset.device).sort());
   assert.deepEqual(sessions, ['desktop', 'mobile']);
   const desk = `#sessions tr[data-session="${annDesk.welcome.sessionId}"]`;
-  assert.match(await text(desk), /desktop.*online.*Deep work until lunch.*connected/);
+  assert.match(await text(desk), /desktop.*native.*online.*Deep work until lunch.*connected/);
   // An unknown user reads as offline without sessions, not as an error.
   await page.fill('#user-id', 'nobody-here');
   await page.click('#lookup-submit');

@@ -1,12 +1,14 @@
 // The admin API's reads for the admin page (docs/api.md): GET
 // /v1/admin/stats (this node's counts), /v1/admin/nodes (this node: id,
 // start, counts, health), /v1/admin/users/{id} (presence, sessions with
-// device, status, custom status and connection, privacy settings, contact
+// device, status, custom status, connection and protocol, privacy settings, contact
 // and block counts with the first blocked users) and
 // /v1/admin/rooms?top=N (the N busiest rooms of all workers, most members
 // first, bounded to 100). Each needs the admin key like every admin call.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import WebSocket from 'ws';
 import { startServer, stopClean, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
 import { adminRequest } from './lib/admin.mjs';
@@ -102,7 +104,7 @@ test('a user: presence, sessions with device, status, custom status and connecti
   assert.equal(u.sessionCount, 2);
   const bySid = Object.fromEntries(u.sessions.map((s) => [s.session, s]));
   const sd = bySid[d.welcome.sessionId], sm = bySid[m.welcome.sessionId];
-  assert.deepEqual([sd.device, sd.status, sd.connected, sd.transport, sd.custom], ['desktop', 'online', true, 'socket', { text: 'On a call', emoji: '📞' }]);
+  assert.deepEqual([sd.device, sd.status, sd.connected, sd.transport, sd.protocol, sd.custom], ['desktop', 'online', true, 'socket', 'native', { text: 'On a call', emoji: '📞' }]);
   assert.deepEqual([sm.device, sm.status, sm.connected, sm.custom], ['mobile', 'dnd', true, undefined]);
   assert.ok(Math.abs(sd.connectedAt - Date.now()) < 10000 && sd.lastActiveAt >= sd.connectedAt - 1);
   // A closed socket: the session is in its reconnect grace.
@@ -112,7 +114,17 @@ test('a user: presence, sessions with device, status, custom status and connecti
   const hb = await fetch(`${srv.url}/v1/heartbeat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: 'dave' }) });
   assert.equal(hb.status, 200, await hb.text());
   const dave = await ok('/v1/admin/users/dave');
-  assert.deepEqual(dave.sessions.map((s) => [s.transport, s.connected]), [['http', true]]);
+  assert.deepEqual(dave.sessions.map((s) => [s.transport, s.protocol, s.connected]), [['http', 'http', true]]);
+  // A Phoenix socket's session names its protocol (the adapter's name).
+  const phx = new WebSocket(`${srv.wsUrl}/socket/websocket?vsn=2.0.0&user=erin`);
+  await once(phx, 'open');
+  try {
+    await waitUntil(async () => (await ok('/v1/admin/users/erin')).sessionCount === 1, 'the phoenix session');
+    const erin = await ok('/v1/admin/users/erin');
+    assert.deepEqual(erin.sessions.map((s) => [s.transport, s.protocol]), [['socket', 'phoenix-v2']]);
+  } finally {
+    phx.terminate();
+  }
   // Unknown: offline, no sessions, default settings; bad ids and methods are refused.
   const nobody = await ok('/v1/admin/users/nobody');
   assert.deepEqual([nobody.presence.status, nobody.sessionCount, nobody.sessions, nobody.contacts, nobody.blocks], ['offline', 0, [], 0, 0]);

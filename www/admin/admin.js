@@ -351,10 +351,11 @@
       kick.addEventListener('click', () => kickUser(u.user, s.session));
       const custom = s.custom ? `${s.custom.emoji || ''} ${s.custom.text || ''}`.trim() : '';
       return el('tr', { 'data-session': s.session, 'data-device': s.device },
-        el('td', {}, el('code', { text: s.session.slice(0, 12), title: s.session })),
+        el('td', {}, el('code', { text: `${s.session.slice(0, 8)}…`, title: s.session })),
         el('td', { text: s.device }),
+        el('td', {}, el('code', { text: s.protocol || '–' })),
         el('td', {}, el('span', { class: `dot s-${s.status}` }), ` ${s.status}${s.idle ? ' (idle)' : ''}`),
-        el('td', { text: custom || '–' }),
+        el('td', { class: 'wrap', text: custom || '–' }),
         el('td', {}, s.connected ? badge(s.transport === 'http' ? 'HTTP' : 'connected', 'good soft') : badge('in grace', 'warn')),
         el('td', { text: ago(s.connectedAt), title: new Date(s.connectedAt).toISOString() }),
         el('td', {}, kick));
