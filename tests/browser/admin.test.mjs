@@ -206,6 +206,13 @@ test('more users over time: the chart follows (and the screenshot)', () => check
   await sleep(400);
   await shoot('dash');
   if (process.env.PRESENCED_ADMIN_PNG) await page.screenshot({ path: process.env.PRESENCED_ADMIN_PNG });
+  // The dark palette follows the system's.
+  const bg = () => page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+  assert.equal(await bg(), 'rgb(244, 245, 249)');
+  await page.emulateMedia({ colorScheme: 'dark' });
+  assert.equal(await bg(), 'rgb(16, 19, 26)');
+  await shoot('dark');
+  await page.emulateMedia({ colorScheme: 'light' });
 }));
 
 test('the server goes away: the page says so plainly', () => check('gone', async () => {

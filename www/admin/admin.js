@@ -172,6 +172,9 @@
       setState('open', 'live');
       renderStats(stats);
       renderNodes(nodes.nodes);
+      const ce = nodes.clusterError || '';
+      $('nodes-error').textContent = ce && `${ce[0].toUpperCase()}${ce.slice(1)}: only this node is shown.`;
+      $('nodes-error').hidden = !nodes.clusterError;
       renderRooms(rooms.rooms);
       if (openRoom) await loadMembers(openRoom, false);
       if (shownUser) await lookUp(shownUser, { keepResult: true, quiet: true });
