@@ -250,15 +250,33 @@ static void users_route(struct conn *c, const struct http_request *req, struct w
     emsg_free(&em->msg);
 }
 
-/* ?top=N: 0 when absent, -1 when not 1..ROOM_ADMIN_TOP_MAX, else N. */
+/* Whether the query string has key (as "key=..." or "key" alone). */
+static bool query_has(const char *q, size_t len, const char *key)
+{
+    size_t k = strlen(key), i = 0;
+
+    while (i < len) {
+        const char *amp = memchr(q + i, '&', len - i);
+        size_t end = amp ? (size_t)(amp - q) : len;
+        if (end - i >= k && memcmp(q + i, key, k) == 0 && (end - i == k || q[i + k] == '='))
+            return true;
+        i = end + 1;
+    }
+    return false;
+}
+
+/* ?top=N: 0 when absent, -1 when not 1..ROOM_ADMIN_TOP_MAX (or not
+ * decodable, or too long), else N. */
 static int top_param(const struct http_request *req)
 {
     char v[8], *endp;
     size_t pos = 0;
     long n;
 
-    if (!req->query || http_query_next(req->query, req->query_len, "top", &pos, v, sizeof(v)) < 0)
-        return req->query && memmem(req->query, req->query_len, "top=", 4) ? -1 : 0;
+    if (!req->query || !query_has(req->query, req->query_len, "top"))
+        return 0;
+    if (http_query_next(req->query, req->query_len, "top", &pos, v, sizeof(v)) < 0)
+        return -1;
     n = strtol(v, &endp, 10);
     return *endp || endp == v || n < 1 || n > ROOM_ADMIN_TOP_MAX ? -1 : (int)n;
 }

@@ -149,7 +149,10 @@ test('rooms?top=N: the N busiest across workers, most members first; N is 1-100'
   assert.deepEqual(all.map((r) => r.members), [6, 5, 4, 3, 2, 1]);
   assert.deepEqual(all[0], { room: 'top-b', members: 6, visible: 6 });
   assert.equal((await ok('/v1/admin/rooms?top=1')).rooms.length, 1);
-  for (const bad of ['0', '101', 'x', '', '-1', '5x']) {
+  // Another key that merely contains "top=" is not top.
+  assert.equal((await ok('/v1/admin/rooms?stop=3')).rooms.filter((r) => r.room.startsWith('top-')).length, 6);
+  assert.equal((await ok('/v1/admin/rooms?x=1&top=2')).rooms.length, 2);
+  for (const bad of ['0', '101', 'x', '', '-1', '5x', '1'.repeat(40), '%zz']) {
     const r = await get(`/v1/admin/rooms?top=${bad}`);
     assert.equal(r.status, 400, `top=${bad}: ${r.text}`);
     assert.equal(r.json.error.code, 'bad_request');
