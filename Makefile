@@ -230,9 +230,11 @@ install-files: $(O)/presenced
 
 install: install-files
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(SYSCONFDIR)/presenced $(DESTDIR)$(DATADIR)/www \
-	    $(DESTDIR)$(DATADIR)/sdk $(DESTDIR)$(UNITDIR) $(DESTDIR)$(MANDIR)/man8
+	    $(DESTDIR)$(DATADIR)/www/admin $(DESTDIR)$(DATADIR)/sdk $(DESTDIR)$(UNITDIR) \
+	    $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(O)/presenced $(DESTDIR)$(SBINDIR)/presenced
-	install -m 0644 www/* $(DESTDIR)$(DATADIR)/www/
+	install -m 0644 $(filter-out www/admin,$(wildcard www/*)) $(DESTDIR)$(DATADIR)/www/
+	install -m 0644 www/admin/* $(DESTDIR)$(DATADIR)/www/admin/
 	install -m 0644 $(SDK_FILES) $(DESTDIR)$(DATADIR)/sdk/
 	install -m 0644 $(PKG_O)/presenced.service $(PKG_O)/presenced@.service $(DESTDIR)$(UNITDIR)/
 	install -m 0644 $(PKG_O)/presenced.8 $(DESTDIR)$(MANDIR)/man8/presenced.8

@@ -278,6 +278,24 @@ const char *cluster_self(const struct cluster *cl);
 struct redis *cluster_redis(const struct cluster *cl);
 unsigned cluster_home(const struct cluster *cl);
 const char *cluster_app(const struct cluster *cl);
+
+/* ---- node summaries for the admin API (nodeinfo.c; home worker) ---- */
+
+#define CLUSTER_NODES_MAX 64 /* node epochs one cluster_nodes_get() lists */
+
+/* Puts this node's summary (a JSON object, len bytes, copied) where
+ * cluster_nodes_get() finds it, for twice the lease. 0 or REDIS_E_*. */
+int cluster_info_put(struct cluster *cl, const char *json, size_t len);
+/* The answer: err < 0 (REDIS_E_*; n 0), or n members ("<node-id>.<epoch>":
+ * this node first, then the live epochs of the last lease reply) with
+ * each one's last summary (infos[i], lens[i] bytes; NULL when it put none
+ * lately). All borrowed for the call. */
+typedef void cluster_nodes_cb(void *ctx, int err, const char *const *members,
+                              const char *const *infos, const size_t *lens, size_t n);
+/* Reads every live node's summary; cb runs later on the home worker.
+ * 0, or REDIS_E_* and cb will not run. */
+int cluster_nodes_get(struct cluster *cl, cluster_nodes_cb *cb, void *ctx);
+
 /* True while some shard is unreachable (any thread). */
 bool cluster_degraded(const struct cluster *cl);
 

@@ -2,8 +2,9 @@
 /*
  * cluster_internal.h - struct cluster, shared by cluster.c (the bridge
  * between workers and the Redis home, users' puts and gets, watch
- * buckets) and node.c (the lease, the membership view and the sweep of
- * dead epochs). Nothing else includes it.
+ * buckets), node.c (the lease, the membership view and the sweep of
+ * dead epochs) and nodeinfo.c (the nodes' summaries). Nothing else
+ * includes it.
  */
 #ifndef CLUSTER_INTERNAL_H
 #define CLUSTER_INTERNAL_H

@@ -543,6 +543,16 @@ int presence_get_session(const struct presence *p, const char *sid,
     return 0;
 }
 
+int presence_session_set_tag(struct presence *p, const char *sid, unsigned tag)
+{
+    struct session *s = presence__session_find(p, sid);
+
+    if (s == NULL)
+        return PRESENCE_E_NO_SESSION;
+    s->flags = (uint8_t)((s->flags & ~S_TAG_MASK) | ((tag & PRESENCE_TAG_MAX) << S_TAG_SHIFT));
+    return 0;
+}
+
 size_t presence_list_sessions(const struct presence *p, const char *uid,
                               struct presence_session_info *out, size_t cap)
 {

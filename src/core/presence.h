@@ -221,6 +221,7 @@ struct presence_session_info {
     enum presence_status status; /* the session's own, effective status */
     bool idle;                   /* no recent activity (status AWAY unless set explicitly) */
     bool attached;               /* false: socket closed, in its reconnect grace */
+    uint8_t tag;                 /* the caller's label, presence_session_set_tag(); 0 unset */
     void *conn_ref;              /* the caller's, as last given */
     struct presence_custom custom;
     uint64_t status_expires_at; /* BUSY/DND revert time, 0 = none */
@@ -340,6 +341,12 @@ int presence_get_user(const struct presence *p, const char *uid, uint64_t now,
 /* Fills out with session sid. 0 or PRESENCE_E_NO_SESSION. */
 int presence_get_session(const struct presence *p, const char *sid,
                          struct presence_session_info *out);
+/* Labels session sid with tag (0..PRESENCE_TAG_MAX), a small value of
+ * the caller's that the core only keeps for presence_session_info.tag
+ * (the engine: the client's protocol). No event, no state change. 0 or
+ * PRESENCE_E_NO_SESSION; a tag out of range is cut to its low bits. */
+#define PRESENCE_TAG_MAX 3
+int presence_session_set_tag(struct presence *p, const char *sid, unsigned tag);
 /* Fills up to cap infos with uid's sessions, in start order; returns how
  * many there are (which may exceed cap). */
 size_t presence_list_sessions(const struct presence *p, const char *uid,

@@ -80,8 +80,10 @@ struct user {
     char uid[];         /* NUL-terminated; allocated from offsetof(), not sizeof() */
 };
 
-#define S_ACTIVE   0x1u /* not idle: ONLINE unless manual is set */
-#define S_ATTACHED 0x2u /* false while in the reconnect grace */
+#define S_ACTIVE    0x1u                  /* not idle: ONLINE unless manual is set */
+#define S_ATTACHED  0x2u                  /* false while in the reconnect grace */
+#define S_TAG_SHIFT 4                     /* the caller's tag (presence_session_set_tag) */
+#define S_TAG_MASK  (0x3u << S_TAG_SHIFT) /* in flags: the struct has no byte to spare */
 
 /*
  * Recency ties are broken by the later start, which is the later place in

@@ -80,6 +80,7 @@ void presence__session_info(const struct session *s, struct presence_session_inf
     out->status = presence__session_status(s);
     out->idle = !presence__session_active(s);
     out->attached = presence__session_attached(s);
+    out->tag = (uint8_t)((s->flags & S_TAG_MASK) >> S_TAG_SHIFT);
     out->conn_ref = s->conn_ref;
     out->custom.text = presence__text_of(s->x) ? presence__text_of(s->x) : "";
     out->custom.emoji = presence__emoji_of(s->x) ? presence__emoji_of(s->x) : "";

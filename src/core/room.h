@@ -528,6 +528,11 @@ void room_list_published(const struct room_engine *e, room_list_fn *fn, void *ct
 /* Admin API: appends {"room":id,"members":n,"visible":n} for every room
  * with members, comma-separated (*first: nothing appended yet; cleared). */
 void room_admin_list(const struct room_engine *e, struct buf *out, bool *first);
+/* Admin API: the n (1..ROOM_ADMIN_TOP_MAX) rooms with the most members,
+ * most first (ties in no set order), one line each: "<members> " then
+ * {"room":id,"members":n,"visible":n} and "\n". */
+#define ROOM_ADMIN_TOP_MAX 100
+void room_admin_top(const struct room_engine *e, size_t n, struct buf *out);
 /* Admin API: appends {"room":id,"members":[{"user","sessions","visible"}]}
  * with every current member, hidden ones included. 0 or ROOM_E_ROOM_ID. */
 int room_admin_members(const struct room_engine *e, const char *room, struct buf *out);

@@ -4,7 +4,7 @@
  * room's counters (room_get_info), one member's current state
  * (room_get_member), the HTTP API's info object (room_encode_info*, the
  * published state as a reader who hides some members sees it), the admin
- * lists (room_admin_list, room_admin_members: current state, hidden
+ * lists (room_admin_list, room_admin_top, room_admin_members: current state, hidden
  * members included) and the engine's stats. The info object is the one
  * JSON of the room module not written by a codec.
  */
@@ -155,6 +155,41 @@ void room_admin_list(const struct room_engine *e, struct buf *out, bool *first)
         json_append_cstr(out, r->id);
         buf_printf(out, ",\"members\":%zu,\"visible\":%zu}", r->present, r->published);
         *first = false;
+    }
+}
+
+/* Keeps top[0..*k) sorted by members, most first, at most n: r goes in
+ * at its place when it beats the last (or there is room). */
+static void top_insert(const struct room **top, size_t *k, size_t n, const struct room *r)
+{
+    size_t i;
+
+    if (*k == n && top[n - 1]->present >= r->present)
+        return;
+    i = *k < n ? (*k)++ : n - 1;
+    while (i > 0 && top[i - 1]->present < r->present) {
+        top[i] = top[i - 1];
+        i--;
+    }
+    top[i] = r;
+}
+
+void room_admin_top(const struct room_engine *e, size_t n, struct buf *out)
+{
+    const struct room *top[ROOM_ADMIN_TOP_MAX];
+    struct hmap_node *node;
+    size_t it, k = 0;
+
+    n = n < 1 ? 1 : n > ROOM_ADMIN_TOP_MAX ? ROOM_ADMIN_TOP_MAX : n;
+    for (node = hmap_first(&e->rooms, &it); node; node = hmap_next(&e->rooms, node, &it)) {
+        const struct room *r = container_of(node, struct room, node);
+        if (r->present > 0)
+            top_insert(top, &k, n, r);
+    }
+    for (size_t i = 0; i < k; i++) {
+        buf_printf(out, "%zu {\"room\":", top[i]->present);
+        json_append_cstr(out, top[i]->id);
+        buf_printf(out, ",\"members\":%zu,\"visible\":%zu}\n", top[i]->present, top[i]->published);
     }
 }
 

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_admin.h"
 #include "engine_expiry.h"
 #include "engine_privacy.h"
 #include "flow.h"
@@ -181,6 +182,7 @@ void engine_tick(struct engine *e)
     update_metrics(e);
     rcount__flush(e);
     flow__tick(e, now);
+    engine__admin_tick(e, now);
     if (e->env->observer_rate && now - e->swept_ms >= SWEEP_EVERY_MS) {
         e->swept_ms = now;
         ratelimit_sweep(e->env->observer_rate, SWEEP_STRIPES, now);

@@ -37,6 +37,7 @@
 #include <poll.h>
 #include <stdio.h>
 
+#include "engine_admin.h"
 #include "engine_room.h"
 #include "engine_state.h"
 #include "frame.h"
@@ -1155,6 +1156,10 @@ void engine__op_admin(struct engine *e, struct emsg *req)
         if (!(pu = fresh_settings(e, req)))
             return;
     } else if (!engine__privacy_ready(e, req, req->uid, req->uid)) {
+        return;
+    }
+    if (req->arg == ADMIN_GET_USER) {
+        engine__admin_user(e, req);
         return;
     }
     pu = puser_get(e, req->uid);

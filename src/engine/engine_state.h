@@ -69,6 +69,7 @@ struct engine {
     bool seats_armed;                  /* seats_timer is running */
     struct hmap hsess;                 /* struct hsess by sid: HTTP sessions (cluster_http.c) */
     struct list hs_parked;             /* HTTP beats waiting to learn who holds their session */
+    uint64_t admin_info_ms;            /* loop ms this node's summary was put (engine_admin.c) */
     /* the drain's spread-out closes (drain.c): NULL until it begins */
     struct drain *drain;
     /* durable last seen (lastseen.c) */

@@ -127,6 +127,8 @@ struct query {
     struct wheel_timer timer;         /* reads: QUERY_TIMEOUT_MS */
     engine_room_read_done *done;      /* QUERY_ROOM for an adapter: writes the answer */
     char *done_arg;                   /* done's arg (a copy) */
+    http_read_merge_fn *merge;        /* QUERY_ADMIN_ROOMS: writes the answer (NULL: the list) */
+    size_t merge_arg;
 };
 
 /* A write is answered when its outcome is known, never on a timer. */
@@ -169,6 +171,10 @@ static void query_finish(struct query *q)
     if (q->kind == QUERY_ROOM) {
         httpd_respond(q->conn, 200, "application/json", "Cache-Control: no-store\r\n",
                       q->parts[0]->data, q->parts[0]->len);
+        return;
+    }
+    if (q->kind == QUERY_ADMIN_ROOMS && q->merge) {
+        q->merge(q->conn, q->parts, q->n, q->merge_arg);
         return;
     }
     if (q->kind == QUERY_ADMIN_ROOMS || q->kind == QUERY_ROOM_LIST) {
@@ -330,6 +336,12 @@ void http_read__on_query(struct engine *e, struct emsg *req)
 void http_read__query_set_id(struct query *q, size_t i, const char *id)
 {
     copy_id(q->ids[i], id);
+}
+
+void http_read__query_set_merge(struct query *q, http_read_merge_fn *fn, size_t arg)
+{
+    q->merge = fn;
+    q->merge_arg = arg;
 }
 
 struct query *http_read__query_new(struct conn *c, int kind, size_t n)

@@ -43,6 +43,12 @@ enum query_kind {
  * that wait is the store's (docs/api.md). Owned by the engine; freed when
  * its last part came back, answered or not (the client may be gone). */
 struct query *http_read__query_new(struct conn *c, int kind, size_t n);
+/* Writes the answer of a query from its n parts itself (a merge of
+ * sorted lists, say); parts[i] is never NULL (a missing one is empty). */
+typedef void http_read_merge_fn(struct conn *c, struct payload *const *parts, size_t n, size_t arg);
+/* Makes q (QUERY_ADMIN_ROOMS) answer through fn(.., arg) instead of the
+ * room list. */
+void http_read__query_set_merge(struct query *q, http_read_merge_fn *fn, size_t arg);
 /* Names part i of query q (for a degraded answer). */
 void http_read__query_set_id(struct query *q, size_t i, const char *id);
 /* Owner side: part (a reference, taken over) answers req's query part. */

@@ -100,6 +100,7 @@ static engine_op_fn *const ops[OP_COUNT] = {
     [OP_PRIV_HELLO] = engine__privacy_hello,
     [OP_ADMIN]      = engine__op_admin,
     [OP_ADMIN_ROOMS] = engine__admin_rooms,
+    [OP_ADMIN_NODE] = engine__admin_node,
 };
 /* clang-format on */
 

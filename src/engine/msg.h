@@ -67,7 +67,8 @@ enum engine_op {
     OP_PRIV_HELLO,  /* owner -> itself: tell session conn_id its settings when known */
     OP_PRIV_EVENT,  /* U -> client worker: conn_id's privacy message was handled */
     OP_ADMIN,       /* HTTP worker -> U: an admin call (arg = enum admin_op) */
-    OP_ADMIN_ROOMS, /* HTTP worker -> any: list rooms (arg 0) or one's members (1) */
+    OP_ADMIN_ROOMS, /* HTTP worker -> any: list rooms (arg 0), one's members (1), top limit (2) */
+    OP_ADMIN_NODE,  /* HTTP worker -> the cluster home (worker 0): this node's summary */
     /* blocks inside rooms (engine_room_block.c) */
     OP_RBLOCK,   /* U -> every worker: uid blocks (arg 1) / unblocks (0) viewer */
     OP_RREFRESH, /* client worker -> R: a fresh snapshot for conn_id if uid is shown */
@@ -86,6 +87,7 @@ enum admin_op {
     ADMIN_BLOCK,
     ADMIN_UNBLOCK,
     ADMIN_KICK,
+    ADMIN_GET_USER, /* sessions, presence and settings (engine_admin.c) */
 };
 
 /* A new session against the session cap across nodes (em->admit;

@@ -46,6 +46,7 @@ void session__start(struct client *c)
     emsg_set_id(&em->sid, client_sid(c));
     em->arg = c->resume;
     em->device = (uint8_t)c->device;
+    em->proto = (uint8_t)c->proto; /* kept as the session's tag (the admin API shows it) */
     owner_send(e, c->owner, em);
 }
 
@@ -190,6 +191,8 @@ static int start_new(struct engine *e, struct emsg *req, void *ref, uint64_t now
                                   ref, now);
 }
 
+_Static_assert(ADAPTER_MAX <= PRESENCE_TAG_MAX + 1, "a session's tag holds its protocol id");
+
 void session__on_start(struct engine *e, struct emsg *req)
 {
     uint64_t now = loop_now(e->w->loop);
@@ -209,8 +212,10 @@ void session__on_start(struct engine *e, struct emsg *req)
     }
     if (r != 0 && (r = start_new(e, req, ref, now, false)) == 1)
         return; /* parked: the other nodes' counts first */
-    if (r == 0)
+    if (r == 0) {
+        presence_session_set_tag(e->pres, req->sid, req->proto);
         cu__seats_changed(e, req->uid);
+    }
     res = emsg_new(OP_STARTED, req->conn_id);
     res->arg = resumed;
     res->err = r;

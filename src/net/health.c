@@ -76,6 +76,17 @@ void health_add_metrics(health_metrics_fn *fn, void *data)
     sources[nsources++].data = data;
 }
 
+void health_append_degraded(struct buf *out)
+{
+    size_t down = 0;
+
+    buf_append(out, "[", 1);
+    for (size_t i = 0; i < ndeps; i++)
+        if (!deps[i].fn(deps[i].data))
+            buf_printf(out, "%s\"%s\"", down++ ? "," : "", deps[i].name);
+    buf_append(out, "]", 1);
+}
+
 /* The ready body: {"status":"ready"}, or with "degraded":["redis",...]
  * naming every dependency that is down, in the order they were added. */
 static void respond_ready(struct conn *c)

@@ -50,6 +50,11 @@ typedef bool health_dep_fn(void *data);
 #define HEALTH_DEPS_MAX 4
 void health_add_dependency(const char *name, health_dep_fn *fn, void *data);
 
+/* Appends a JSON array naming every dependency that is down now, in the
+ * order added ("[]" when none): what /readyz lists as "degraded". Any
+ * thread; calls the dependencies' fns. */
+void health_append_degraded(struct buf *out);
+
 /* Appends an upper layer's process-wide metrics to out (metrics.h's
  * metrics_render_head() and metrics_render_sample()). Any thread; must
  * not block. */

@@ -88,7 +88,8 @@ static struct store_result result_private(void)
     };
 }
 
-/* Frees what a read allocated: list_blockers' and lastseen_load's ids,
+/* Frees what a read allocated: list_blockers', get_summary's and
+ * lastseen_load's ids,
  * the lastseen calls' seen array. */
 static void result_free_ids(struct store_result *res)
 {
@@ -712,6 +713,14 @@ int store_list_blockers(struct store *s, struct store_inbox *in, const char *tar
     if (!store_id_is_valid(target))
         return -EINVAL;
     return submit(s, in, req_new(STORE_LIST_BLOCKERS, target, NULL, cb, ctx));
+}
+
+int store_get_summary(struct store *s, struct store_inbox *in, const char *owner, store_cb *cb,
+                      void *ctx)
+{
+    if (!store_id_is_valid(owner))
+        return -EINVAL;
+    return submit(s, in, req_new(STORE_GET_SUMMARY, owner, NULL, cb, ctx));
 }
 
 /*

@@ -106,7 +106,10 @@ struct store_result {
     bool is_contact;              /* get_relations: viewer is in owner's contacts */
     bool blocked;                 /* get_relations: owner blocks viewer */
     size_t changed;               /* writes: rows inserted or deleted (privacy: 1) */
-    const char *const *ids;       /* list_blockers: the owners that block the target */
+    size_t contacts;              /* get_summary: the owner's contacts */
+    size_t blocks;                /* get_summary: the users the owner blocks */
+    const char *const *ids;       /* list_blockers: the owners that block the target;
+                                   * get_summary: the first users the owner blocks */
     size_t nids;                  /* list_blockers: entries in ids (0 on error) */
     const struct store_lastseen *seen; /* lastseen_read, lastseen_load: the rows */
     size_t nseen;                      /* entries in seen */
@@ -253,6 +256,17 @@ int store_get_relations(struct store *s, struct store_inbox *in, const char *own
  */
 int store_list_blockers(struct store *s, struct store_inbox *in, const char *target, store_cb *cb,
                         void *ctx);
+
+/*
+ * What the admin API shows of owner (a read): its privacy (and found),
+ * how many contacts and blocks it has (r->contacts, r->blocks), and the
+ * first STORE_SUMMARY_BLOCKS_MAX users it blocks, in id order, in r->ids
+ * and r->nids (borrowed until cb returns). On error: the most private
+ * settings, counts 0, no ids.
+ */
+#define STORE_SUMMARY_BLOCKS_MAX 100
+int store_get_summary(struct store *s, struct store_inbox *in, const char *owner, store_cb *cb,
+                      void *ctx);
 
 /* ---- last seen ---- */
 

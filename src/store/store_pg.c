@@ -85,6 +85,8 @@ enum stmt {
     ST_BLOCK_DEL,
     ST_RELATIONS,
     ST_BLOCKERS,
+    ST_SUMMARY,
+    ST_BLOCKED,
     ST_LASTSEEN_PUT,
     ST_LASTSEEN_GET,
     ST_LASTSEEN_PAGE,
@@ -150,6 +152,18 @@ static const struct stmt_def stmts[ST_COUNT] = {
                      "SELECT owner FROM presenced_blocks WHERE blocked = $1 LIMIT 10000",
                      1,
                      {OID_TEXT}},
+    [ST_SUMMARY] = {"presenced_summary",
+                    "SELECT p.online_visibility, p.last_seen_visibility, p.invisible,"
+                    " (SELECT count(*) FROM presenced_contacts WHERE owner = $1),"
+                    " (SELECT count(*) FROM presenced_blocks WHERE owner = $1)"
+                    " FROM (SELECT 1) AS one LEFT JOIN presenced_privacy p ON p.user_id = $1",
+                    1,
+                    {OID_TEXT}},
+    [ST_BLOCKED] = {"presenced_blocked",
+                    "SELECT blocked FROM presenced_blocks WHERE owner = $1"
+                    " ORDER BY blocked LIMIT 100",
+                    1,
+                    {OID_TEXT}},
     /*
      * One statement per batch. GROUP BY keeps the max of a user named
      * twice (ON CONFLICT may not touch a row twice in one statement);
@@ -459,6 +473,44 @@ static int read_blockers(struct pg *pg, const char *target, struct store_result 
     return 0;
 }
 
+/* get_summary: privacy and the two counts in one row, then the first
+ * blocked users (two statements: no transaction needed for a view). */
+static int read_summary(struct pg *pg, const char *owner, struct store_result *res)
+{
+    const char *vals[1] = {owner};
+    PGresult *r;
+    char **ids;
+    size_t n;
+    int err = run(pg, ST_SUMMARY, vals, NULL, NULL, &r);
+
+    if (err)
+        return err;
+    if (PQntuples(r) != 1) { /* one row by construction */
+        PQclear(r);
+        return STORE_E_SCHEMA;
+    }
+    if (!PQgetisnull(r, 0, 0)) {
+        res->privacy.online = store__vis_parse(PQgetvalue(r, 0, 0));
+        res->privacy.last_seen = store__vis_parse(PQgetvalue(r, 0, 1));
+        res->privacy.invisible = is_true(r, 2);
+        res->found = true;
+    }
+    res->contacts = (size_t)strtoull(PQgetvalue(r, 0, 3), NULL, 10);
+    res->blocks = (size_t)strtoull(PQgetvalue(r, 0, 4), NULL, 10);
+    PQclear(r);
+    if ((err = run(pg, ST_BLOCKED, vals, NULL, NULL, &r)))
+        return err;
+    _Static_assert(STORE_SUMMARY_BLOCKS_MAX == 100, "ST_BLOCKED's LIMIT");
+    n = MIN((size_t)PQntuples(r), (size_t)STORE_SUMMARY_BLOCKS_MAX);
+    ids = xcalloc(n ? n : 1, sizeof(*ids));
+    for (size_t i = 0; i < n; i++)
+        ids[i] = xstrdup(PQgetvalue(r, (int)i, 0));
+    res->ids = (const char *const *)ids;
+    res->nids = n;
+    PQclear(r);
+    return 0;
+}
+
 /*
  * One entry per user asked, in order: the rows come back numbered by
  * their user's place in the question (1-based), users without a row are
@@ -543,6 +595,8 @@ static int pg_read(void *db, const struct store_args *a, struct store_result *re
         return read_lastseen_page(pg, a, res);
     if (a->kind == STORE_LIST_BLOCKERS)
         return read_blockers(pg, a->user, res);
+    if (a->kind == STORE_GET_SUMMARY)
+        return read_summary(pg, a->user, res);
     err = run(pg, relations ? ST_RELATIONS : ST_GET_PRIVACY, vals, NULL, NULL, &r);
 
     if (err)

@@ -37,6 +37,9 @@ enum stmt {
     ST_BLOCK_DEL,
     ST_IS_BLOCKED,
     ST_BLOCKERS,
+    ST_COUNT_CONTACTS,
+    ST_COUNT_BLOCKS,
+    ST_BLOCKED,
     ST_LASTSEEN_PUT,
     ST_LASTSEEN_GET,
     ST_LASTSEEN_PAGE,
@@ -60,6 +63,9 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_BLOCK_DEL] = "DELETE FROM blocks WHERE owner = ?1 AND blocked = ?2",
     [ST_IS_BLOCKED] = "SELECT 1 FROM blocks WHERE owner = ?1 AND blocked = ?2",
     [ST_BLOCKERS] = "SELECT owner FROM blocks WHERE blocked = ?1 LIMIT 10000",
+    [ST_COUNT_CONTACTS] = "SELECT COUNT(*) FROM contacts WHERE owner = ?1",
+    [ST_COUNT_BLOCKS] = "SELECT COUNT(*) FROM blocks WHERE owner = ?1",
+    [ST_BLOCKED] = "SELECT blocked FROM blocks WHERE owner = ?1 ORDER BY blocked LIMIT 100",
     [ST_LASTSEEN_PUT] = "INSERT INTO last_seen(user, last_seen_ms) VALUES (?1, ?2)"
                         " ON CONFLICT(user) DO UPDATE SET last_seen_ms = excluded.last_seen_ms"
                         " WHERE excluded.last_seen_ms > last_seen.last_seen_ms",
@@ -309,6 +315,45 @@ static int read_blockers(struct lite *l, const char *target, struct store_result
     return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
 }
 
+/* The one number a COUNT(*) statement answers for owner. */
+static int read_count(struct lite *l, enum stmt k, const char *owner, size_t *out)
+{
+    sqlite3_stmt *st = bind2(l, k, owner, NULL);
+    int rc = stmt_step(st);
+
+    if (rc != SQLITE_ROW)
+        return rc == SQLITE_DONE ? STORE_E_SCHEMA : map_sqlite(rc);
+    *out = (size_t)sqlite3_column_int64(st, 0);
+    stmt_done(st);
+    return 0;
+}
+
+/* get_summary: privacy, the two counts, the first blocked users. */
+static int read_summary(struct lite *l, const char *owner, struct store_result *res)
+{
+    sqlite3_stmt *st;
+    char **ids;
+    int rc = read_privacy(l, owner, res);
+
+    if (rc == 0)
+        rc = read_count(l, ST_COUNT_CONTACTS, owner, &res->contacts);
+    if (rc == 0)
+        rc = read_count(l, ST_COUNT_BLOCKS, owner, &res->blocks);
+    if (rc)
+        return rc;
+    _Static_assert(STORE_SUMMARY_BLOCKS_MAX == 100, "ST_BLOCKED's LIMIT");
+    ids = xcalloc(STORE_SUMMARY_BLOCKS_MAX, sizeof(*ids));
+    res->ids = (const char *const *)ids;
+    st = bind2(l, ST_BLOCKED, owner, NULL);
+    while ((rc = stmt_step(st)) == SQLITE_ROW && res->nids < STORE_SUMMARY_BLOCKS_MAX)
+        ids[res->nids++] = xstrdup((const char *)sqlite3_column_text(st, 0));
+    if (rc == SQLITE_ROW) { /* cannot happen with the LIMIT; never read on */
+        stmt_done(st);
+        rc = SQLITE_DONE;
+    }
+    return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+}
+
 /* One entry per user asked, in order; 0 when the user has no row. */
 static int read_lastseen(struct lite *l, const struct store_args *a, struct store_result *res)
 {
@@ -366,6 +411,8 @@ static int lite_read(void *db, const struct store_args *a, struct store_result *
         return read_lastseen_page(l, a, res);
     if (a->kind == STORE_LIST_BLOCKERS)
         return read_blockers(l, a->user, res);
+    if (a->kind == STORE_GET_SUMMARY)
+        return read_summary(l, a->user, res);
     err = read_privacy(l, a->user, res);
 
     if (err == 0 && a->kind == STORE_GET_RELATIONS)

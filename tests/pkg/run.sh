@@ -78,7 +78,7 @@ want=(/usr/sbin/presenced /lib/systemd/system/presenced.service /lib/systemd/sys
   /etc/presenced/presenced.conf /usr/share/man/man8/presenced.8.gz
   /usr/share/doc/presenced/copyright /usr/share/doc/presenced/changelog.gz
   /usr/share/lintian/overrides/presenced)
-for f in www/*; do want+=("/usr/share/presenced/www/${f#www/}"); done
+while IFS= read -r f; do want+=("/usr/share/presenced/www/${f#www/}"); done < <(find www -type f | sort)
 for f in clients/js/*.js clients/js/*.d.ts; do want+=("/usr/share/presenced/sdk/${f#clients/js/}"); done
 missing=0
 for f in "${want[@]}"; do

@@ -342,6 +342,84 @@ static void test_list_blockers(void **state)
     assert_int_equal(store_list_blockers(f->s, f->in, "bad id", blockers_cb, &x), -EINVAL);
 }
 
+/* get_summary: the ids are copied out in the callback (they are the
+ * store's until it returns), in the order the store gave them. */
+struct summary_rec {
+    int calls;
+    int status;
+    size_t contacts, blocks, nids;
+    bool found;
+    enum store_visibility online;
+    char ids[512];
+};
+
+static void summary_cb(void *ctx, int status, const struct store_result *r)
+{
+    struct summary_rec *x = ctx;
+
+    x->calls++;
+    x->status = status;
+    x->contacts = r->contacts;
+    x->blocks = r->blocks;
+    x->nids = r->nids;
+    x->found = r->found;
+    x->online = r->privacy.online;
+    x->ids[0] = '\0';
+    for (size_t i = 0; i < r->nids && strlen(x->ids) + strlen(r->ids[i]) + 2 < sizeof(x->ids);
+         i++) {
+        strcat(x->ids, r->ids[i]);
+        strcat(x->ids, ",");
+    }
+}
+
+static struct summary_rec summary(struct fix *f, const char *owner)
+{
+    struct summary_rec x = {0};
+
+    assert_int_equal(store_get_summary(f->s, f->in, owner, summary_cb, &x), 0);
+    wait_all(f->in);
+    assert_int_equal(x.calls, 1);
+    assert_int_equal(x.status, 0);
+    return x;
+}
+
+static void test_summary(void **state)
+{
+    struct fix *f = *state;
+    struct store_privacy p = {.online = STORE_VIS_CONTACTS, .last_seen = STORE_VIS_EVERYONE};
+    struct summary_rec x = summary(f, "nobody");
+    struct rec w = {0};
+    char id[16];
+
+    assert_int_equal(x.contacts, 0);
+    assert_int_equal(x.blocks, 0);
+    assert_int_equal(x.nids, 0);
+    assert_false(x.found);
+    assert_int_equal(x.online, STORE_VIS_EVERYONE);
+    CONTACTS(store_contacts_replace, f, "u", "c1", "c2", "c3");
+    CONTACTS(store_contacts_replace, f, "other", "c9");
+    done(f, store_set_privacy(f->s, f->in, "u", &p, rec_cb, &w), &w);
+    /* more blocks than the summary lists: the count is all of them */
+    for (int i = 0; i < STORE_SUMMARY_BLOCKS_MAX + 5; i++) {
+        snprintf(id, sizeof(id), "b%03d", STORE_SUMMARY_BLOCKS_MAX + 4 - i);
+        w = (struct rec){0};
+        done(f, store_block(f->s, f->in, "u", id, rec_cb, &w), &w);
+    }
+    w = (struct rec){0};
+    done(f, store_block(f->s, f->in, "v", "u", rec_cb, &w), &w); /* the other way */
+    x = summary(f, "u");
+    assert_int_equal(x.contacts, 3);
+    assert_int_equal(x.blocks, STORE_SUMMARY_BLOCKS_MAX + 5);
+    assert_int_equal(x.nids, STORE_SUMMARY_BLOCKS_MAX);
+    assert_true(x.found);
+    assert_int_equal(x.online, STORE_VIS_CONTACTS);
+    assert_memory_equal(x.ids, "b000,b001,b002,", 15); /* in id order */
+    x = summary(f, "v");
+    assert_int_equal(x.blocks, 1);
+    assert_string_equal(x.ids, "u,");
+    assert_int_equal(store_get_summary(f->s, f->in, "bad id", summary_cb, &x), -EINVAL);
+}
+
 /* ---- ordering and threads ---- */
 
 #define ORDER_N 300

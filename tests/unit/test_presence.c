@@ -332,6 +332,39 @@ static void test_reload_within_grace_emits_nothing(void **state)
     fx_free(f);
 }
 
+/* A session's tag is kept through what changes its flags (idle, grace,
+ * resume) and changes nothing visible. */
+static void test_session_tag(void **state)
+{
+    struct fx *f = fx_new();
+    struct presence_session_info si;
+
+    (void)state;
+    start(f, "s1", "u1", PRESENCE_DEVICE_DESKTOP);
+    flush(f);
+    clear(f);
+    assert_int_equal(presence_get_session(f->p, "s1", &si), 0);
+    assert_int_equal(si.tag, 0);
+    assert_int_equal(presence_session_set_tag(f->p, "s1", 2), 0);
+    assert_int_equal(presence_session_set_tag(f->p, "nope", 1), PRESENCE_E_NO_SESSION);
+    assert_int_equal(presence_activity(f->p, "s1", false, f->now), 0); /* idle */
+    assert_int_equal(presence_socket_closed(f->p, "s1", conn(1), f->now), 0);
+    assert_int_equal(presence_get_session(f->p, "s1", &si), 0);
+    assert_int_equal(si.tag, 2);
+    assert_false(si.attached);
+    assert_true(si.idle);
+    assert_int_equal(presence_session_resume(f->p, "u1", "s1", conn(2), NULL, f->now), 0);
+    assert_int_equal(presence_activity(f->p, "s1", true, f->now), 0);
+    assert_int_equal(presence_get_session(f->p, "s1", &si), 0);
+    assert_int_equal(si.tag, 2);
+    assert_true(si.attached);
+    assert_false(si.idle);
+    assert_int_equal(presence_session_set_tag(f->p, "s1", 7), 0); /* cut to the low bits */
+    assert_int_equal(presence_get_session(f->p, "s1", &si), 0);
+    assert_int_equal(si.tag, 3);
+    fx_free(f);
+}
+
 static void test_resume_takeover_and_stale_close(void **state)
 {
     struct fx *f = fx_new();
@@ -2390,6 +2423,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_tabs_one_user_online),
+        cmocka_unit_test(test_session_tag),
         cmocka_unit_test(test_closing_one_tab_changes_nothing),
         cmocka_unit_test(test_last_leaves_offline_after_grace),
         cmocka_unit_test(test_reload_within_grace_emits_nothing),
