@@ -134,7 +134,8 @@ static void room_error(struct engine *e, uint64_t conn_id, int err, const char *
  * it), to every worker with subscribers to the room; exclude is a
  * connection that does not get it (0: none). */
 static void send_event(struct engine *e, const struct rsub *s, bool droppable, uint64_t epoch,
-                       uint64_t seq, const struct adapter_frames *fs, uint64_t exclude)
+                       uint64_t seq, const struct adapter_frames *fs, uint64_t exclude,
+                       const char *from)
 {
     for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
         struct adapter_frames mine;
@@ -147,6 +148,7 @@ static void send_event(struct engine *e, const struct rsub *s, bool droppable, u
         em->arg = droppable;
         em->epoch = epoch;
         em->since = seq;
+        emsg_set_id(&em->uid, from); /* a broadcast's sender: its blocks apply */
         adapter_frames_copy(&mine, fs);
         emsg_take_frames(em, &mine);
         owner_send(e, i, em);
@@ -164,7 +166,7 @@ static void release_held(struct engine *e, struct rsub *s)
         emsg_free(&em->msg);
     }
     for (size_t i = 0; i < s->nheld; i++) {
-        send_event(e, s, true, s->held[i].epoch, 0, &s->held[i].fs, 0);
+        send_event(e, s, true, s->held[i].epoch, 0, &s->held[i].fs, 0, NULL);
         adapter_frames_release(&s->held[i].fs);
     }
     s->nheld = 0;
@@ -261,7 +263,7 @@ static void fan_out(struct engine *e, const struct room_event *ev)
     if (s->nheld > 0)
         release_held(e, s); /* nothing overtakes held ephemerals */
     room_frames(s, ev, &fs);
-    send_event(e, s, ev->droppable, ev->epoch, ev->seq, &fs, 0);
+    send_event(e, s, ev->droppable, ev->epoch, ev->seq, &fs, 0, NULL);
     adapter_frames_release(&fs);
 }
 
@@ -629,7 +631,9 @@ void engine__room_broadcast(struct engine *e, const struct room_broadcast_event 
 }
 
 /* Sends ev to the room's local subscribers but exclude (a connection
- * id, 0 = none), in order with the room's other messages. */
+ * id, 0 = none), in order with the room's other messages. Its sender goes
+ * along: the client side drops it for the sockets the sender blocks
+ * (engine__room_on_event()), as the ephemerals of a blocker are. */
 static void deliver_cast(struct engine *e, const struct room_broadcast_event *ev, uint64_t exclude)
 {
     struct rsub *s = find_rsub(e, ev->room);
@@ -643,8 +647,17 @@ static void deliver_cast(struct engine *e, const struct room_broadcast_event *ev
     frame_room_broadcast(ev, s->protos, &fs);
     if (s->nheld > 0)
         release_held(e, s);
-    send_event(e, s, false, info.epoch, 0, &fs, exclude);
+    send_event(e, s, false, info.epoch, 0, &fs, exclude, ev->user);
     adapter_frames_release(&fs);
+}
+
+/* True when user is a member of room hidden by privacy (room.h,
+ * "Visibility"): its broadcasts are dropped, as its ephemerals are. */
+static bool sender_hidden(struct engine *e, const char *room, const char *user)
+{
+    struct room_member_view m;
+
+    return user[0] && room_get_member(e->rooms, room, user, &m) == 0 && !m.visible;
 }
 
 void engine__room_on_cast(struct engine *e, struct emsg *req)
@@ -655,6 +668,8 @@ void engine__room_on_cast(struct engine *e, struct emsg *req)
                                       .user = req->uid,
                                       .exclude = req->sid};
 
+    if (sender_hidden(e, req->room, req->uid))
+        return;           /* as if nobody were listening (engine__room_on_patch()) */
     cr__cast_out(e, &ev); /* the other nodes' subscribers */
     deliver_cast(e, &ev, req->conn_id);
 }

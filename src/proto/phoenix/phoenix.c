@@ -572,6 +572,9 @@ void phoenix__send_room(struct client *c, struct payload *f, bool bulk)
         phx__reply_chan(c, ch, true, NULL); /* the reply before the state */
     if (state && ch->state != CH_WAIT)
         ch->state = CH_JOINED;
+    if (pc->vsn == PHX_VSN_2 && ch->supabase && is_event(&rf, "broadcast") &&
+        phx__send_binary_cast(c, ch, p, n))
+        return; /* a binary payload, as realtime-js's binary frame */
     if (strlen(ch->topic) == rf.room_len && (!state || pc->vsn == PHX_VSN_1)) {
         own = payload_ref(f); /* the shared frame names the socket's topic */
     } else {
