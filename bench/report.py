@@ -57,7 +57,8 @@ def table(title, header, body, note=None):
 
 
 def name(t, g):
-    n = {"native": "presenced", "pusher": "presenced (Pusher protocol)", "sio": "Socket.IO peer",
+    n = {"native": "presenced", "pusher": "presenced (Pusher protocol)",
+         "phoenix": "presenced (Phoenix protocol)", "sio": "Socket.IO peer",
          "redis": "Redis pub/sub", "sink": "null sink"}[t]
     return f"{n} {g}".strip()
 
@@ -198,13 +199,13 @@ def rep_of(r):
     return int(m.group(1)) if m else 0
 
 
-def pusher_pairs(w, g, key):
-    """[(rate or None, {rep: native row}, {rep: pusher row})] of workload w, label group g."""
+def pusher_pairs(w, g, key, target="pusher"):
+    """[(rate or None, {rep: native row}, {rep: target's row})] of workload w, label group g."""
     out_ = []
-    keys = sorted({r.get(key) for r in runs(w, target="pusher") if group(r) == g}, key=lambda v: v or 0)
+    keys = sorted({r.get(key) for r in runs(w, target=target) if group(r) == g}, key=lambda v: v or 0)
     for k in keys:
         nat = {rep_of(r): r for r in runs(w, target="native") if group(r) == g and r.get(key) == k}
-        pus = {rep_of(r): r for r in runs(w, target="pusher") if group(r) == g and r.get(key) == k}
+        pus = {rep_of(r): r for r in runs(w, target=target) if group(r) == g and r.get(key) == k}
         if nat and pus:
             out_.append((k, nat, pus))
     return out_
@@ -323,6 +324,11 @@ for _, nat, pus in pusher_pairs("w5", "", "senders"):
     n_ns, p_ns, ratio = pusher_row(nat, pus)
     body.append(["presenced (Pusher protocol) ÷ presenced: server CPU per delivery",
                  "", "", "", "", "", "", "", f"{ratio} ({p_ns} ns against {n_ns} ns)", "", "", "", "", ""])
+# W5 through the Phoenix protocol (a cursor is a broadcast): the same ratio.
+for _, nat, phx in pusher_pairs("w5", "", "senders", target="phoenix"):
+    n_ns, p_ns, ratio = pusher_row(nat, phx)
+    body.append(["presenced (Phoenix protocol) ÷ presenced: server CPU per delivery (goal: within 10 %)",
+                 "", "", "", "", "", "", "", f"{ratio} ({p_ns} ns against {n_ns} ns)", "", "", "", "", ""])
 table("W5 cursor room (and its stress variant)", ["server", "cursors/s", "senders", "p50 ms", "p99 ms", "max ms",
                          "last recipient p50 ms", "last recipient p99 ms", "server CPU % of a core",
                          "generator CPU s", "delivered %", "not delivered (all runs)",
@@ -429,7 +435,7 @@ for r in rows:
             bad.append(f"{what}: {k}={r[k]}")
     # the null sinks are floors: a W2 or W3 row of theirs counts only if
     # every connection was held and answered (the checks below)
-    if r["target"] not in ("native", "sink", "pusher"):
+    if r["target"] not in ("native", "sink", "pusher", "phoenix"):
         continue
     if r["workload"] in ("w4", "w5") and r.get("deliveries", 1) == 0:
         bad.append(f"{what}: no deliveries")

@@ -5,7 +5,8 @@
 #                        error or loss, never on speed (CI: make test)
 #   bench/run.sh full    the workloads W1-W8 against presenced, the Socket.IO
 #                        peer (bench/peers/) and Redis pub/sub, and W4/W5
-#                        through presenced's Pusher protocol (<= 15 min)
+#                        through presenced's Pusher protocol, W5 through
+#                        its Phoenix protocol (<= 15 min)
 #   bench/run.sh ab REV  W1 (bytes per idle connection) and W4 (deliveries
 #                        per CPU-second) of the release build of git
 #                        revision REV (A) against this tree's (B), runs
@@ -159,6 +160,12 @@ one_pusher() {
   local w=$1 label=$2 srv=$3; shift 3
   start_presenced $PD_PUSHER $srv; gen "$w" pusher "$label" --pusher-app "$PUSHER_APP" "$@"; stop_server
 }
+# one_phoenix WORKLOAD LABEL "server flags" generator flags...: presenced
+# (phoenix = on, its default), the generator speaking Phoenix vsn 2.0.0.
+one_phoenix() {
+  local w=$1 label=$2 srv=$3; shift 3
+  start_presenced $srv; gen "$w" phoenix "$label" "$@"; stop_server
+}
 one_sio() {
   local w=$1 label=$2 srv=$3; shift 3
   start_sio $srv; gen "$w" sio "$label" "$@"; stop_server
@@ -222,6 +229,7 @@ for rep in $(seq 1 "$REPS"); do
   # W5 and its stress variant
   one_native w5 "r$rep" "--workers 2" $W5
   one_pusher w5 "r$rep" "--workers 2" $W5
+  one_phoenix w5 "r$rep" "--workers 2" $W5
   one_sio w5 "r$rep" "" $W5
   one_native w5 "stress r$rep" "--workers 2 $PD_W5S" $W5S
   if [ "$rep" -le "$W5S_SIO_REPS" ]; then one_sio w5 "stress r$rep" "" $W5S; fi

@@ -27,14 +27,14 @@ static void usage(void)
 {
     fprintf(
         stderr,
-        "usage: presence-bench w1|w2|w3|w4|w5|w6|w8|w8s --target native|sio|redis|sink|pusher --port N\n"
+        "usage: presence-bench w1|w2|w3|w4|w5|w6|w8|w8s --target native|sio|redis|sink|pusher|phoenix --port N\n"
         "         [--server-pids P,...] [--procs N] [--conns N] [--rooms N] [--room-size N]\n"
         "         [--rates R1,R2,...] [--rate R] [--step-s S] [--hold-s S] [--hb-ms MS]\n"
         "         [--ttl-ms MS] [--victims N] [--churners N] [--jitter-ms MS]\n"
         "         [--inflight N] [--pad BYTES] [--secret S] [--label TEXT] [--timeout-s S]\n"
         "         [--ports P1,P2 (child k uses port k %% n)] [--senders N (w5)] [--warmup-s S (w5, w6)]\n"
         "         [--probes N --probe-rate R (w6)] [--src-gen G (source 127.0.0.(2+k+8G))]\n"
-        "         [--pusher-app ID:KEY:SECRET (--target pusher: w4, w5)]\n"
+        "         [--pusher-app ID:KEY:SECRET (--target pusher: w4, w5)] (--target phoenix: w5)\n"
         "       presence-bench sink --port N --seconds S   (a null server)\n");
     exit(2);
 }
@@ -51,6 +51,8 @@ static enum target target_of(const char *s)
         return T_SINK;
     if (!strcmp(s, "pusher"))
         return T_PUSHER;
+    if (!strcmp(s, "phoenix"))
+        return T_PHOENIX;
     die("unknown target %s", s);
 }
 
@@ -148,7 +150,8 @@ static void child_main(struct params *p, const struct workload *w, struct shm *m
 /* presenced's writev count (its /metrics), or -1 for other targets. */
 static int64_t server_writev(const struct params *p)
 {
-    if ((p->target != T_NATIVE && p->target != T_PUSHER) || p->nports > 1)
+    if ((p->target != T_NATIVE && p->target != T_PUSHER && p->target != T_PHOENIX) ||
+        p->nports > 1)
         return -1;
     return scrape_metric(p->port, p->secret, "presenced_writev_calls_total");
 }
@@ -228,6 +231,8 @@ int main(int argc, char **argv)
         usage();
     if (p.target == T_PUSHER && strcmp(p.workload, "w4") && strcmp(p.workload, "w5"))
         die("--target pusher runs w4 and w5 only");
+    if (p.target == T_PHOENIX && strcmp(p.workload, "w5"))
+        die("--target phoenix runs w5 only");
     signal(SIGPIPE, SIG_IGN);
     /* two slots per user (w6), users: every count a workload may use */
     size_t slots =

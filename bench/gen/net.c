@@ -134,8 +134,10 @@ void net_connect(struct net *n, struct conn *c, int src_host, const char *query)
                      n->app_key ? n->app_key : "");
             path = app_path;
         }
+        if (n->target == T_PHOENIX) /* phoenix.js's endpoint and serializer */
+            path = "/socket/websocket?vsn=2.0.0";
         char token[512] = "";
-        if (n->target == T_NATIVE && n->secret && *n->secret) {
+        if ((n->target == T_NATIVE || n->target == T_PHOENIX) && n->secret && *n->secret) {
             char sub[16];
             snprintf(sub, sizeof sub, "u%u", c->user);
             jwt_mint(token, sizeof token, n->secret, sub, wall_s() + 7200);

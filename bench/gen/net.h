@@ -27,6 +27,7 @@ enum target {
     T_REDIS,  /* RESP: SUBSCRIBE / PUBLISH */
     T_SINK,   /* native protocol against presence-bench's own null sink */
     T_PUSHER, /* the Pusher Channels protocol 7 on /app/{key} (pusher.c) */
+    T_PHOENIX, /* Phoenix Channels vsn 2.0.0 on /socket/websocket (phoenix.c) */
 };
 
 enum conn_state { CS_IDLE, CS_CONNECTING, CS_HANDSHAKE, CS_OPEN, CS_CLOSED };

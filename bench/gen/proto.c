@@ -8,6 +8,7 @@
  * delivery far below the server's.
  */
 #include "proto.h"
+#include "phoenix.h"
 #include "pusher.h"
 
 #include <stdio.h>
@@ -46,6 +47,10 @@ void proto_join(struct net *n, struct conn *c, uint32_t room)
         pusher_join(n, c, room);
         return;
     }
+    if (n->target == T_PHOENIX) {
+        phoenix_join(n, c, room);
+        return;
+    }
     char m[160];
     int l;
     switch (n->target) {
@@ -66,6 +71,10 @@ void proto_leave_room(struct net *n, struct conn *c, uint32_t room)
 {
     if (n->target == T_PUSHER) {
         pusher_leave_room(n, c, room);
+        return;
+    }
+    if (n->target == T_PHOENIX) {
+        phoenix_leave_room(n, c, room);
         return;
     }
     char m[96];
@@ -126,6 +135,10 @@ void proto_cursor(struct net *n, struct conn *c, uint32_t room, uint64_t id, uin
         pusher_cursor(n, c, room, id, t);
         return;
     }
+    if (n->target == T_PHOENIX) {
+        phoenix_cursor(n, c, room, id, t);
+        return;
+    }
     char m[192];
     int l;
     unsigned long long i = id, ts = t;
@@ -149,6 +162,10 @@ void proto_heartbeat(struct net *n, struct conn *c)
         pusher_ping(n, c);
         return;
     }
+    if (n->target == T_PHOENIX) {
+        phoenix_heartbeat(n, c);
+        return;
+    }
     if (n->target == T_SIO)
         send_str(n, c, "42[\"heartbeat\"]", 15);
     else if (n->target != T_REDIS)
@@ -161,6 +178,10 @@ void proto_barrier(struct net *n, struct conn *c)
         pusher_ping(n, c);
         return;
     }
+    if (n->target == T_PHOENIX) {
+        phoenix_heartbeat(n, c);
+        return;
+    }
     if (n->target == T_SIO)
         proto_join(n, c, 900000000u + c->user);
     else if (n->target != T_REDIS) {
@@ -171,8 +192,8 @@ void proto_barrier(struct net *n, struct conn *c)
 
 void proto_on_open(struct net *n, struct conn *c)
 {
-    if (n->target != T_REDIS)
-        return;
+    if (n->target != T_REDIS && n->target != T_PHOENIX)
+        return; /* the others say hello in a message */
     c->ready = 1;
     if (app->ready)
         app->ready(n, c);
@@ -334,6 +355,8 @@ void proto_on_message(struct net *n, struct conn *c, const char *p, size_t len)
         sio_msg(n, c, p, len);
     else if (n->target == T_PUSHER)
         pusher_msg(n, c, p, len);
+    else if (n->target == T_PHOENIX)
+        phoenix_msg(n, c, p, len);
     else if (n->target == T_REDIS)
         redis_msg(n, c, p, len);
     else

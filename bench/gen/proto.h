@@ -16,7 +16,8 @@
  * | heartbeat  | heartbeat                  | heartbeat             | -                  |
  * | leave_room | room_leave                 | leave                 | UNSUBSCRIBE        |
  *
- * The fourth, Pusher's (--target pusher), is in pusher.h.
+ * The fourth, Pusher's (--target pusher), is in pusher.h; the fifth,
+ * Phoenix's (--target phoenix), in phoenix.h.
  */
 #ifndef BENCH_PROTO_H
 #define BENCH_PROTO_H

@@ -88,10 +88,18 @@ struct room_joined_event {
 
 /* An application event for a room's subscribers (OP_RCAST): from the
  * HTTP API, or a client's event relayed to the others. */
+/* A broadcast's data that is not JSON but bytes (realtime-js's ArrayBuffer
+ * payload) is '=' and their standard base64: never JSON text, so every
+ * encoder tells the two apart by the first byte, and the cluster's wire
+ * carries it as it carries JSON. What each protocol's clients get for it:
+ * docs/phoenix.md, "Binary broadcasts". */
+#define ROOM_CAST_BINARY '='
+
 struct room_broadcast_event {
     const char *room;
     const char *event; /* the event's name */
-    const char *data;  /* its data: JSON text, as the sender gave it */
+    const char *data;  /* its data: JSON text, as the sender gave it, or a
+                        * binary payload as ROOM_CAST_BINARY + its base64 */
     const char *user;  /* the sending user, "" = none (the server) */
     /* The socket that does not receive it, as its adapter names it on
      * every node (conn_of below), "" = none: the sender's own socket, or
@@ -102,6 +110,12 @@ struct room_broadcast_event {
      * per tick (Pusher client events; never merged or dropped). */
     bool batch;
 };
+
+/* True when ev's data is a binary payload (ROOM_CAST_BINARY). */
+static inline bool room_broadcast_is_binary(const struct room_broadcast_event *ev)
+{
+    return ev->data[0] == ROOM_CAST_BINARY;
+}
 
 /*
  * One protocol's operations. Every encode_* returns a new reference to a

@@ -74,8 +74,9 @@
 struct held {                 /* an ephemeral message or a cast waiting for its room's tick */
     struct adapter_frames fs; /* its frame per protocol of the room's subscribers */
     uint64_t epoch;
-    uint64_t exclude; /* a cast's connection that does not get it (0: none) */
-    bool droppable;   /* an ephemeral (a cast is never dropped) */
+    uint64_t exclude;               /* a cast's connection that does not get it (0: none) */
+    bool droppable;                 /* an ephemeral (a cast is never dropped) */
+    char from[PRESENCE_ID_MAX + 1]; /* a cast's sender ("": none; send_event()) */
 };
 
 struct rsub {              /* R side: workers subscribed to a room */
@@ -141,7 +142,8 @@ static void room_error(struct engine *e, uint64_t conn_id, int err, const char *
  * it), to every worker with subscribers to the room; exclude is a
  * connection that does not get it (0: none). */
 static void send_event(struct engine *e, const struct rsub *s, bool droppable, uint64_t epoch,
-                       uint64_t seq, const struct adapter_frames *fs, uint64_t exclude)
+                       uint64_t seq, const struct adapter_frames *fs, uint64_t exclude,
+                       const char *from)
 {
     for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
         struct adapter_frames mine;
@@ -154,6 +156,7 @@ static void send_event(struct engine *e, const struct rsub *s, bool droppable, u
         em->arg = droppable;
         em->epoch = epoch;
         em->since = seq;
+        emsg_set_id(&em->uid, from); /* a broadcast's sender: its blocks apply */
         adapter_frames_copy(&mine, fs);
         emsg_take_frames(em, &mine);
         owner_send(e, i, em);
@@ -173,7 +176,8 @@ static void release_held(struct engine *e, struct rsub *s)
     for (size_t i = 0; i < s->nheld; i++) {
         const struct held *h = &s->held[i];
 
-        send_event(e, s, h->droppable, h->epoch, 0, &h->fs, h->exclude);
+        send_event(e, s, h->droppable, h->epoch, 0, &h->fs, h->exclude,
+                   h->from[0] ? h->from : NULL);
         adapter_frames_release(&s->held[i].fs);
     }
     s->nheld = 0;
@@ -286,7 +290,7 @@ static void fan_out(struct engine *e, const struct room_event *ev)
     if (s->nheld > 0)
         release_held(e, s); /* nothing overtakes held ephemerals */
     room_frames(s, ev, &fs);
-    send_event(e, s, ev->droppable, ev->epoch, ev->seq, &fs, 0);
+    send_event(e, s, ev->droppable, ev->epoch, ev->seq, &fs, 0, NULL);
     adapter_frames_release(&fs);
 }
 
@@ -655,7 +659,9 @@ void engine__room_broadcast(struct engine *e, const struct room_broadcast_event 
 }
 
 /* Sends ev to the room's local subscribers but exclude (a connection
- * id, 0 = none), in order with the room's other messages. */
+ * id, 0 = none), in order with the room's other messages. Its sender goes
+ * along: the client side drops it for the sockets the sender blocks
+ * (engine__room_on_event()), as the ephemerals of a blocker are. */
 static void deliver_cast(struct engine *e, const struct room_broadcast_event *ev, uint64_t exclude)
 {
     struct rsub *s = find_rsub(e, ev->room);
@@ -671,11 +677,12 @@ static void deliver_cast(struct engine *e, const struct room_broadcast_event *ev
         struct held *h = hold(e, s);
 
         *h = (struct held){.fs = fs, .epoch = info.epoch, .exclude = exclude};
+        snprintf(h->from, sizeof(h->from), "%s", ev->user ? ev->user : "");
         return;
     }
     if (s->nheld > 0)
         release_held(e, s);
-    send_event(e, s, false, info.epoch, 0, &fs, exclude);
+    send_event(e, s, false, info.epoch, 0, &fs, exclude, ev->user);
     adapter_frames_release(&fs);
 }
 
@@ -698,8 +705,17 @@ void engine__room_count_event(struct engine *e, const char *room, uint64_t n)
         info.epoch = 0;
     if (s->nheld > 0)
         release_held(e, s);
-    send_event(e, s, false, info.epoch, 0, &fs, 0);
+    send_event(e, s, false, info.epoch, 0, &fs, 0, NULL);
     adapter_frames_release(&fs);
+}
+
+/* True when user is a member of room hidden by privacy (room.h,
+ * "Visibility"): its broadcasts are dropped, as its ephemerals are. */
+static bool sender_hidden(struct engine *e, const char *room, const char *user)
+{
+    struct room_member_view m;
+
+    return user[0] && room_get_member(e->rooms, room, user, &m) == 0 && !m.visible;
 }
 
 void engine__room_on_cast(struct engine *e, struct emsg *req)
@@ -711,6 +727,8 @@ void engine__room_on_cast(struct engine *e, struct emsg *req)
                                       .exclude = req->sid,
                                       .batch = req->arg != 0};
 
+    if (sender_hidden(e, req->room, req->uid))
+        return;           /* as if nobody were listening (engine__room_on_patch()) */
     cr__cast_out(e, &ev); /* the other nodes' subscribers */
     deliver_cast(e, &ev, req->conn_id);
 }

@@ -103,6 +103,7 @@ static void deliver_other(struct room_link *l, struct payload *f, uint64_t epoch
 static void deliver_filtered(struct room_link *l, struct payload *frame, uint64_t epoch,
                              uint64_t seq, bool bulk, bool state);
 static void request_refresh(struct room_link *l, const char *user);
+static bool blocked_by(const struct client *c, const char *user);
 
 struct lroom {             /* client side: local subscribers of a room */
     struct hmap_node node; /* e->lrooms */
@@ -330,6 +331,8 @@ void engine__room_on_event(struct engine *e, struct emsg *em)
         if (!f || l->awaiting || (em->arg && congested(c)) ||
             (em->conn_id && client_conn_id(c) == em->conn_id))
             continue; /* nothing for its protocol, or the one excluded */
+        if (em->uid[0] && blocked_by(c, em->uid))
+            continue; /* a broadcast from a user that blocks c's: as if absent */
         if (link_filtered(l) && c->proto == ADAPTER_DEFAULT)
             deliver_filtered(l, f, em->epoch, em->since, !em->arg, false);
         else

@@ -2,7 +2,7 @@
 // (playwright-core) on its LongPoll transport, which in a browser speaks
 // XMLHttpRequest (the Node tests exercise its fetch path), against
 // presenced's /socket/longpoll. presenced serves the page
-// (tests/browser/phoenix-page/index.html, --static-dir); the bundle is
+// (tests/browser/phoenix-longpoll-page/index.html, --static-dir); the bundle is
 // routed from tests/node_modules/phoenix, nothing copied into the repo.
 //  - Ann's page on LongPoll and Bob's on WebSocket join one topic: each
 //    sees both keys; a second page of Ann's on WebSocket is a second meta
@@ -37,7 +37,7 @@ const waitSync = (page, want) => page.waitForFunction((w) => {
 }, want, { timeout: T + WINDOW * 3 });
 
 before(async () => {
-  srv = await startServer(['--workers', '2', '--static-dir', 'tests/browser/phoenix-page',
+  srv = await startServer(['--workers', '2', '--static-dir', 'tests/browser/phoenix-longpoll-page',
     '--reconnect-grace-ms', String(GRACE), '--presence-debounce-ms', '50',
     '--phoenix-longpoll-window-ms', String(WINDOW)]);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });

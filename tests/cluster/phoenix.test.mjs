@@ -51,3 +51,49 @@ test('phoenix.js on two nodes: one topic, each sees the other; a leave crosses n
     await onA.close();
   });
 });
+
+// A realtime-js client of user on node, subscribed to topic (vsn), its
+// "cursor" broadcasts recorded.
+function rtOn(node, user, topic, vsn = '2.0.0') {
+  const client = new RealtimeClient(`${node.wsUrl}/realtime/v1`, { params: { apikey: 'k', user },
+    transport: WebSocket, vsn });
+  const ch = client.channel(topic, { config: { presence: { key: user } } });
+  const casts = [];
+  ch.on('broadcast', { event: 'cursor' }, (m) => casts.push(m.payload));
+  const subscribed = new Promise((res, rej) => ch.subscribe((s, e) => (s === 'SUBSCRIBED' ? res() : s === 'CHANNEL_ERROR' && rej(e))));
+  return { ch, casts, subscribed, close: () => client.disconnect() };
+}
+
+test('broadcasts across nodes: an ArrayBuffer arrives as bytes (vsn 2.0.0) or base64 (1.0.0); a blocker\'s never reaches the user it blocks', async () => {
+  const KEY = 'cluster-phoenix-admin-key-0123456789';
+  await withTwoNodes([...ARGS, '--admin-api-key', KEY], async (a, b) => {
+    const topic = uid('cast');
+    const [u, v, w, x] = [uid('blocker'), uid('blocked'), uid('other'), uid('old')];
+    const r = await fetch(`${a.url}/v1/admin/users/${u}/blocks/${v}`, { method: 'PUT', headers: { Authorization: `Bearer ${KEY}` } });
+    assert.equal(r.status, 200, await r.text());
+    const cu = rtOn(a, u, topic);
+    const [cv, cw, cx] = [rtOn(b, v, topic), rtOn(b, w, topic), rtOn(b, x, topic, '1.0.0')];
+    try {
+      await Promise.all([cu.subscribed, cv.subscribed, cw.subscribed, cx.subscribed]);
+      // Subscriptions travel to the other node's room owner: wait until a
+      // broadcast from a crosses, then count from there.
+      await waitUntil(async () => {
+        await cu.ch.send({ type: 'broadcast', event: 'cursor', payload: { probe: true } });
+        return cw.casts.length > 0;
+      }, 'a broadcast from a reaches b', 8000);
+      const bytes = Uint8Array.from([9, 0, 255, 61, 128]);
+      const [w0, x0] = [cw.casts.length, cx.casts.length];
+      assert.equal(await cu.ch.send({ type: 'broadcast', event: 'cursor', payload: bytes.buffer }), 'ok');
+      await waitUntil(() => cw.casts.length > w0 && cx.casts.length > x0, 'the binary broadcast crosses', 8000);
+      const got = cw.casts[cw.casts.length - 1];
+      assert.ok(got instanceof ArrayBuffer, 'realtime-js 2.0.0 on b decodes an ArrayBuffer');
+      assert.deepEqual([...new Uint8Array(got)], [...bytes]);
+      assert.equal(cx.casts[cx.casts.length - 1], Buffer.from(bytes).toString('base64'));
+      assert.equal(await cw.ch.send({ type: 'broadcast', event: 'cursor', payload: { from: 'w' } }), 'ok');
+      await waitUntil(() => cv.casts.some((p) => p && p.from === 'w'), 'the blocked user hears the other member', 8000);
+      assert.deepEqual(cv.casts, [{ from: 'w' }], 'nothing from the blocker, across nodes');
+    } finally {
+      await Promise.all([cu.close(), cv.close(), cw.close(), cx.close()]);
+    }
+  });
+});

@@ -6,13 +6,16 @@
  * Invariants: no crash; an error leaves the result zero-filled; a decoded
  * frame's spans lie inside the input, one after the other in the order of
  * the layout, with the lengths its header gives, and the payload is the
- * rest of the input.
+ * rest of the input; and the server's kind-4 frame made from a decoded
+ * push (phx_bin_encode_cast) is its header, topic, event and payload, in
+ * that order, byte for byte.
  */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "buf.h"
 #include "fuzz_check.h"
 #include "phoenix_bin.h"
 
@@ -23,6 +26,26 @@ static bool is_zero(const struct phx_bin_push *m)
     static const struct phx_bin_push zero;
 
     return memcmp(m, &zero, sizeof(*m)) == 0;
+}
+
+/* The kind-4 frame of m's topic, event and payload. */
+static void check_cast(const struct phx_bin_push *m)
+{
+    struct buf b = {0};
+    const unsigned char *u;
+    size_t off = 5;
+
+    CHECK(phx_bin_encode_cast(&b, &m->topic, &m->event, m->payload.p, m->payload.n, m->json) == 0);
+    u = (const unsigned char *)b.data;
+    CHECK(b.len == 5 + m->topic.n + m->event.n + m->payload.n);
+    CHECK(u[0] == PHX_BIN_CAST && u[1] == m->topic.n && u[2] == m->event.n && u[3] == 0 &&
+          u[4] == (m->json ? 1 : 0));
+    CHECK(memcmp(b.data + off, m->topic.p, m->topic.n) == 0);
+    off += m->topic.n;
+    CHECK(memcmp(b.data + off, m->event.p, m->event.n) == 0);
+    off += m->event.n;
+    CHECK(m->payload.n == 0 || memcmp(b.data + off, m->payload.p, m->payload.n) == 0);
+    buf_release(&b);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -50,5 +73,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         off += f[i]->n;
     }
     CHECK(off == size);
+    check_cast(&m);
     return 0;
 }

@@ -375,6 +375,58 @@ describe('native and Phoenix clients in one room', () => {
   });
 });
 
+describe('binary broadcasts (realtime-js ArrayBuffer payloads)', () => {
+  let srv;
+  before(async () => { srv = await startServer(FLAGS); });
+  after(async () => { await stopClean(srv, assert); });
+
+  test('vsn 2.0.0 gets the bytes back as an ArrayBuffer; vsn 1.0.0 and native get base64', async () => {
+    const room = `room:${uniq('bin')}`;
+    const nat = await Client.open(srv, { user: 'binnat' });
+    const a = rt(srv, { user: 'bina', topic: room });
+    const b = rt(srv, { user: 'binb', topic: room });
+    const c = rt(srv, { user: 'binc', topic: room, vsn: '1.0.0' });
+    try {
+      nat.send({ type: 'join', room, ref: 'jb' });
+      await nat.next((m) => m.type === 'room_joined' && m.ref === 'jb');
+      await Promise.all([a.subscribed, b.subscribed, c.subscribed]);
+      const bytes = Uint8Array.from([0, 1, 2, 250, 255, 0, 61, 10]);
+      assert.equal(await a.channel.send({ type: 'broadcast', event: 'cursor', payload: bytes.buffer }), 'ok');
+      await waitUntil(() => b.casts.length === 1 && c.casts.length === 1, 'both realtime-js clients get it');
+      assert.equal(b.casts[0].event, 'cursor');
+      assert.ok(b.casts[0].payload instanceof ArrayBuffer, `an ArrayBuffer, not ${typeof b.casts[0].payload}`);
+      assert.deepEqual([...new Uint8Array(b.casts[0].payload)], [...bytes]);
+      const b64 = Buffer.from(bytes).toString('base64');
+      assert.equal(c.casts[0].payload, b64, 'vsn 1.0.0 (JSON only): the base64 text');
+      const nb = await nat.next((m) => m.type === 'broadcast' && m.room === room);
+      assert.deepEqual([nb.event, nb.data, nb.encoding, nb.user], ['cursor', b64, 'base64', 'bina']);
+      // An empty ArrayBuffer, and a JSON payload after it: still JSON.
+      assert.equal(await a.channel.send({ type: 'broadcast', event: 'cursor', payload: new ArrayBuffer(0) }), 'ok');
+      assert.equal(await a.channel.send({ type: 'broadcast', event: 'cursor', payload: { x: 1 } }), 'ok');
+      await waitUntil(() => b.casts.length === 3, 'the empty one and the JSON one');
+      assert.equal(b.casts[1].payload.byteLength, 0);
+      assert.deepEqual(b.casts[2].payload, { x: 1 });
+      await sleep(100);
+      assert.equal(a.casts.length, 0, 'not echoed to the sender');
+    } finally {
+      await Promise.all([a.close(), b.close(), c.close()]);
+      await nat.close();
+    }
+  });
+
+  test('a binary payload over 32 KiB is refused; the socket stays', async () => {
+    const a = rt(srv, { user: 'binbig', topic: `room:${uniq('binbig')}`, config: { broadcast: { ack: true } } });
+    try {
+      await a.subscribed;
+      const r = await a.channel.send({ type: 'broadcast', event: 'cursor', payload: new ArrayBuffer(32769) });
+      assert.notEqual(r, 'ok');
+      assert.equal(await a.channel.send({ type: 'broadcast', event: 'cursor', payload: new ArrayBuffer(32768) }), 'ok');
+    } finally {
+      await a.close();
+    }
+  });
+});
+
 describe('auth = jwt', () => {
   const SECRET = 'phoenix-test-secret-0123456789-abcdefgh';
   const b64u = (x) => Buffer.from(x).toString('base64url');
@@ -506,4 +558,56 @@ describe('blocks', () => {
       await cw.close();
     });
   }
+
+  test('a Supabase broadcast from a blocker does not reach the blocked user (realtime-js nor native); the rest do', async () => {
+    const topic = `room:${uniq('blkcast')}`;
+    const [u, v, w] = [uniq('blocker'), uniq('blocked'), uniq('other')];
+    const r = await fetch(`${srv.url}/v1/admin/users/${u}/blocks/${v}`,
+      { method: 'PUT', headers: { Authorization: `Bearer ${KEY}` } });
+    assert.equal(r.status, 200, await r.text());
+    const nat = await Client.open(srv, { user: v });
+    const [cu, cv, cw] = [rt(srv, { user: u, topic }), rt(srv, { user: v, topic }), rt(srv, { user: w, topic })];
+    try {
+      nat.send({ type: 'join', room: topic, ref: 'jn' });
+      await nat.next((m) => m.type === 'room_joined' && m.ref === 'jn');
+      await Promise.all([cu.subscribed, cv.subscribed, cw.subscribed]);
+      assert.equal(await cu.channel.send({ type: 'broadcast', event: 'cursor', payload: { from: 'u' } }), 'ok');
+      assert.equal(await cw.channel.send({ type: 'broadcast', event: 'cursor', payload: { from: 'w' } }), 'ok');
+      assert.equal(await cv.channel.send({ type: 'broadcast', event: 'cursor', payload: { from: 'v' } }), 'ok');
+      await waitUntil(() => cw.casts.length === 2 && cu.casts.length === 2, 'the others get both');
+      await waitUntil(() => cv.casts.length >= 1, 'the blocked user hears the other member');
+      await sleep(300);
+      const natCasts = nat.seen.filter((m) => m.type === 'broadcast' && m.room === topic).map((m) => m.data.from);
+      assert.deepEqual(cv.casts.map((m) => m.payload.from), ['w'], 'the blocked user never hears the blocker');
+      assert.deepEqual(natCasts.sort(), ['v', 'w'], 'nor does its native socket (its own other socket\'s it does)');
+      assert.deepEqual(cw.casts.map((m) => m.payload.from).sort(), ['u', 'v']);
+      assert.deepEqual(cu.casts.map((m) => m.payload.from).sort(), ['v', 'w'], 'the blocker still hears the blocked user, as native ephemerals do');
+    } finally {
+      await Promise.all([cu.close(), cv.close(), cw.close()]);
+      await nat.close();
+    }
+  });
+
+  test('an invisible member\'s broadcasts are dropped, as its ephemerals are', async () => {
+    const topic = `room:${uniq('invcast')}`;
+    const [x, w] = [uniq('hider'), uniq('watcher')];
+    const cx = rt(srv, { user: x, topic });
+    const cw = rt(srv, { user: w, topic });
+    try {
+      await Promise.all([cx.subscribed, cw.subscribed]);
+      assert.equal(await cx.channel.track({ here: true }), 'ok');
+      await waitUntil(() => cw.state()[x], 'the member shows');
+      assert.equal(await cx.channel.send({ type: 'broadcast', event: 'cursor', payload: { n: 1 } }), 'ok');
+      await waitUntil(() => cw.casts.length === 1, 'a visible member\'s broadcast');
+      const r = await fetch(`${srv.url}/v1/admin/users/${x}/privacy`, { method: 'PUT',
+        headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ invisible: true }) });
+      assert.equal(r.status, 200, await r.text());
+      await waitUntil(() => !cw.state()[x], 'the member is gone once invisible');
+      assert.equal(await cx.channel.send({ type: 'broadcast', event: 'cursor', payload: { n: 2 } }), 'ok');
+      await sleep(400);
+      assert.deepEqual(cw.casts.map((m) => m.payload.n), [1], 'nothing from the invisible member');
+    } finally {
+      await Promise.all([cx.close(), cw.close()]);
+    }
+  });
 });

@@ -516,3 +516,36 @@ test('blocks: a Pusher socket of a blocked user does not see the blocker in a pr
     await stopClean(srv, assert);
   }
 });
+
+test('blocks: a client event from a blocker on a private channel (no user_id in the frame) does not reach the blocked user', async () => {
+  const srv = await startServer(['--pusher-app', `${APP.id}:${APP.key}:${APP.secret}:client-events=true`,
+    '--admin-api-key', ADMIN_KEY, '--reconnect-grace-ms', '300', '--presence-debounce-ms', '50']);
+  const clients = [];
+  const open = (user) => { const p = connect(srv, user); clients.push(p); return p; };
+  try {
+    const ch = `private-${uniq('blkev')}`;
+    const [u, v, w] = [uniq('blocker'), uniq('blocked'), uniq('other')];
+    const r = await adminRequest(srv, 'PUT', `/v1/admin/users/${u}/blocks/${v}`, { key: ADMIN_KEY });
+    assert.equal(r.status, 200, r.text);
+    const [pu, pv, pw] = [open(u), open(v), open(w)];
+    // A socket's user comes from its presence subscription (or signin): each
+    // subscribes to a presence channel first, then to the private one.
+    const lobby = `presence-${uniq('lobby')}`;
+    await Promise.all([pu, pv, pw].map((p) => subscribed(p.subscribe(lobby))));
+    const [cu, cv, cw] = [pu.subscribe(ch), pv.subscribe(ch), pw.subscribe(ch)];
+    await Promise.all([subscribed(cu), subscribed(cv), subscribed(cw)]);
+    const seen = { v: [], w: [], u: [] };
+    cv.bind('client-ping', (d) => seen.v.push(d.from));
+    cw.bind('client-ping', (d) => seen.w.push(d.from));
+    cu.bind('client-ping', (d) => seen.u.push(d.from));
+    assert.equal(cu.trigger('client-ping', { from: 'u' }), true);
+    assert.equal(cw.trigger('client-ping', { from: 'w' }), true);
+    await waitUntil(() => seen.w.length === 1 && seen.v.length === 1 && seen.u.length === 1, 'the client events');
+    await sleep(300);
+    assert.deepEqual(seen.v, ['w'], 'nothing from the blocker');
+    assert.deepEqual(seen.w, ['u']);
+  } finally {
+    for (const p of clients) p.disconnect();
+    await stopClean(srv, assert);
+  }
+});

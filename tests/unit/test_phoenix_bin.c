@@ -3,7 +3,8 @@
  * test_phoenix_bin.c - realtime-js's binary broadcast push decoder
  * (phoenix_bin.h), on frames laid out as realtime-js 2.119.1's serializer
  * writes them, each read from the end of a page followed by a PROT_NONE
- * page, whole and cut short at every byte.
+ * page, whole and cut short at every byte; and the server's kind-4
+ * broadcast as realtime-js 2.119.1's _decodeUserBroadcast() reads it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "buf.h"
 #include "guard.h"
 #include "phoenix_bin.h"
 
@@ -97,12 +99,40 @@ static void test_refused(void **state)
     assert_null(m.topic.p);
 }
 
+/* Kind 4: u8 kind, topic_len, event_len, meta_len, encoding, then the
+ * strings and the payload, byte for byte. */
+static void test_encode_cast(void **state)
+{
+    static const char want[] = "\x04\x0a\x06\x00\x00realtime:rcursor\x00\xff=";
+    struct phx_bin_span topic = {"realtime:r", 10}, event = {"cursor", 6};
+    struct buf b = {0};
+    char long_topic[256];
+
+    (void)state;
+    assert_int_equal(phx_bin_encode_cast(&b, &topic, &event, "\x00\xff=", 3, false), 0);
+    assert_int_equal(b.len, sizeof(want) - 1);
+    assert_memory_equal(b.data, want, b.len);
+    b.len = 0;
+    assert_int_equal(phx_bin_encode_cast(&b, &topic, &event, "{}", 2, true), 0);
+    assert_int_equal((unsigned char)b.data[4], 1);
+    b.len = 0;
+    assert_int_equal(phx_bin_encode_cast(&b, &topic, &event, "", 0, false), 0);
+    assert_int_equal(b.len, 5 + 10 + 6);
+    memset(long_topic, 't', sizeof(long_topic));
+    topic = (struct phx_bin_span){long_topic, 256};
+    b.len = 0;
+    assert_int_equal(phx_bin_encode_cast(&b, &topic, &event, "", 0, false), PHX_BIN_E_LONG);
+    assert_int_equal(b.len, 0);
+    buf_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_json_push),
         cmocka_unit_test(test_binary_push_with_meta),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_encode_cast),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -272,7 +272,8 @@ static struct payload *enc_room_ephemeral(const struct room_ephemeral_view *v, s
     return scratch_frame(b);
 }
 
-/* {"type":"broadcast","room":R,"event":E,"data":D[,"user":U]} */
+/* {"type":"broadcast","room":R,"event":E,"data":D[,"user":U]}; a binary
+ * payload's D is its base64 string, followed by "encoding":"base64". */
 static struct payload *enc_room_broadcast(const struct room_broadcast_event *ev)
 {
     struct buf b = {0};
@@ -282,7 +283,12 @@ static struct payload *enc_room_broadcast(const struct room_broadcast_event *ev)
     buf_append_str(&b, ",\"event\":");
     json_append_cstr(&b, ev->event);
     buf_append_str(&b, ",\"data\":");
-    buf_append_str(&b, ev->data);
+    if (room_broadcast_is_binary(ev)) {
+        json_append_cstr(&b, ev->data + 1); /* base64 needs no escapes */
+        buf_append_str(&b, ",\"encoding\":\"base64\"");
+    } else {
+        buf_append_str(&b, ev->data);
+    }
     if (ev->user[0]) {
         buf_append_str(&b, ",\"user\":");
         json_append_cstr(&b, ev->user);

@@ -94,8 +94,9 @@ struct chan *phx__chan_by_topic(struct pclient *pc, const char *topic)
 
 static struct chan *chan_by_room(struct pclient *pc, const char *room, size_t n)
 {
-    for (unsigned i = 0; i < pc->nch; i++)
-        if (strlen(pc->ch[i].room) == n && memcmp(pc->ch[i].room, room, n) == 0)
+    /* No strlen: this runs for every room frame to every socket. */
+    for (unsigned i = 0; i < pc->nch && n < sizeof(pc->ch[i].room); i++)
+        if (memcmp(pc->ch[i].room, room, n) == 0 && pc->ch[i].room[n] == '\0')
             return &pc->ch[i];
     return NULL;
 }
@@ -595,7 +596,10 @@ void phoenix__send_room(struct client *c, struct payload *f, bool bulk)
         phx__reply_chan(c, ch, true, NULL); /* the reply before the state */
     if (state && ch->state != CH_WAIT)
         ch->state = CH_JOINED;
-    if (strlen(ch->topic) == rf.room_len && (!state || pc->vsn == PHX_VSN_1)) {
+    if (pc->vsn == PHX_VSN_2 && ch->supabase && is_event(&rf, "broadcast") &&
+        phx__send_binary_cast(c, ch, p, n))
+        return; /* a binary payload, as realtime-js's binary frame */
+    if (ch->topic[rf.room_len] == '\0' && (!state || pc->vsn == PHX_VSN_1)) {
         own = payload_ref(f); /* the shared frame names the socket's topic */
     } else {
         own = for_channel(pc->vsn, ch, &rf, p, n, state);

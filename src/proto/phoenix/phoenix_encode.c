@@ -257,7 +257,9 @@ static struct payload *enc_snapshot(enum phx_vsn vsn, const struct room_snapshot
     return p;
 }
 
-/* Supabase's broadcast envelope, for every sender's event. */
+/* Supabase's broadcast envelope, for every sender's event; a binary
+ * payload is its base64 string, and the envelope ends with
+ * PHX_CAST_BINARY_TAIL (phoenix_encode.h). */
 static struct payload *enc_broadcast(enum phx_vsn vsn, const struct room_broadcast_event *ev)
 {
     struct buf in = {0}, b = {0};
@@ -266,8 +268,13 @@ static struct payload *enc_broadcast(enum phx_vsn vsn, const struct room_broadca
     buf_append_str(&in, "{\"type\":\"broadcast\",\"event\":");
     json_append_cstr(&in, ev->event);
     buf_append_str(&in, ",\"payload\":");
-    buf_append_str(&in, ev->data[0] ? ev->data : "null");
-    buf_append_str(&in, "}");
+    if (room_broadcast_is_binary(ev)) {
+        json_append_cstr(&in, ev->data + 1); /* base64 needs no escapes */
+        buf_append_str(&in, PHX_CAST_BINARY_TAIL);
+    } else {
+        buf_append_str(&in, ev->data[0] ? ev->data : "null");
+        buf_append_str(&in, "}");
+    }
     p = push_frame(vsn, ev->room, EV_CAST, &in, &b);
     buf_release(&in);
     buf_release(&b);

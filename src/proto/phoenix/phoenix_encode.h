@@ -10,7 +10,12 @@
  *                   patch the metas that are new (joins) and those that
  *                   went (leaves), matched by phx_ref
  *   broadcast       "broadcast" {"type":"broadcast","event":E,"payload":D}
- *                   (Supabase's envelope, whoever sent it)
+ *                   (Supabase's envelope, whoever sent it); a binary
+ *                   payload (adapter.h ROOM_CAST_BINARY) is D = its base64
+ *                   string and ends the envelope with ,"encoding":"base64"
+ *                   (PHX_CAST_BINARY_TAIL), which send_room turns into
+ *                   realtime-js's binary frame on a realtime: channel
+ *                   under vsn 2.0.0 (phoenix_bin.h)
  *   errors, acks    an internal record (below), not a frame
  *   the rest        nothing: a Phoenix socket has no welcome, acks or
  *                   watch lists
@@ -47,6 +52,9 @@
 #include "phoenix_msg.h"
 
 #define PHX_RECORD 0x01 /* first byte of an error or ack record */
+/* How a binary broadcast's envelope ends: after a JSON payload the
+ * envelope ends with "}", so a valid payload never produces this tail. */
+#define PHX_CAST_BINARY_TAIL ",\"encoding\":\"base64\"}"
 
 extern const struct proto_adapter phoenix_adapter_v2;
 extern const struct proto_adapter phoenix_adapter_v1;

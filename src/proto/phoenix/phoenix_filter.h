@@ -10,7 +10,9 @@
  *   presence_state: the blockers' keys are taken out;
  *   presence_diff: the blockers' keys leave joins and leaves; a diff left
  *       with neither is not sent;
- *   everything else (Supabase broadcasts carry no sender): as it is.
+ *   everything else: as it is (a broadcast names no sender in its frame:
+ *       the engine drops a blocker's broadcasts for the users it blocks
+ *       before they reach any filter, engine__room_on_event()).
  * A frame that is not one of the adapter's own pushes is passed on
  * untouched: the filter never makes a frame up.
  */

@@ -131,5 +131,10 @@ void phx__ev_broadcast(struct client *c, const struct phx_msg *m, struct chan *c
 void phx__ev_access_token(struct client *c, const struct phx_msg *m, const cJSON *p);
 /* realtime-js's binary broadcast push (vsn 2.0.0) of n bytes at p. */
 void phx__on_binary(struct client *c, const char *p, size_t n);
+/* Sends the shared broadcast frame (p, n: vsn 2.0.0 text) to ch, a
+ * realtime: channel of c's, as realtime-js's binary frame when it carries
+ * a binary payload (phoenix_encode.h): true when that is done (or the
+ * frame dropped), false when the text frame is for c as it is. */
+bool phx__send_binary_cast(struct client *c, const struct chan *ch, const char *p, size_t n);
 
 #endif

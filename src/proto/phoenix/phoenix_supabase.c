@@ -9,7 +9,10 @@
  */
 #include "phoenix_internal.h"
 
+#include <openssl/evp.h>
+
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +23,9 @@
 #include "json.h"
 #include "phoenix.h"
 #include "phoenix_bin.h"
+#include "phoenix_encode.h"
 #include "utf8.h"
+#include "wsconn.h"
 
 /* The merge patch that turns ch's meta old into its meta now (members of
  * old that are not in now become null), with the new phx_ref and prev. */
@@ -145,10 +150,20 @@ uint64_t phoenix__conn_of(const char *tag)
     return conn;
 }
 
-/* Relays event with data (JSON text) to the room's other sockets, of
- * every protocol, and the sender's own when ch->self. */
+/* ROOM_CAST_BINARY and the base64 of the n bytes at p, a heap string. */
+static char *binary_data(const char *p, size_t n)
+{
+    char *out = xmalloc(2 + 4 * ((n + 2) / 3));
+
+    out[0] = ROOM_CAST_BINARY;
+    EVP_EncodeBlock((unsigned char *)out + 1, (const unsigned char *)p, (int)n);
+    return out; /* EVP_EncodeBlock writes the NUL */
+}
+
+/* Relays event with data (JSON text, or n bytes when bin) to the room's
+ * other sockets, of every protocol, and the sender's own when ch->self. */
 static void cast(struct client *c, const struct phx_msg *m, struct chan *ch, const char *event,
-                 const char *data, size_t n)
+                 const char *data, size_t n, bool bin)
 {
     char tag[48], *copy;
     struct room_broadcast_event ev;
@@ -161,7 +176,7 @@ static void cast(struct client *c, const struct phx_msg *m, struct chan *ch, con
         phx__reply(c, m, false, "a broadcast needs an event name of 1-64 bytes");
         return;
     }
-    if (n > CAST_BYTES || json_check(data, n) != 0) {
+    if (n > CAST_BYTES || (!bin && json_check(data, n) != 0)) {
         phx__reply(c, m, false, "a broadcast payload is one JSON value of at most 32 KiB");
         return;
     }
@@ -169,8 +184,13 @@ static void cast(struct client *c, const struct phx_msg *m, struct chan *ch, con
         phx__reply(c, m, false, "Too many messages per second");
         return;
     }
+    if (engine__room_ephemerals_held(c)) { /* asked to hide: as native's ephemerals */
+        if (m->has_ref)
+            phx__reply(c, m, true, NULL);
+        return;
+    }
     socket_tag(client_conn_id(c), tag);
-    copy = xstrndup(data, n);
+    copy = bin ? binary_data(data, n) : xstrndup(data, n);
     ev = (struct room_broadcast_event){.room = ch->room,
                                        .event = event,
                                        .data = copy,
@@ -188,7 +208,7 @@ void phx__ev_broadcast(struct client *c, const struct phx_msg *m, struct chan *c
     char *text = data ? cJSON_PrintUnformatted(data) : NULL;
 
     cast(c, m, ch, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "event")),
-         text ? text : "null", text ? strlen(text) : 4);
+         text ? text : "null", text ? strlen(text) : 4, false);
     cJSON_free(text);
 }
 
@@ -228,9 +248,53 @@ void phx__on_binary(struct client *c, const char *p, size_t n)
         phx__reply(c, &m, false, "unmatched topic");
         return;
     }
-    if (!b.json) {
-        phx__reply(c, &m, false, "binary broadcast payloads are not supported: send JSON");
-        return;
-    }
-    cast(c, &m, ch, event, b.payload.p, b.payload.n);
+    cast(c, &m, ch, event, b.payload.p, b.payload.n, !b.json);
+}
+
+/* The bytes of base64 text (p, n) into out (room for 3 * n / 4 + 3);
+ * their count, or -1 when it is not base64. */
+static int unbase64(const char *p, size_t n, unsigned char *out)
+{
+    int len;
+
+    if (n % 4 != 0 || n > INT_MAX)
+        return -1;
+    len = EVP_DecodeBlock(out, (const unsigned char *)p, (int)n);
+    if (len < 0)
+        return -1;
+    for (size_t i = n; i > 0 && p[i - 1] == '='; i--)
+        len--; /* EVP_DecodeBlock counts the padding as bytes */
+    return len;
+}
+
+bool phx__send_binary_cast(struct client *c, const struct chan *ch, const char *p, size_t n)
+{
+    static const char tail[] = PHX_CAST_BINARY_TAIL "]";
+    size_t tn = sizeof(tail) - 1;
+    cJSON *root, *env;
+    const char *event, *b64;
+    struct phx_bin_span topic, name;
+    struct buf out = {0};
+    unsigned char *bytes;
+    int len;
+
+    if (!c->ws || n < tn || memcmp(p + n - tn, tail, tn) != 0)
+        return false; /* JSON: the text frame as it is */
+    root = cJSON_ParseWithLength(p, n);
+    env = cJSON_GetArrayItem(root, 4);
+    event = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env, "event"));
+    b64 = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env, "payload"));
+    if (!event || !b64)
+        abort(); /* our own frame (phoenix_encode.c): only OOM fails */
+    bytes = xmalloc(strlen(b64) / 4 * 3 + 3);
+    len = unbase64(b64, strlen(b64), bytes);
+    topic = (struct phx_bin_span){ch->topic, strlen(ch->topic)};
+    name = (struct phx_bin_span){event, strlen(event)};
+    if (len >= 0 &&
+        phx_bin_encode_cast(&out, &topic, &name, (const char *)bytes, (size_t)len, false) == 0)
+        wsconn_send_binary(c->ws, out.data, out.len);
+    buf_release(&out);
+    free(bytes);
+    cJSON_Delete(root);
+    return true;
 }

@@ -327,6 +327,10 @@ static void msg_client_event(struct client *c, const char *event, const cJSON *r
         cJSON_free(text);
         return;
     }
+    if (engine__room_ephemerals_held(c)) { /* asked to hide: dropped, as native's ephemerals */
+        cJSON_free(text);
+        return;
+    }
     pusher_socket_id(client_conn_id(c), sid);
     ev = (struct room_broadcast_event){.room = room,
                                        .event = event,

@@ -283,7 +283,10 @@ static struct payload *enc_room_broadcast(const struct room_broadcast_event *ev)
     struct buf b = {0};
 
     head(&b, ev->event, channel_of(ev->room, channel));
-    buf_append_str(&b, ev->data);
+    if (room_broadcast_is_binary(ev))
+        json_append_cstr(&b, ev->data + 1); /* a binary payload: its base64 as the data */
+    else
+        buf_append_str(&b, ev->data);
     if (ev->user[0] && pusher_room_is_presence(ev->room)) {
         buf_append_str(&b, ",\"user_id\":");
         json_append_cstr(&b, ev->user);
