@@ -136,6 +136,8 @@ static void room_error(struct engine *e, uint64_t conn_id, int err, const char *
 static void send_event(struct engine *e, const struct rsub *s, bool droppable, uint64_t epoch,
                        uint64_t seq, const struct adapter_frames *fs, uint64_t exclude)
 {
+    uint64_t born = time_mono_us();
+
     for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
         struct adapter_frames mine;
         struct emsg *em;
@@ -143,6 +145,7 @@ static void send_event(struct engine *e, const struct rsub *s, bool droppable, u
         if (!(s->workers & (1ull << i)))
             continue;
         em = emsg_new(OP_REVENT, exclude);
+        em->born_us = born;
         emsg_set_id(&em->room, s->room);
         em->arg = droppable;
         em->epoch = epoch;
