@@ -55,12 +55,13 @@ const struct proto_adapter *frame_adapter(const struct client *c)
  * connection's age then is the handshake (presenced_handshake_seconds). */
 static void observe_handshake(struct client *c)
 {
-    const char *name = frame_adapter(c)->name;
     enum metrics_hist_id id = MH_HANDSHAKE_NATIVE;
+    const char *name;
     uint64_t ms;
 
     if (!conn_first_message(wsconn_to_conn(c->ws), &ms))
         return;
+    name = frame_adapter(c)->name;
     if (strncmp(name, "phoenix", 7) == 0)
         id = MH_HANDSHAKE_PHOENIX;
     else if (strcmp(name, "pusher") == 0)

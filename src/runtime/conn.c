@@ -482,15 +482,6 @@ size_t conn_input_len(const struct conn *c)
     return c->busy ? c->busy->in.len : 0;
 }
 
-bool conn_first_message(struct conn *c, uint64_t *age_ms)
-{
-    if (c->flags & CONN_GREETED)
-        return false;
-    c->flags |= CONN_GREETED;
-    *age_ms = (uint16_t)((uint16_t)loop_now(c->pool->loop) - c->born_ms);
-    return true;
-}
-
 size_t conn_output_len(const struct conn *c)
 {
     return c->busy ? c->busy->out_bytes : 0;

@@ -211,9 +211,17 @@ size_t conn_input_len(const struct conn *c);  /* leftover input bytes kept */
 size_t conn_output_len(const struct conn *c); /* unwritten output bytes queued */
 /* The first call for c sets *age_ms to the milliseconds since conn_new()
  * (loop time, modulo 65,536: an older connection reads younger) and
- * returns true; later calls return false. A protocol calls it with its
- * first message on c, for the handshake histogram. */
-bool conn_first_message(struct conn *c, uint64_t *age_ms);
+ * returns true; later calls return false. A protocol calls it with each
+ * message it sends on c (inline: after the first, one flag test), for the
+ * handshake histogram. */
+static inline bool conn_first_message(struct conn *c, uint64_t *age_ms)
+{
+    if (c->flags & CONN_GREETED)
+        return false;
+    c->flags |= CONN_GREETED;
+    *age_ms = (uint16_t)((uint16_t)loop_now(c->pool->loop) - c->born_ms);
+    return true;
+}
 /* Loop ms when the output queue went over the soft limit; 0 while below. */
 uint64_t conn_soft_since(const struct conn *c);
 /* Arms c->timer (ops->on_timer) delay_ms from now; re-arms if armed.
