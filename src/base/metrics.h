@@ -7,6 +7,15 @@
  * handler (on any worker) reads every worker's struct. Fields are relaxed
  * atomics updated with a plain load+store (no lock prefix on x86), so the
  * hot path pays nothing and readers see torn-free values.
+ *
+ * Histograms (latencies) are kept the same way: each worker's struct holds
+ * its own shard of every histogram (a count per bucket, not cumulative,
+ * and the sum), and /metrics merges the workers' shards into one
+ * Prometheus histogram per label set (no worker label): cumulative
+ * _bucket{le=...} lines, +Inf equal to _count, and _sum in seconds. An
+ * observation is a short scan of at most METRICS_HIST_BOUNDS bounds and
+ * two relaxed load+stores. Each histogram has fixed bounds chosen for what
+ * it measures (metrics.c, hist_defs[]).
  */
 #ifndef METRICS_H
 #define METRICS_H
@@ -19,6 +28,34 @@
 /* WebSocket close codes tracked individually; anything else is "other". */
 #define METRICS_CLOSE_CODES 13
 extern const unsigned metrics_close_codes[METRICS_CLOSE_CODES];
+
+/* The histograms, one slot each in struct metrics.hist. Consecutive ids
+ * with the same name are one metric with different labels. */
+enum metrics_hist_id {
+    MH_FANOUT,            /* presenced_fanout_seconds */
+    MH_STORE_SET_PRIVACY, /* presenced_store_seconds{op=...}, one per op */
+    MH_STORE_CONTACTS,    /* ... add, remove and replace */
+    MH_STORE_BLOCK,       /* ... block and unblock */
+    MH_STORE_LASTSEEN_WRITE,
+    MH_STORE_GET_PRIVACY,
+    MH_STORE_GET_RELATIONS,
+    MH_STORE_LIST_BLOCKERS,
+    MH_STORE_LASTSEEN_READ,
+    MH_STORE_LASTSEEN_LOAD,
+    MH_REDIS,            /* presenced_redis_seconds */
+    MH_HANDSHAKE_NATIVE, /* presenced_handshake_seconds{proto=...} */
+    MH_HANDSHAKE_PUSHER,
+    MH_HANDSHAKE_PHOENIX,
+    MH_COUNT /* not a histogram: how many there are */
+};
+
+#define METRICS_HIST_BOUNDS 16 /* finite bucket bounds at most */
+
+/* One worker's shard of a histogram. */
+struct metrics_hist {
+    _Atomic uint64_t n[METRICS_HIST_BOUNDS + 1]; /* per bucket; the last: above every bound */
+    _Atomic uint64_t sum_us;                     /* observed microseconds */
+};
 
 struct metrics {
     _Atomic uint64_t conns_accepted;      /* counter */
@@ -62,6 +99,11 @@ struct metrics {
     _Atomic uint64_t webhooks_dropped;           /* counter: events/messages dropped */
     _Atomic uint64_t webhooks_queued;            /* gauge: messages waiting or in flight */
     _Atomic uint64_t webhook_endpoints_disabled; /* counter: endpoints given up */
+    /* queue depths */
+    _Atomic uint64_t bus_backlog;   /* gauge: messages sent over the bus, not yet taken */
+    _Atomic uint64_t output_bytes;  /* gauge: bytes queued on this worker's sockets, unwritten */
+    _Atomic uint64_t store_pending; /* gauge: store requests submitted here, callbacks not run */
+    struct metrics_hist hist[MH_COUNT];
 };
 
 #define METRIC_ADD(m, field, n)                                                          \
@@ -73,7 +115,11 @@ struct metrics {
 #define METRIC_GET(m, field)    atomic_load_explicit(&(m)->field, memory_order_relaxed)
 
 void metrics_count_close(struct metrics *m, unsigned code);
-/* Appends the Prometheus text for n workers' metrics to out. */
+/* Records one observation of us microseconds in histogram id of m. Only
+ * m's worker (its only writer) calls it. */
+void metrics_observe(struct metrics *m, enum metrics_hist_id id, uint64_t us);
+/* Appends the Prometheus text for n workers' metrics to out: the
+ * per-worker samples, then the histograms merged over the n workers. */
 void metrics_render(struct buf *out, struct metrics *const *per_worker, unsigned n);
 
 /* Process-wide metrics that are no worker's (the dependency gauges, the

@@ -1287,6 +1287,7 @@ void cluster_attach(struct cluster *cl, struct worker *w, const struct cluster_h
     if (w->id != cl->cfg.home)
         return;
     cl->loop = w->loop;
+    cl->cfg.redis.metrics = &w->metrics;
     cl->r = redis_new(w->loop, &cl->cfg.topo, &cl->cfg.redis, &events, cl);
     cl->s_put = redis_script(cl->r, script_user_put);
     cl->s_renew = redis_script(cl->r, script_node_renew);

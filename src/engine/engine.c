@@ -136,7 +136,12 @@ static void update_metrics(struct engine *e)
     struct metrics *m = &e->w->metrics;
     struct presence_stats ps;
     struct room_stats rs;
+    uint64_t backlog = 0;
 
+    /* As cheap as the check owner_send() makes on every message. */
+    for (unsigned to = 0; to < e->w->srv->nworkers; to++)
+        backlog += bus_backlog(e->w->srv->bus, e->w->id, to);
+    METRIC_SET(m, bus_backlog, backlog);
     presence_get_stats(e->pres, &ps);
     room_get_stats(e->rooms, &rs);
     METRIC_SET(m, sessions, ps.sessions);

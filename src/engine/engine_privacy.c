@@ -1193,6 +1193,7 @@ void engine__privacy_init(struct engine *e)
 {
     list_init(&e->plru);
     e->inbox = store_inbox_new();
+    store_inbox_observe(e->inbox, &e->w->metrics);
     if (loop_io_start(e->w->loop, &e->inbox_io, store_inbox_fd(e->inbox), EPOLLIN, on_inbox) < 0)
         fatal("engine", "epoll_ctl");
 }

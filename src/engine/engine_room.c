@@ -145,6 +145,8 @@ static void send_event(struct engine *e, const struct rsub *s, bool droppable, u
                        uint64_t seq, const struct adapter_frames *fs, uint64_t exclude,
                        const char *from)
 {
+    uint64_t born = time_mono_us();
+
     for (unsigned i = 0; i < e->w->srv->nworkers; i++) {
         struct adapter_frames mine;
         struct emsg *em;
@@ -152,6 +154,7 @@ static void send_event(struct engine *e, const struct rsub *s, bool droppable, u
         if (!(s->workers & (1ull << i)))
             continue;
         em = emsg_new(OP_REVENT, exclude);
+        em->born_us = born;
         emsg_set_id(&em->room, s->room);
         em->arg = droppable;
         em->epoch = epoch;

@@ -10,6 +10,7 @@
 
 #include "client.h"
 #include "engine_state.h"
+#include "metrics.h"
 #include "msg.h"
 #include "owner.h"
 #include "room.h"
@@ -49,10 +50,31 @@ const struct proto_adapter *frame_adapter(const struct client *c)
     return adapter_get(c->proto);
 }
 
+/* The first frame a WebSocket client is sent is its protocol's first
+ * message (welcome, pusher:connection_established, a phx_reply): its
+ * connection's age then is the handshake (presenced_handshake_seconds). */
+static void observe_handshake(struct client *c)
+{
+    enum metrics_hist_id id = MH_HANDSHAKE_NATIVE;
+    const char *name;
+    uint64_t ms;
+
+    if (!conn_first_message(wsconn_to_conn(c->ws), &ms))
+        return;
+    name = frame_adapter(c)->name;
+    if (strncmp(name, "phoenix", 7) == 0)
+        id = MH_HANDSHAKE_PHOENIX;
+    else if (strcmp(name, "pusher") == 0)
+        id = MH_HANDSHAKE_PUSHER;
+    metrics_observe(&c->e->w->metrics, id, ms * 1000);
+}
+
 void frame_send(struct client *c, struct payload *f)
 {
     if (!f)
         return; /* the protocol has no such message */
+    if (c->ws)
+        observe_handshake(c);
     frame_adapter(c)->send(c, f);
     payload_unref(f);
 }

@@ -14,6 +14,7 @@
 #include "engine_room.h"
 #include "engine_state.h"
 #include "http_read.h"
+#include "metrics.h"
 #include "room_count.h"
 #include "session.h"
 #include "watch.h"
@@ -111,6 +112,8 @@ void engine__dispatch(struct worker *w, struct bus_msg *m)
     /* Every op has a handler: a message is only made by this engine. */
     assert(em->op < OP_COUNT && ops[em->op]);
     ops[em->op](engine_of(w), em);
+    if (em->born_us) /* one observation per batch of recipients, not per recipient */
+        metrics_observe(&w->metrics, MH_FANOUT, time_mono_us() - em->born_us);
     if (!em->parked)
         emsg_free(&em->msg);
 }

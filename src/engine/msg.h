@@ -139,6 +139,8 @@ struct emsg {
     uint64_t expires_in; /* OP_STATUS/OP_CUSTOM: ms, 0 = none */
     uint64_t version;    /* OP_VIEW/OP_PRESENCE */
     uint64_t query;      /* OP_QUERY/OP_ANSWER: the origin's struct query */
+    uint64_t born_us;    /* OP_PRESENCE/OP_REVENT: time_mono_us() of the owner's event,
+                          * observed as presenced_fanout_seconds once delivered; 0 = none */
     const char *uid;
     const char *sid;
     const char *ref;       /* the client's ref as JSON text ("" = none) */

@@ -433,6 +433,7 @@ void watch__republish(struct engine *e, struct sub *s, const struct presence_vie
 {
     struct payload *frames[PRIVACY_NCLASS] = {0};
     uint64_t workers = sub_workers(s);
+    uint64_t born; /* the transition's time, for presenced_fanout_seconds */
     bool any = false;
     uint8_t online = 0;
 
@@ -451,11 +452,13 @@ void watch__republish(struct engine *e, struct sub *s, const struct presence_vie
         online |= (uint8_t)(engine__view_online(e, truth, k) << k);
         any = true;
     }
+    born = any ? time_mono_us() : 0;
     for (unsigned i = 0; any && i < e->w->srv->nworkers; i++) {
         struct emsg *em;
         if (!(workers & (1ull << i)))
             continue;
         em = emsg_new(OP_PRESENCE, 0);
+        em->born_us = born;
         emsg_set_id(&em->uid, truth->user);
         em->version = truth->version;
         em->online = online;

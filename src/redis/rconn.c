@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "redis.h"
 #include "util.h"
 
@@ -101,6 +102,7 @@ void rconn_send(struct rconn *c, const char *cmd, size_t len, struct rconn_req *
     buf_append(&c->out, cmd, len);
     if (req) {
         req->sent_at = loop_now(c->loop);
+        req->sent_us = 0;
         list_insert_tail(&c->fifo, &req->link);
     }
     if (c->state == RCONN_OPEN)
@@ -157,6 +159,20 @@ static void fail(struct rconn *c, int err)
     assert(list_empty(&reqs));
 }
 
+/* The requests queued since the last write went out with this one: they
+ * are the FIFO's unstamped tail. */
+static void stamp_sent(struct rconn *c)
+{
+    uint64_t now = time_mono_us();
+
+    for (struct list *pos = c->fifo.prev; pos != &c->fifo; pos = pos->prev) {
+        struct rconn_req *req = container_of(pos, struct rconn_req, link);
+        if (req->sent_us)
+            break;
+        req->sent_us = now;
+    }
+}
+
 void rconn_flush(struct rconn *c)
 {
     ssize_t n;
@@ -175,6 +191,8 @@ void rconn_flush(struct rconn *c)
         }
     }
     c->out_off += (size_t)n;
+    if (n > 0 && c->metrics)
+        stamp_sent(c);
     if (c->out_off == c->out.len) {
         c->out.len = c->out_off = 0;
         loop_io_set(c->loop, &c->io, EPOLLIN);
@@ -206,6 +224,7 @@ static void on_connected(struct rconn *c)
 static void dispatch(struct rconn *c)
 {
     unsigned gen = c->gen;
+    uint64_t now = c->metrics ? time_mono_us() : 0; /* one reading per read */
 
     for (;;) {
         void *reply = NULL;
@@ -225,6 +244,8 @@ static void dispatch(struct rconn *c)
             }
             req = container_of(list_first(&c->fifo), struct rconn_req, link);
             list_del(&req->link);
+            if (req->sent_us && c->metrics)
+                metrics_observe(c->metrics, MH_REDIS, now - req->sent_us);
         }
         c->ops->reply(c, req, reply);
         freeReplyObject(reply);

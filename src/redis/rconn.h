@@ -28,12 +28,14 @@
 #include "list.h"
 #include "loop.h"
 
+struct metrics;
 struct rconn;
 
 /* A request waiting for its reply: embedded in the owner's command. */
 struct rconn_req {
     struct list link; /* private: the connection's FIFO */
     uint64_t sent_at; /* loop ms when rconn_send() queued it */
+    uint64_t sent_us; /* with metrics: time_mono_us() of the write that sent it, 0 before */
 };
 
 struct rconn_ops {
@@ -77,6 +79,10 @@ struct rconn {
     uint64_t since;         /* loop ms of the last state change */
     unsigned gen;           /* bumped by every close: callbacks notice one */
     uint64_t writes;        /* write() calls, ever */
+
+    /* NULL, or where replies' round trips are observed (MH_REDIS): one
+     * clock reading per write and one per read. */
+    struct metrics *metrics;
 };
 
 /* Zero-fills and initialises c (idle). flushq: the list the owner's hook

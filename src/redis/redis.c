@@ -49,6 +49,7 @@ void redis_options_init(struct redis_options *o)
     o->backoff_cap_ms = 5000;
     o->linger_ms = 30000;
     o->max_pending = 100000;
+    o->metrics = NULL;
 }
 
 /* ---- small helpers ---- */
@@ -769,6 +770,7 @@ static struct master *master_new(struct redis *r, const struct redis_endpoint *e
     m->idx = r->nm;
     m->ep = *ep;
     rconn_init(&m->cmd, r->loop, &r->flushq, &cmd_ops, m);
+    m->cmd.metrics = r->o.metrics;
     wheel_timer_init(&m->cmd_retry, on_cmd_retry);
     list_init(&m->queued);
     redis__sub_init(m);

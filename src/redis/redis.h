@@ -73,6 +73,7 @@
 #include "util.h"
 
 struct loop;
+struct metrics;
 struct redis;
 
 #define REDIS_ENDPOINTS_MAX 64  /* shards or seeds in one topology */
@@ -140,6 +141,8 @@ struct redis_options {
     uint32_t backoff_cap_ms;   /* 5000 */
     uint32_t linger_ms;        /* 30000: a channel's unsubscribe waits this long */
     uint32_t max_pending;      /* 100000 commands waiting per master */
+    struct metrics *metrics;   /* NULL; else the loop's worker's: each command's round
+                                * trip is observed there (presenced_redis_seconds) */
 };
 
 /* Fills o with the defaults above. */

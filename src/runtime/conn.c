@@ -143,6 +143,7 @@ static void out_drop_all(struct conn_busy *b)
     b->out = b->ring;
     b->out_cap = CONN_RING_INLINE;
     b->out_head = b->out_count = 0;
+    METRIC_SUB(b->c->pool->metrics, output_bytes, b->out_bytes);
     b->out_bytes = 0;
     b->kernel_bytes = 0;
 }
@@ -224,6 +225,7 @@ struct conn *conn_new(struct conn_pool *pool, int fd, const struct conn_ops *ops
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &pool->sndbuf, sizeof(pool->sndbuf));
     c->ops = ops;
     c->proto = proto;
+    c->born_ms = (uint16_t)loop_now(pool->loop);
     wheel_timer_init(&c->timer, conn_on_timer);
     list_init(&c->link_all);
     list_insert_tail(&pool->all, &c->link_all);
@@ -275,6 +277,7 @@ static void out_drop_unstarted(struct conn_busy *b)
     for (uint32_t i = keep; i < b->out_count; i++) {
         struct conn_chunk *ch = &b->out[(b->out_head + i) & (b->out_cap - 1)];
         b->out_bytes -= ch->p->len - ch->off;
+        METRIC_SUB(b->c->pool->metrics, output_bytes, ch->p->len - ch->off);
         payload_unref(ch->p);
     }
     b->out_count = keep;
@@ -385,6 +388,7 @@ static void queue_bytes(struct conn_busy *b, const char *p, size_t n)
         p += k;
         n -= k;
         b->out_bytes += k;
+        METRIC_ADD(b->c->pool->metrics, output_bytes, k);
     }
 }
 
@@ -406,6 +410,7 @@ static void queue_payload(struct conn_busy *b, struct payload *p)
     }
     out_push(b, payload_ref(p));
     b->out_bytes += p->len;
+    METRIC_ADD(b->c->pool->metrics, output_bytes, p->len);
 }
 
 void conn_write_payload(struct conn *c, struct payload *p)
@@ -767,6 +772,7 @@ static size_t fill_iov(const struct conn_busy *b, struct iovec *iov)
 static void advance(struct conn_busy *b, size_t n)
 {
     b->out_bytes -= n;
+    METRIC_SUB(b->c->pool->metrics, output_bytes, n);
     while (n > 0) {
         struct conn_chunk *ch = &b->out[b->out_head];
         size_t left = ch->p->len - ch->off;

@@ -122,6 +122,7 @@ struct conn_pool {
 #define CONN_READ_PAUSED 0x10u /* input is discarded (after EOF or close-after) */
 #define CONN_SHUT_WR     0x20u /* our side shut down; waiting for the peer's EOF */
 #define CONN_BULK        0x40u /* on pool->bulk, not pool->pending */
+#define CONN_GREETED     0x80u /* conn_first_message() was called */
 
 /* The peer's IP address, binary: IPv4 inline, and so is an IPv4-mapped
  * IPv6 address (what a dual-stack listener reports for an IPv4 client);
@@ -163,6 +164,7 @@ struct conn {
     bool peer_v4mapped;         /* AF_INET6 ::ffff:a.b.c.d, kept in peer_ip.v4 */
     uint8_t flags;              /* CONN_* */
     uint8_t addr_state;         /* enum addrcap_state: how pool->addrs counts it */
+    uint16_t born_ms;           /* loop ms of conn_new(), mod 2^16 (conn_first_message) */
 };
 
 /*
@@ -207,6 +209,19 @@ void conn_close_after_flush(struct conn *c);
 bool conn_is_closing(const struct conn *c);   /* closing or close-after-flush */
 size_t conn_input_len(const struct conn *c);  /* leftover input bytes kept */
 size_t conn_output_len(const struct conn *c); /* unwritten output bytes queued */
+/* The first call for c sets *age_ms to the milliseconds since conn_new()
+ * (loop time, modulo 65,536: an older connection reads younger) and
+ * returns true; later calls return false. A protocol calls it with each
+ * message it sends on c (inline: after the first, one flag test), for the
+ * handshake histogram. */
+static inline bool conn_first_message(struct conn *c, uint64_t *age_ms)
+{
+    if (c->flags & CONN_GREETED)
+        return false;
+    c->flags |= CONN_GREETED;
+    *age_ms = (uint16_t)((uint16_t)loop_now(c->pool->loop) - c->born_ms);
+    return true;
+}
 /* Loop ms when the output queue went over the soft limit; 0 while below. */
 uint64_t conn_soft_since(const struct conn *c);
 /* Arms c->timer (ops->on_timer) delay_ms from now; re-arms if armed.

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "store_backend.h"
 
 #define CHECK_MS 1000 /* longest time between two backend checks */
@@ -37,6 +38,7 @@ struct req {
     struct store_inbox *inbox; /* where the completion goes */
     int status;
     struct store_result result;
+    uint64_t submitted_us; /* time_mono_us() at submit(), with inbox->metrics */
 };
 
 struct req_list {
@@ -50,6 +52,9 @@ struct store_inbox {
     size_t inflight;      /* submitted, not yet in done */
     size_t undrained;     /* in done; only read under lock */
     int efd;              /* eventfd, written on empty -> non-empty */
+
+    /* The draining worker's, or NULL (store_inbox_observe). */
+    struct metrics *metrics;
 };
 
 const char *const store__vis_name[3] = {"everyone", "contacts", "nobody"};
@@ -525,6 +530,35 @@ struct store_inbox *store_inbox_new(void)
     return in;
 }
 
+void store_inbox_observe(struct store_inbox *in, struct metrics *m)
+{
+    in->metrics = m;
+}
+
+/* The histogram of each request kind (enum store_kind order). */
+static const enum metrics_hist_id kind_hist[] = {
+    [STORE_SET_PRIVACY] = MH_STORE_SET_PRIVACY,
+    [STORE_CONTACTS_ADD] = MH_STORE_CONTACTS,
+    [STORE_CONTACTS_REMOVE] = MH_STORE_CONTACTS,
+    [STORE_CONTACTS_REPLACE] = MH_STORE_CONTACTS,
+    [STORE_BLOCK] = MH_STORE_BLOCK,
+    [STORE_UNBLOCK] = MH_STORE_BLOCK,
+    [STORE_LASTSEEN_WRITE] = MH_STORE_LASTSEEN_WRITE,
+    [STORE_GET_PRIVACY] = MH_STORE_GET_PRIVACY,
+    [STORE_GET_RELATIONS] = MH_STORE_GET_RELATIONS,
+    [STORE_LIST_BLOCKERS] = MH_STORE_LIST_BLOCKERS,
+    [STORE_LASTSEEN_READ] = MH_STORE_LASTSEEN_READ,
+    [STORE_LASTSEEN_LOAD] = MH_STORE_LASTSEEN_LOAD,
+};
+
+/* A finished request's round trip and the pending count, on the draining
+ * worker's metrics; now is read once per drain. */
+static void observe_done(struct store_inbox *in, const struct req *r, uint64_t now)
+{
+    METRIC_SUB(in->metrics, store_pending, 1);
+    metrics_observe(in->metrics, kind_hist[r->args.kind], now - r->submitted_us);
+}
+
 int store_inbox_fd(const struct store_inbox *in)
 {
     return in->efd;
@@ -541,14 +575,18 @@ size_t store_inbox_drain(struct store_inbox *in)
     struct req *r, *next;
     size_t n = 0;
     ssize_t got = read(in->efd, &v, sizeof(v));
+    uint64_t now;
 
     (void)got; /* EAGAIN: nothing signalled, the list may still hold work */
     pthread_mutex_lock(&in->lock);
     r = in->done.head;
     in->done = (struct req_list){0};
     pthread_mutex_unlock(&in->lock);
+    now = r && in->metrics ? time_mono_us() : 0;
     for (; r; r = next, n++) {
         next = r->next;
+        if (in->metrics)
+            observe_done(in, r, now);
         r->cb(r->ctx, r->status, &r->result);
         req_free(r);
         pthread_mutex_lock(&in->lock);
@@ -603,6 +641,10 @@ static struct req *req_new(enum store_kind kind, const char *user, const char *o
 static int submit(struct store *s, struct store_inbox *in, struct req *r)
 {
     r->inbox = in;
+    if (in->metrics) {
+        r->submitted_us = time_mono_us();
+        METRIC_ADD(in->metrics, store_pending, 1);
+    }
     pthread_mutex_lock(&in->lock);
     in->inflight++;
     pthread_mutex_unlock(&in->lock);

@@ -117,6 +117,7 @@ struct store_result {
 
 struct store;
 struct store_inbox;
+struct metrics;
 
 /* status is 0 or a negative error (store_strerror()); r is never NULL. */
 typedef void store_cb(void *ctx, int status, const struct store_result *r);
@@ -185,6 +186,12 @@ struct store_inbox *store_inbox_new(void);
 
 /* Readable whenever completions wait; watch it for EPOLLIN. */
 int store_inbox_fd(const struct store_inbox *in);
+/* From now on, requests submitted with in count in m's store_pending
+ * until their callback runs, and each one's round trip (submit to the
+ * drain that runs its callback) is observed in m's presenced_store_seconds
+ * histogram of its kind. m is the draining worker's (its only writer);
+ * NULL stops it. Before the first submission with in. */
+void store_inbox_observe(struct store_inbox *in, struct metrics *m);
 
 /*
  * Clears the eventfd and runs the callbacks of every completion posted so

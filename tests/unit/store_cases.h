@@ -75,6 +75,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "store.h"
 #include "util.h"
 
@@ -447,6 +448,43 @@ static void order_cb(void *ctx, int status, const struct store_result *r)
  * Mixed writes and reads in one submission burst: completions must come
  * back in submission order, and every read must see the writes before it.
  */
+/* The requests of histogram id counted by m's shard of it. */
+static uint64_t observed(struct metrics *m, enum metrics_hist_id id)
+{
+    uint64_t n = 0;
+
+    for (unsigned b = 0; b <= METRICS_HIST_BOUNDS; b++)
+        n += METRIC_GET(&m->hist[id], n[b]);
+    return n;
+}
+
+/* With store_inbox_observe(), each request counts in store_pending until
+ * its callback runs, and its round trip lands in its kind's histogram. */
+static void test_round_trips_observed(void **state)
+{
+    struct fix *f = *state;
+    struct metrics *m = calloc(1, sizeof(*m));
+    struct store_privacy p = {STORE_VIS_CONTACTS, STORE_VIS_NOBODY, false};
+    const char *ids[] = {"bob"};
+    struct rec w = {0}, x = {0}, y = {0};
+
+    store_inbox_observe(f->in, m);
+    assert_int_equal(store_set_privacy(f->s, f->in, "alice", &p, rec_cb, &w), 0);
+    assert_int_equal(store_contacts_add(f->s, f->in, "alice", ids, 1, rec_cb, &x), 0);
+    assert_int_equal(store_get_privacy(f->s, f->in, "alice", rec_cb, &y), 0);
+    assert_int_equal(METRIC_GET(m, store_pending), 3);
+    wait_all(f->in);
+    assert_int_equal(w.calls + x.calls + y.calls, 3);
+    assert_int_equal(METRIC_GET(m, store_pending), 0);
+    assert_int_equal(observed(m, MH_STORE_SET_PRIVACY), 1);
+    assert_int_equal(observed(m, MH_STORE_CONTACTS), 1);
+    assert_int_equal(observed(m, MH_STORE_GET_PRIVACY), 1);
+    assert_int_equal(observed(m, MH_STORE_BLOCK), 0);
+    assert_true(METRIC_GET(&m->hist[MH_STORE_GET_PRIVACY], sum_us) < 10000000);
+    store_inbox_observe(f->in, NULL);
+    free(m);
+}
+
 static void test_completion_order(void **state)
 {
     struct fix *f = *state;

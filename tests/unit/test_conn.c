@@ -154,6 +154,54 @@ static void test_many_writes_one_writev(void **state)
     assert_null(c->busy); /* idle again: no output memory */
 }
 
+/* The worker's output_bytes gauge follows every connection's queue: up
+ * with writes, down with writev, with dropped output and with a close. */
+static void test_output_bytes_gauge(void **state)
+{
+    struct fixture *f = *state;
+    struct payload *p = payload_new(4096);
+    struct conn *c;
+    char chunk[1000];
+
+    f->pool.out_hard_limit = 10000;
+    c = new_conn(f, &rec_ops);
+    memset(p->data, 'p', 4096);
+    p->len = 4096;
+    conn_write(c, "0123456789", 10);
+    conn_write_payload(c, p);
+    assert_int_equal(METRIC_GET(&f->metrics, output_bytes), 4106);
+    assert_int_equal(METRIC_GET(&f->metrics, output_bytes), conn_output_len(c));
+    conn_pool_flush(f->loop, &f->pool);
+    assert_int_equal(METRIC_GET(&f->metrics, output_bytes), 0);
+    memset(chunk, 'x', sizeof(chunk));
+    for (int i = 0; i < 11; i++) /* the 11th trips the hard limit: dropped */
+        conn_write(c, chunk, sizeof(chunk));
+    assert_int_equal(overflows, 1);
+    assert_int_equal(METRIC_GET(&f->metrics, output_bytes), conn_output_len(c));
+    conn_close(c);
+    assert_int_equal(METRIC_GET(&f->metrics, output_bytes), 0);
+    payload_unref(p);
+}
+
+/* conn_first_message(): the connection's age in loop ms, once. */
+static void test_first_message_age(void **state)
+{
+    struct fixture *f = *state;
+    /* 36 ms before the clock's low 16 bits wrap (it only moves forward) */
+    uint64_t t0 = loop_now(f->loop) / 65536 * 65536 + 2 * 65536 - 36;
+    struct conn *c;
+    uint64_t age = 0;
+
+    loop_set_clock(f->loop, t0);
+    c = new_conn(f, &rec_ops);
+    loop_set_clock(f->loop, t0 + 250);
+    assert_true(conn_first_message(c, &age));
+    assert_int_equal(age, 250);
+    loop_set_clock(f->loop, t0 + 5000);
+    assert_false(conn_first_message(c, &age));
+    assert_int_equal(age, 250);
+}
+
 static void test_shared_payload_is_referenced(void **state)
 {
     struct fixture *f = *state;
@@ -691,6 +739,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_many_writes_one_writev, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_payload_is_referenced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_output_bytes_gauge, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_first_message_age, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_count_drops_at_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hard_limit_trips_overflow_and_bounds_memory, setup,
                                         teardown),

@@ -4,7 +4,8 @@
  * test starts on free loopback ports (tests/unit/redis_servers.h): two
  * standalone servers and a 3-master Cluster.
  *
- * Standalone: pipelining (10,000 INCRs, in order, in few writes), a
+ * Standalone: pipelining (10,000 INCRs, in order, in few writes, each
+ * round trip observed in the metrics histogram), a
  * callback that queues more, EVALSHA with the NOSCRIPT fallback, SSUBSCRIBE
  * + SPUBLISH, refcount and linger over 500 flips, reconnect after a crash
  * (shard down/up, resubscribed), timeouts while the server is stopped,
@@ -24,6 +25,7 @@
 #include <cmocka.h>
 
 #include "loop.h"
+#include "metrics.h"
 #include "redis.h"
 #include "redis_servers.h"
 #include "util.h"
@@ -99,11 +101,14 @@ static void on_result(void *ctx, const redisReply *r, int err)
 
 /* ---- helpers ---- */
 
+static struct metrics *observe_into; /* redis_options.metrics of the next client */
+
 static struct redis_options opts(void)
 {
     struct redis_options o;
 
     redis_options_init(&o);
+    o.metrics = observe_into;
     o.timeout_ms = 300;
     o.probe_ms = 300;
     o.linger_ms = 200;
@@ -198,8 +203,10 @@ static void on_incr(void *ctx, const redisReply *r, int err)
 static void test_pipelining(void **state)
 {
     struct loop *l = loop_new();
+    struct metrics *m = (observe_into = calloc(1, sizeof(*m)));
     struct redis *r = solo_client(l, 1);
     struct redis_stats st;
+    uint64_t observed = 0;
     struct result del;
     const char *argv[] = {"INCR", "pipe"};
     size_t argvlen[] = {4, 4};
@@ -225,8 +232,15 @@ static void test_pipelining(void **state)
                   (unsigned long long)st.writes);
     assert_int_equal(seen.up[0], 1);
     assert_true(redis_all_up(r));
+    /* Every reply matched to its command's write, none twice. */
+    for (unsigned b = 0; b <= METRICS_HIST_BOUNDS; b++)
+        observed += METRIC_GET(&m->hist[MH_REDIS], n[b]);
+    assert_true(observed >= 10001 && observed <= st.replies);
+    assert_true(METRIC_GET(&m->hist[MH_REDIS], sum_us) > 0);
     redis_free(r);
     loop_free(l);
+    observe_into = NULL;
+    free(m);
 }
 
 static struct redis *chain_r;

@@ -490,6 +490,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_list_blockers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_summary, setup, teardown),
         cmocka_unit_test_setup_teardown(test_completion_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_round_trips_observed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_burst_shares_transactions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_many_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reopen_keeps_everything, setup, teardown),
