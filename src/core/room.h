@@ -514,6 +514,11 @@ typedef bool room_hide_fn(const char *user, void *ctx);
 int room_encode_info_for(const struct room_engine *e, const char *room, size_t limit,
                          room_hide_fn *hide, void *ctx, struct buf *out);
 void room_get_stats(const struct room_engine *e, struct room_stats *out);
+/* Calls fn(ctx, room, m) for every current member of every room (hidden
+ * ones included, leaving ones not), in no particular order; m is borrowed
+ * for the call. fn must not change e. For saving the rooms at a stop. */
+typedef void room_member_fn(void *ctx, const char *room, const struct room_member_view *m);
+void room_each_member(const struct room_engine *e, room_member_fn *fn, void *ctx);
 /* Admin API: appends {"room":id,"members":n,"visible":n} for every room
  * with members, comma-separated (*first: nothing appended yet; cleared). */
 void room_admin_list(const struct room_engine *e, struct buf *out, bool *first);

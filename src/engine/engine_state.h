@@ -67,6 +67,8 @@ struct engine {
     struct list hs_parked;             /* HTTP beats waiting to learn who holds their session */
     /* the drain's spread-out closes (drain.c): NULL until it begins */
     struct drain *drain;
+    /* saved and restored sessions (persist.c) */
+    bool restoring; /* engine_new is putting a clean stop's state back: no webhooks */
     /* durable last seen (lastseen.c) */
     struct ls_engine *lastseen;
     /* webhooks (hooks.c): NULL when none is configured */
