@@ -425,6 +425,13 @@ static bool room_visible_now(const struct puser *pu)
     return pu_loaded(pu) && privacy_room_visible(pu_set(pu)) && privacy_room_visible(pu_want(pu));
 }
 
+bool engine__privacy_hidden(struct engine *e, const char *uid)
+{
+    struct puser *pu = find_puser(e, uid);
+
+    return !pu || !pu_loaded(pu) || pu_set(pu)->invisible || pu_want(pu)->invisible;
+}
+
 bool engine__room_visible(struct engine *e, const char *uid)
 {
     struct puser *pu = find_puser(e, uid);

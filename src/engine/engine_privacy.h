@@ -43,6 +43,10 @@ bool engine__view_online(struct engine *e, const struct presence_view *truth, in
  * republishes to the user's watchers. */
 void engine__privacy_on_change(struct engine *e, const struct presence_view *old,
                                const struct presence_view *cur);
+/* True unless uid's settings are known (cached) and it is not invisible,
+ * nor becoming so: whether a clean stop must leave its sessions unsaved
+ * (persist.h; unknown settings count as hidden). */
+bool engine__privacy_hidden(struct engine *e, const char *uid);
 /* True while uid is visible in rooms (settings loaded and permitting). */
 bool engine__room_visible(struct engine *e, const char *uid);
 

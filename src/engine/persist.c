@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_privacy.h"
 #include "engine_room.h"
 #include "engine_state.h"
 #include "log.h"
@@ -39,6 +40,7 @@ struct persist {
     size_t nsess, capsess;
     struct pmember *mem; /* collected at stop */
     size_t nmem, capmem;
+    size_t hidden; /* sessions of invisible users, not collected */
 };
 
 struct persist *persist_new(void)
@@ -307,6 +309,7 @@ void engine__persist_restore(struct engine *e)
 
 struct collect_ctx {
     struct persist *ps;
+    struct engine *e;
     int64_t off;
 };
 
@@ -318,8 +321,17 @@ static int64_t to_wall(uint64_t mono, int64_t off)
 static void collect_session(void *ctx, const struct presence_session_info *si)
 {
     struct collect_ctx *cc = ctx;
-    struct saved_session *s = push_session(cc->ps);
+    struct saved_session *s;
 
+    /* An invisible user reads as offline to everyone else: restoring its
+     * session would only risk showing it (a first load of its settings
+     * while it is online freezes its last seen at that moment). Its
+     * client re-asserts instead; nobody else can tell. */
+    if (engine__privacy_hidden(cc->e, si->user)) {
+        cc->ps->hidden++;
+        return;
+    }
+    s = push_session(cc->ps);
     memcpy(s->sid, si->sid, strlen(si->sid) + 1);
     memcpy(s->user, si->user, strlen(si->user) + 1);
     s->device = si->device;
@@ -356,7 +368,7 @@ static void collect_member(void *ctx, const char *room, const struct room_member
 
 void engine__persist_collect(struct engine *e)
 {
-    struct collect_ctx cc = {e->env->persist, wall_offset(e)};
+    struct collect_ctx cc = {e->env->persist, e, wall_offset(e)};
 
     if (!cc.ps || e->env->cluster)
         return;
@@ -435,8 +447,9 @@ long persist_save(struct persist *ps, struct store *st)
         log_error("persist", "cannot save %ld sessions for the next start: %s", n,
                   r == -ETIMEDOUT ? "the store did not answer" : store_strerror(r));
         n = -1;
-    } else if (n > 0) {
-        log_info("persist", "saved %ld sessions for the next start", n);
+    } else if (n > 0 || ps->hidden) {
+        log_info("persist", "saved %ld sessions for the next start (%zu of invisible users not)", n,
+                 ps->hidden);
     }
     if (r != -ETIMEDOUT)
         store_inbox_free(in);

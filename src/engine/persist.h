@@ -18,7 +18,12 @@
  * (likewise), and room epochs and seqs (a restored room has a new epoch:
  * a client that joins with its old `since` gets a room_snapshot with
  * the same members and metadata, resumed false). Nothing secret is
- * needed: a session is resumed by its id, as before the stop.
+ * needed: a session is resumed by its id, as before the stop. Not saved
+ * either: the sessions of a user that is invisible, or whose settings
+ * this node has not read (engine__privacy_hidden()): it reads as offline
+ * to everyone else, so leaving it out shows nothing, while restoring it
+ * would have its settings first read while it is online, which freezes
+ * its last seen at that moment; its client re-asserts instead.
  *
  * Stop (engine_free, on each worker after its drain; never with redis,
  * where the cluster re-asserts presence through Redis): the worker adds

@@ -240,6 +240,42 @@ test('a damaged saved row is dropped with a log line, the others restored', asyn
   a2.close();
 });
 
+test('an invisible user stays indistinguishable from an absent one across the restart', async (t) => {
+  const store = tempStore(t);
+  const [hid, eve, ctl] = [uniq('hid'), uniq('eve'), uniq('ctl')];
+  const room = uniq('room');
+  let srv = await startServer([...FLAGS, '--store', store]);
+  await adminOk(srv, KEY, 'PUT', `/v1/admin/users/${hid}/privacy`, { invisible: true });
+  const h = await openWith(srv, { user: hid }, [{ type: 'status', status: 'busy' },
+    { type: 'join', room, meta: { name: 'Hidden' } }]);
+  const c = await openWith(srv, { user: ctl }, [{ type: 'join', room, meta: { name: 'Ctl' } }]);
+  void h; void c;
+  await sleep(100);
+  await clean(srv);
+  // Its session is not saved: restoring it could only show it.
+  assert.match(srv.stderr, /saved 1 sessions for the next start \(1 of invisible users not\)/);
+  srv = await startServer([...FLAGS, '--store', store]);
+  t.after(() => srv.stop('SIGKILL'));
+  // A watcher that never saw either: the hidden user reads as an unknown
+  // one (offline, no last seen), the room as if only ctl were in it.
+  const w = await openWith(srv, { user: eve }, [{ type: 'watch', users: [hid, uniq('nobody')] }]);
+  const p = await w.presenceOf(hid);
+  assert.equal(p.status, 'offline');
+  assert.equal(p.lastSeen, undefined);
+  w.send({ type: 'join', room, ref: 'j' });
+  const snap = await w.next((m) => m.type === 'room_snapshot' && m.room === room);
+  assert.deepEqual(snap.members.map((m) => m.user).sort(), [ctl, eve].sort());
+  // Neither of the two restored sessions comes back: the hidden one's end
+  // is no event for anyone; ctl's is one leave.
+  await sleep(GRACE + 1000);
+  assert.deepEqual(w.drainPresence(hid), [], 'no event about the hidden user');
+  const deltas = w.msgs.filter((m) => m.type === 'room_delta');
+  assert.equal(deltas.length, 1, JSON.stringify(deltas));
+  assert.deepEqual(deltas[0].leaves, [ctl]);
+  assert.equal(deltas[0].count, 1);
+  w.close();
+});
+
 test('Pusher: a pusher-js client that reconnects within the grace causes no member_removed or member_added', async (t) => {
   const store = tempStore(t);
   const port = await freePort();
