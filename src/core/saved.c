@@ -63,6 +63,7 @@ void saved_encode(const struct saved_session *s, struct buf *out)
     put_custom(s, out);
     put_time(out, "lastSeen", s->last_seen_ms);
     put_time(out, "lastActivity", s->last_activity_ms);
+    put_time(out, "offlineSeen", s->offline_seen_ms);
     buf_append_str(out, ",\"rooms\":[");
     for (size_t i = 0; i < s->nrooms; i++) {
         const struct saved_room *r = &s->rooms[i];
@@ -231,7 +232,8 @@ static int decode_object(const cJSON *o, struct saved_session *s)
     if ((r = get_status(o, s)) != 0 || (r = get_bool(o, "idle", &s->idle)) != 0 ||
         (r = get_bool(o, "http", &s->http)) != 0 ||
         (r = get_time(o, "lastSeen", &s->last_seen_ms)) != 0 ||
-        (r = get_time(o, "lastActivity", &s->last_activity_ms)) != 0)
+        (r = get_time(o, "lastActivity", &s->last_activity_ms)) != 0 ||
+        (r = get_time(o, "offlineSeen", &s->offline_seen_ms)) != 0)
         return r;
     if (rooms != NULL && (r = check_rooms(rooms)) != 0)
         return r;

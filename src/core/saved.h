@@ -9,7 +9,7 @@
  *   {"v":1,"user":"alice","device":"web","manual":"dnd","statusExpiresAt":1764410400000,
  *    "idle":false,"http":false,
  *    "custom":{"text":"In a meeting","emoji":":calendar:","expiresAt":1764410400000},
- *    "lastSeen":1764406800000,"lastActivity":1764406790000,
+ *    "lastSeen":1764406800000,"lastActivity":1764406790000,"offlineSeen":1764400000000,
  *    "rooms":[{"room":"doc-42","meta":{"name":"Alice"},"visible":true}]}
  *
  * "manual" is the session's explicit status (presence.h: away, busy or
@@ -73,6 +73,7 @@ struct saved_session {
     int64_t custom_expires_ms; /* wall ms, 0 = none */
     int64_t last_seen_ms;      /* wall ms of the latest recorded beat or activity */
     int64_t last_activity_ms;  /* wall ms of the latest recorded activity */
+    int64_t offline_seen_ms;   /* wall ms: the user's last public offline's last seen, 0 = none */
     struct saved_room *rooms;
     size_t nrooms;
 };

@@ -257,6 +257,7 @@ static void restore_session(struct engine *e, const struct saved_session *s, int
         .last_activity = to_mono(s->last_activity_ms, off),
         .socketless = s->http,
     };
+    uint64_t offline_seen = to_mono(s->offline_seen_ms, off);
     int err = presence_session_restore(e->pres, &r, now);
 
     if (err) {
@@ -264,6 +265,7 @@ static void restore_session(struct engine *e, const struct saved_session *s, int
                   presence_strerror(err));
         return;
     }
+    engine__privacy_restore_offline_seen(e, s->user, offline_seen);
     for (size_t i = 0; i < s->nrooms; i++)
         engine__rooms_restore_session(e, s->sid, s->rooms[i].room);
 }
@@ -344,6 +346,7 @@ static void collect_session(void *ctx, const struct presence_session_info *si)
     s->custom_expires_ms = to_wall(si->custom.expires_at, cc->off);
     s->last_seen_ms = to_wall(MAX(si->last_heartbeat, si->last_activity), cc->off);
     s->last_activity_ms = to_wall(si->last_activity, cc->off);
+    s->offline_seen_ms = to_wall(engine__privacy_offline_seen(cc->e, si->user), cc->off);
 }
 
 static void collect_member(void *ctx, const char *room, const struct room_member_view *m)

@@ -10,7 +10,8 @@
  *
  * What is saved, per session (saved.h has the format): its id, user,
  * device, explicit status with its expiry, idle flag, custom status with
- * its expiry, latest beat and activity (wall ms), whether it is a
+ * its expiry, latest beat and activity (wall ms), its user's last public
+ * offline's last seen (engine__privacy_offline_seen()), whether it is a
  * socketless HTTP session, and the rooms it is in with its member's
  * metadata and visible flag. Not saved: watch lists, which belong to a
  * connection, not to a session (a resume never restored them: a client

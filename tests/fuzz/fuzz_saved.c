@@ -41,6 +41,7 @@ static void check_same(const struct saved_session *a, const struct saved_session
     CHECK(a->http == b->http && a->status_expires_ms == b->status_expires_ms);
     CHECK(str_eq(a->text, b->text) && str_eq(a->emoji, b->emoji));
     CHECK(a->last_seen_ms == b->last_seen_ms && a->last_activity_ms == b->last_activity_ms);
+    CHECK(a->offline_seen_ms == b->offline_seen_ms);
     CHECK(a->nrooms == b->nrooms);
     for (size_t i = 0; i < a->nrooms; i++) {
         CHECK(strcmp(a->rooms[i].room, b->rooms[i].room) == 0);

@@ -276,6 +276,32 @@ test('an invisible user stays indistinguishable from an absent one across the re
   w.close();
 });
 
+test('a viewer who sees last seen but not online status sees the same last seen after the restart', async (t) => {
+  const store = tempStore(t);
+  const [ann, eve] = [uniq('ann'), uniq('eve')];
+  let srv = await startServer([...FLAGS, '--store', store]);
+  await adminOk(srv, KEY, 'PUT', `/v1/admin/users/${ann}/privacy`, { online: 'nobody', lastSeen: 'everyone' });
+  await leave(await openWith(srv, { user: ann })); // offline once: a last seen
+  await sleep(100);
+  const a = await openWith(srv, { user: ann }); // online again, shown offline
+  await sleep(200); // past the debounce: online is the emitted view
+  const w = await openWith(srv, { user: eve }, [{ type: 'watch', users: [ann] }]);
+  const before = await w.presenceOf(ann);
+  assert.equal(before.status, 'offline');
+  assert.ok(before.lastSeen, 'the last public offline\'s last seen');
+  await clean(srv);
+  srv = await startServer([...FLAGS, '--store', store]);
+  t.after(() => srv.stop('SIGKILL'));
+  const a2 = await openWith(srv, { user: ann, resume: a.welcome.sessionId });
+  assert.equal(a2.welcome.resumed, true);
+  const w2 = await openWith(srv, { user: eve, resume: w.welcome.sessionId }, [{ type: 'watch', users: [ann] }]);
+  const after = await w2.presenceOf(ann);
+  assert.equal(after.status, 'offline');
+  assert.deepEqual(after.lastSeen?.at, before.lastSeen.at);
+  a2.close();
+  w2.close();
+});
+
 test('Pusher: a pusher-js client that reconnects within the grace causes no member_removed or member_added', async (t) => {
   const store = tempStore(t);
   const port = await freePort();

@@ -36,6 +36,7 @@ static struct saved_session full(void)
         .custom_expires_ms = 1764410500000,
         .last_seen_ms = 1764406800000,
         .last_activity_ms = 1764406790000,
+        .offline_seen_ms = 1764400000000,
         .rooms = rooms2,
         .nrooms = 2,
     };
@@ -67,6 +68,7 @@ static void test_round_trip(void **state)
     assert_int_equal(out.custom_expires_ms, 1764410500000);
     assert_int_equal(out.last_seen_ms, 1764406800000);
     assert_int_equal(out.last_activity_ms, 1764406790000);
+    assert_int_equal(out.offline_seen_ms, 1764400000000);
     assert_int_equal(out.nrooms, 2);
     assert_string_equal(out.rooms[0].room, "doc-42");
     assert_string_equal(out.rooms[0].meta, "{\"name\":\"Alice\",\"n\":[1,2]}");
@@ -133,6 +135,7 @@ static void test_damaged_rows_are_refused(void **state)
         {"s", "{\"v\":1,\"user\":\"u\",\"device\":\"web\",\"lastSeen\":-1}", SAVED_E_VALUE},
         {"s", "{\"v\":1,\"user\":\"u\",\"device\":\"web\",\"lastSeen\":1.5}", SAVED_E_VALUE},
         {"s", "{\"v\":1,\"user\":\"u\",\"device\":\"web\",\"lastSeen\":1e300}", SAVED_E_VALUE},
+        {"s", "{\"v\":1,\"user\":\"u\",\"device\":\"web\",\"offlineSeen\":\"1\"}", SAVED_E_VALUE},
         {"s", "{\"v\":1,\"user\":\"u\",\"device\":\"web\",\"custom\":{\"emoji\":\"abc\"}}",
          SAVED_E_CUSTOM},
         {"s", "{\"v\":1,\"user\":\"u\",\"device\":\"web\",\"custom\":{\"text\":\"a\\u0007\"}}",
