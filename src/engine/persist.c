@@ -175,7 +175,8 @@ static void cap_users(struct persist *ps, const struct config *cfg, size_t *drop
         return;
     qsort(ps->sess, ps->nsess, sizeof(*ps->sess), cmp_user_recent);
     for (size_t i = 0; i < ps->nsess; i++) {
-        run = (i > 0 && strcmp(ps->sess[i].user, ps->sess[i - 1].user) == 0) ? run + 1 : 0;
+        /* Against the last one kept: a dropped one is emptied. */
+        run = (out > 0 && strcmp(ps->sess[i].user, ps->sess[out - 1].user) == 0) ? run + 1 : 0;
         if (run >= (size_t)cfg->max_sessions_per_user) {
             log_warnx("persist", "saved session %s of %s dropped: over max-sessions-per-user",
                       ps->sess[i].sid, ps->sess[i].user);

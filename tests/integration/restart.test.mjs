@@ -302,6 +302,30 @@ test('a viewer who sees last seen but not online status sees the same last seen 
   w2.close();
 });
 
+test('a user over max-sessions-per-user at the start keeps its most recent sessions', async (t) => {
+  const store = tempStore(t);
+  const ann = uniq('ann');
+  let srv = await startServer([...FLAGS, '--store', store]);
+  const cs = [];
+  for (let i = 0; i < 4; i++) {
+    cs.push(await openWith(srv, { user: ann }));
+    await sleep(30); // distinct last seen, in this order
+  }
+  await clean(srv);
+  srv = await startServer([...FLAGS, '--store', store, '--max-sessions-per-user', '2']);
+  t.after(() => srv.stop('SIGKILL'));
+  const drops = srv.stderr.match(/dropped: over max-sessions-per-user/g) || [];
+  assert.equal(drops.length, 2, srv.stderr);
+  assert.match(srv.stderr, /restoring 2 saved sessions \(2 dropped\)/);
+  const resumed = [];
+  for (const c of [...cs].reverse()) { // the restored ones first: no cap replaces them
+    const r = await Client.open(srv, { user: ann, resume: c.welcome.sessionId });
+    resumed.push(r.welcome.resumed === true);
+    await leave(r);
+  }
+  assert.deepEqual(resumed, [true, true, false, false], 'the two most recent');
+});
+
 test('Pusher: a pusher-js client that reconnects within the grace causes no member_removed or member_added', async (t) => {
   const store = tempStore(t);
   const port = await freePort();
