@@ -14,7 +14,8 @@
  * the workers, prints the URL, then waits for a signal with sigwait: the
  * main thread does nothing else. On SIGINT/SIGTERM it asks the workers to
  * drain (close 1001 to WebSockets, finish responses), joins them (each stops
- * by itself within shutdown-drain-ms) and exits 0.
+ * by itself within shutdown-drain-ms), saves the sessions for the next
+ * start (single node, persist.h) and exits 0.
  */
 #include <signal.h>
 #include <stdatomic.h>
@@ -38,6 +39,7 @@
 #include "phoenix.h"
 #include "pusher.h"
 #include "net.h"
+#include "persist.h"
 #include "quota.h"
 #include "ratelimit.h"
 #include "route.h"
@@ -313,6 +315,22 @@ static int make_hooks(const struct config *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* A single node takes the sessions its last clean stop saved (persist.h),
+ * for the workers to restore, and will save its own at its stop; with
+ * restore-max-age-s = 0 it clears what is saved and saves nothing. With
+ * redis the cluster re-asserts presence through Redis instead. */
+static void load_saved(const struct config *cfg)
+{
+    if (env.cluster)
+        return;
+    env.persist = persist_new();
+    persist_load(env.persist, env.store, cfg);
+    if (cfg->restore_max_age_s == 0) {
+        persist_free(env.persist);
+        env.persist = NULL;
+    }
+}
+
 /* Opens the settings store and the shared tables, then the workers. */
 static int start(struct server *srv)
 {
@@ -334,10 +352,15 @@ static int start(struct server *srv)
         health_add_metrics(cluster_metrics, env.cluster);
     }
     health_add_dependency("store", store_up, env.store);
+    load_saved(&srv->cfg);
     compose_routes();
     srv->hooks = &hooks;
-    if (server_start(srv) == 0)
+    if (server_start(srv) == 0) {
+        persist_loaded_done(env.persist); /* every engine_new() took its part */
         return 0;
+    }
+    persist_free(env.persist);
+    env.persist = NULL;
     free(routes);
     ratelimit_free(env.observer_rate);
     quota_free(env.observer_quota);
@@ -420,6 +443,9 @@ int main(int argc, char **argv)
     sdnotify_stopping();
     server_shutdown(&srv);
     server_join(&srv);
+    if (env.persist) /* every worker added its sessions: before the store closes */
+        persist_save(env.persist, env.store);
+    persist_free(env.persist);
     free(routes);
     ratelimit_free(env.observer_rate); /* every worker has stopped */
     quota_free(env.observer_quota);

@@ -311,6 +311,10 @@ const struct config_def config_defs[] = {
     ROW_INT64("drain-window-ms", drain_window_ms, 0, 600000, 5000,
               "On SIGTERM or POST /v1/admin/drain every client is told to reconnect and closed at "
               "a random moment within this window, so that a restart brings no reconnect storm."),
+    ROW_INT64("restore-max-age-s", restore_max_age_s, 0, 86400, 300,
+              "A clean stop (single node) saves every session to the store and the next start "
+              "restores them in their reconnect grace; a saved state older than this is "
+              "discarded (0: never save nor restore)."),
     /* testing */
     ROW_INT("test-silent-owners", test_silent_owners, 0, 1, 0,
             "1 makes every owner ignore HTTP reads, as an unreachable node would, to test "

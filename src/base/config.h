@@ -119,6 +119,7 @@ struct config {
     /* shutdown */
     int64_t shutdown_drain_ms; /* SIGTERM: time to flush before exit */
     int64_t drain_window_ms;   /* SIGTERM: reconnects spread over this window */
+    int64_t restore_max_age_s; /* saved sessions older than this are not restored; 0 = off */
     /* testing */
     int test_silent_owners; /* 1: owners ignore HTTP reads (degraded answers) */
 };

@@ -434,6 +434,19 @@ static void debounce_fired(struct wheel_timer *t, uint64_t now)
     presence__user_settle(p, u);
 }
 
+void presence__user_publish(struct presence *p, struct user *u)
+{
+    struct agg cur;
+    const struct extra *c;
+
+    user_compute(p, u, &cur);
+    agg_release(&u->pub);
+    u->pub = cur;
+    c = cur.custom;
+    u->pub.custom = c ? presence__extra_new(p, 0, c->custom_expires, c->text, c->emoji) : NULL;
+    u->version = ++p->seq;
+}
+
 /* ---- public: lifecycle ---- */
 
 void presence_config_init(struct presence_config *c)
@@ -565,6 +578,18 @@ size_t presence_list_sessions(const struct presence *p, const char *uid,
         if (n < cap)
             presence__session_info(s, &out[n]);
     return n;
+}
+
+void presence_each_session(const struct presence *p, presence_session_fn *fn, void *ctx)
+{
+    struct presence_session_info info;
+    struct hmap_node *n;
+    size_t it;
+
+    for (n = hmap_first(&p->sessions, &it); n; n = hmap_next(&p->sessions, n, &it)) {
+        presence__session_info(container_of(n, struct session, node), &info);
+        fn(ctx, &info);
+    }
 }
 
 int presence_last_seen(const struct presence *p, const char *uid, uint64_t *at)

@@ -219,6 +219,7 @@ struct presence_session_info {
     const char *user; /* the user's own copy: valid at least as long */
     enum presence_device device;
     enum presence_status status; /* the session's own, effective status */
+    enum presence_status manual; /* the explicit AWAY, BUSY or DND; OFFLINE = none */
     bool idle;                   /* no recent activity (status AWAY unless set explicitly) */
     bool attached;               /* false: socket closed, in its reconnect grace */
     uint8_t tag;                 /* the caller's label, presence_session_set_tag(); 0 unset */
@@ -309,6 +310,33 @@ int presence_socket_closed(struct presence *p, const char *sid, const void *conn
  * PRESENCE_E_NO_SESSION (unknown, already ended, or another user's). */
 int presence_session_resume(struct presence *p, const char *uid, const char *sid, void *conn_ref,
                             void **old_conn_ref, uint64_t now);
+/* A session saved at a clean stop, to be restored (presence_session_restore()). */
+struct presence_restore {
+    const char *sid;
+    const char *user;
+    enum presence_device device;
+    enum presence_status manual; /* OFFLINE = none, else AWAY, BUSY or DND */
+    uint64_t status_expires_at;  /* BUSY/DND: monotonic ms, 0 = none; <= now: expired */
+    bool idle;
+    const char *text, *emoji;   /* custom status, NULL or "" = none */
+    uint64_t custom_expires_at; /* monotonic ms, 0 = none; <= now: expired */
+    uint64_t last_seen;         /* monotonic ms of its latest beat or activity (<= now) */
+    uint64_t last_activity;     /* monotonic ms of its latest activity (<= now) */
+    bool socketless;            /* an HTTP session: attached, conn_ref NULL, TTL from now */
+};
+/* Puts back session r->sid of r->user as it was saved, as if its socket had
+ * just closed: detached, in its reconnect grace from now (a socketless one
+ * attached with a full TTL from now), with its status, custom status and
+ * activity; an expiry already past is dropped (the session reads as it
+ * would after it). The user's view becomes the emitted one at once, with a
+ * new version and without on_change: a user who was online before the stop
+ * is online after it, which is no event. Its last seen when the session
+ * ends is r->last_seen (or a later sign of life), not the restore time.
+ * 0, PRESENCE_E_BAD_ID, _BAD_DEVICE, _BAD_STATUS (manual not AWAY, BUSY,
+ * DND or OFFLINE, or an expiry on AWAY), a custom status error,
+ * _SESSION_EXISTS or _TOO_MANY (the user has max_sessions_per_user
+ * sessions already); on error nothing changes. */
+int presence_session_restore(struct presence *p, const struct presence_restore *r, uint64_t now);
 /* A heartbeat: refreshes the TTL unless throttled (see the file comment).
  * O(1), never allocates. 0, PRESENCE_E_NO_SESSION or _DETACHED. */
 int presence_heartbeat(struct presence *p, const char *sid, uint64_t now);
@@ -351,6 +379,10 @@ int presence_session_set_tag(struct presence *p, const char *sid, unsigned tag);
  * many there are (which may exceed cap). */
 size_t presence_list_sessions(const struct presence *p, const char *uid,
                               struct presence_session_info *out, size_t cap);
+/* Calls fn(ctx, info) for every session, in no particular order; info
+ * is borrowed for the call. fn must not change p. */
+typedef void presence_session_fn(void *ctx, const struct presence_session_info *info);
+void presence_each_session(const struct presence *p, presence_session_fn *fn, void *ctx);
 /* *at = uid's last seen: the latest recorded beat or activity of a live
  * session when online, else the record's. 0 or PRESENCE_E_UNKNOWN_USER. */
 int presence_last_seen(const struct presence *p, const char *uid, uint64_t *at);

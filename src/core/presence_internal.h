@@ -100,8 +100,10 @@ struct session {
     uint64_t last_beat;     /* last recorded heartbeat; + TTL = end while attached */
     uint64_t last_activity; /* last recorded activity; + idle_ms = idle while active */
     struct extra *x;        /* NULL = no expiry and no custom status */
-    uint32_t grace_ms;      /* while detached: end - last_beat (<= session_ttl_ms;
-                             * last_beat does not move while detached) */
+    uint32_t grace_ms;      /* while detached: end - last_beat (<= session_ttl_ms,
+                             * but for a restored session, whose last_beat is
+                             * from before the stop; last_beat does not move
+                             * while detached) */
     uint8_t device;         /* enum presence_device */
     uint8_t manual;         /* enum presence_status: the user's explicit AWAY, BUSY or
                              * DND, which activity does not change; else OFFLINE */
@@ -202,6 +204,10 @@ void presence__user_settle(struct presence *p, struct user *u);
 /* A change to u's view may have happened: arms u's debounce timer unless
  * armed, so that a flush is due. */
 void presence__user_touch(struct presence *p, struct user *u, uint64_t now);
+
+/* Makes u's current view its emitted one, with a new version and no
+ * on_change (a restored user: presence_session_restore()). */
+void presence__user_publish(struct presence *p, struct user *u);
 
 /* ---- presence_session.c ---- */
 

@@ -78,6 +78,7 @@ void presence__session_info(const struct session *s, struct presence_session_inf
     out->user = s->user->uid;
     out->device = (enum presence_device)s->device;
     out->status = presence__session_status(s);
+    out->manual = (enum presence_status)s->manual;
     out->idle = !presence__session_active(s);
     out->attached = presence__session_attached(s);
     out->tag = (uint8_t)((s->flags & S_TAG_MASK) >> S_TAG_SHIFT);
@@ -392,6 +393,70 @@ int presence_session_resume(struct presence *p, const char *uid, const char *sid
     s->last_beat = MAX(s->last_beat, now);
     session_arm(p, s);
     p->stats.state_writes++;
+    return 0;
+}
+
+/* The checks of presence_session_restore(), before anything changes. */
+static int restore_check(const struct presence *p, const struct presence_restore *r)
+{
+    const struct user *u;
+
+    if (!presence_id_valid(r->sid) || !presence_id_valid(r->user))
+        return PRESENCE_E_BAD_ID;
+    if ((unsigned)r->device >= PRESENCE_DEVICE_COUNT)
+        return PRESENCE_E_BAD_DEVICE;
+    if (r->manual != PRESENCE_OFFLINE && r->manual != PRESENCE_AWAY && r->manual != PRESENCE_BUSY &&
+        r->manual != PRESENCE_DND)
+        return PRESENCE_E_BAD_STATUS;
+    if (r->status_expires_at && r->manual != PRESENCE_BUSY && r->manual != PRESENCE_DND)
+        return PRESENCE_E_BAD_STATUS;
+    if (presence_custom_check(r->text ? r->text : "", r->emoji ? r->emoji : "") != 0)
+        return presence_custom_check(r->text ? r->text : "", r->emoji ? r->emoji : "");
+    if (presence__session_find(p, r->sid) != NULL)
+        return PRESENCE_E_SESSION_EXISTS;
+    u = presence__user_find(p, r->user);
+    if (u != NULL && user_nsessions(u) >= p->cfg.max_sessions_per_user)
+        return PRESENCE_E_TOO_MANY;
+    return 0;
+}
+
+int presence_session_restore(struct presence *p, const struct presence_restore *r, uint64_t now)
+{
+    uint64_t status_exp = r->status_expires_at > now ? r->status_expires_at : 0;
+    uint64_t custom_exp = r->custom_expires_at;
+    bool custom = presence__is_set(r->text) || presence__is_set(r->emoji);
+    struct session *s;
+    struct user *u;
+    int err = restore_check(p, r);
+
+    if (err)
+        return err;
+    if (custom_exp && custom_exp <= now)
+        custom = false; /* expired while the server was down */
+    if ((u = presence__user_find(p, r->user)) == NULL)
+        u = presence__user_new(p, r->user);
+    s = session_new(p, u, r->sid, r->device, NULL, now);
+    if (r->status_expires_at == 0 || status_exp) /* else it expired: back to activity */
+        s->manual = (uint8_t)r->manual;
+    presence__session_flag(s, S_ACTIVE, !r->idle && r->manual != PRESENCE_AWAY);
+    s->x = presence__extra_new(p, s->manual ? status_exp : 0, custom ? custom_exp : 0,
+                               custom ? r->text : NULL, custom ? r->emoji : NULL);
+    s->last_activity = MAX(MIN(r->last_activity, now), 1);
+    if (r->socketless) {
+        s->last_beat = now; /* a full TTL: its next beat keeps it */
+    } else {
+        /* As if its socket had just closed: the grace runs from now, and
+         * its last seen stays the one from before the stop. */
+        s->last_beat = MAX(MIN(MAX(r->last_seen, r->last_activity), now), 1);
+        if (now - s->last_beat > UINT32_MAX / 2)
+            s->last_beat = now; /* beyond what grace_ms holds: seen now */
+        presence__session_flag(s, S_ATTACHED, false);
+        s->grace_ms = (uint32_t)(now + p->cfg.reconnect_grace_ms - s->last_beat);
+    }
+    session_arm(p, s);
+    p->stats.state_writes++;
+    presence__user_publish(p, u);
+    presence__user_settle(p, u);
     return 0;
 }
 

@@ -525,6 +525,11 @@ size_t room_listed_sessions(const struct room_engine *e, const char *room, room_
  * room_listed_sessions()). fn must not change the rooms. */
 typedef void room_list_fn(void *ctx, const char *room, size_t count, size_t sessions);
 void room_list_published(const struct room_engine *e, room_list_fn *fn, void *ctx);
+/* Calls fn(ctx, room, m) for every current member of every room (hidden
+ * ones included, leaving ones not), in no particular order; m is borrowed
+ * for the call. fn must not change e. For saving the rooms at a stop. */
+typedef void room_member_fn(void *ctx, const char *room, const struct room_member_view *m);
+void room_each_member(const struct room_engine *e, room_member_fn *fn, void *ctx);
 /* Admin API: appends {"room":id,"members":n,"visible":n} for every room
  * with members, comma-separated (*first: nothing appended yet; cleared). */
 void room_admin_list(const struct room_engine *e, struct buf *out, bool *first);

@@ -219,6 +219,32 @@ int room_admin_members(const struct room_engine *e, const char *room, struct buf
     return 0;
 }
 
+void room_each_member(const struct room_engine *e, room_member_fn *fn, void *ctx)
+{
+    struct hmap_node *n;
+    size_t it;
+
+    for (n = hmap_first(&e->rooms, &it); n; n = hmap_next(&e->rooms, n, &it)) {
+        const struct room *r = container_of(n, struct room, node);
+
+        for (const struct list *pos = r->order.next; pos != &r->order; pos = pos->next) {
+            const struct member *m = container_of(pos, struct member, order);
+            struct room_member_view v = {
+                .user = m->user,
+                .meta = m->meta->data,
+                .meta_len = m->meta->len,
+                .joined_at = m->joined_at,
+                .session_ids = (const char *const *)room__sessions(m),
+                .nsessions = m->nsessions,
+                .visible = m->visible,
+                .published = m->pub,
+            };
+            if (m->nsessions > 0)
+                fn(ctx, r->id, &v);
+        }
+    }
+}
+
 void room_get_stats(const struct room_engine *e, struct room_stats *out)
 {
     *out = e->stats;

@@ -37,6 +37,7 @@
 #include "lastseen.h"
 #include "log.h"
 #include "msg.h"
+#include "persist.h"
 #include "ratelimit.h"
 #include "room.h"
 #include "room_count.h"
@@ -88,6 +89,7 @@ struct engine *engine_new(struct worker *w, const struct engine_env *env, struct
     e->hooks = hooks_new(env->hooks, w, env->cluster);
     ch__init(e);
     cu__attach(e);
+    engine__persist_restore(e); /* a clean stop's sessions, before any socket */
     return e;
 }
 
@@ -110,9 +112,10 @@ void engine_free(struct engine *e)
 {
     if (!e)
         return;
-    cu__detach(e);            /* first: what follows would send it requests */
-    engine__lastseen_stop(e); /* the last batch, before the store closes */
-    engine__privacy_free(e);  /* waits for the store requests in flight */
+    cu__detach(e);              /* first: what follows would send it requests */
+    engine__persist_collect(e); /* the sessions and rooms, for the next start */
+    engine__lastseen_stop(e);   /* the last batch, before the store closes */
+    engine__privacy_free(e);    /* waits for the store requests in flight */
     engine__lastseen_free(e);
     presence_free(e->pres);
     flow__free(e);

@@ -42,6 +42,7 @@ struct worker;
  * (main.c) before the workers start and read-only while they run. */
 struct cluster;
 struct hooks_config;
+struct persist;
 
 struct engine_env {
     struct store *store;             /* the settings store, owned by main.c */
@@ -51,6 +52,7 @@ struct engine_env {
     struct quota *observer_quota;    /* max-watch/streams-per-user counts; NULL = off */
     struct cluster *cluster;         /* many nodes over Redis (cluster.h); NULL = one node */
     struct hooks_config *hooks;      /* webhook endpoints (hooks.h); NULL = none */
+    struct persist *persist;         /* sessions saved and restored (persist.h); NULL = off */
 };
 
 /* The engine's HTTP routes: GET /v1/presence, /v1/lastseen, /v1/presence/events, /v1/rooms/...,

@@ -426,6 +426,26 @@ static bool room_visible_now(const struct puser *pu)
     return pu_loaded(pu) && privacy_room_visible(pu_set(pu)) && privacy_room_visible(pu_want(pu));
 }
 
+bool engine__privacy_hidden(struct engine *e, const char *uid)
+{
+    struct puser *pu = find_puser(e, uid);
+
+    return !pu || !pu_loaded(pu) || pu_set(pu)->invisible || pu_want(pu)->invisible;
+}
+
+uint64_t engine__privacy_offline_seen(struct engine *e, const char *uid)
+{
+    struct puser *pu = find_puser(e, uid);
+
+    return pu ? pu_pub(pu)->offline_last_seen : 0;
+}
+
+void engine__privacy_restore_offline_seen(struct engine *e, const char *uid, uint64_t at)
+{
+    if (at)
+        pu_pub_set(puser_get(e, uid), offsetof(struct privacy_public, offline_last_seen), at);
+}
+
 bool engine__room_visible(struct engine *e, const char *uid)
 {
     struct puser *pu = find_puser(e, uid);

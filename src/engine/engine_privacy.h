@@ -43,6 +43,16 @@ bool engine__view_online(struct engine *e, const struct presence_view *truth, in
  * republishes to the user's watchers. */
 void engine__privacy_on_change(struct engine *e, const struct presence_view *old,
                                const struct presence_view *cur);
+/* True unless uid's settings are known (cached) and it is not invisible,
+ * nor becoming so: whether a clean stop must leave its sessions unsaved
+ * (persist.h; unknown settings count as hidden). */
+bool engine__privacy_hidden(struct engine *e, const char *uid);
+/* The last seen of uid's last public offline view (monotonic ms, 0 =
+ * none): what viewers who see last seen but not online status are shown
+ * while it is online. A clean stop saves it, the next start puts it back
+ * (persist.h) before the user's settings are read. */
+uint64_t engine__privacy_offline_seen(struct engine *e, const char *uid);
+void engine__privacy_restore_offline_seen(struct engine *e, const char *uid, uint64_t at);
 /* True while uid is visible in rooms (settings loaded and permitting). */
 bool engine__room_visible(struct engine *e, const char *uid);
 

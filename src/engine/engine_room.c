@@ -304,8 +304,9 @@ static void on_room_event(void *ctx, const struct room_event *ev)
     if (ev->kind == ROOM_EV_EPHEMERAL) /* only local senders' values come here */
         cr__ephemeral_out(ctx, ev->ephemeral);
     /* Webhooks: one node's rooms only (with many nodes every node's room
-     * core publishes the same change: docs/cluster.md "Webhooks"). */
-    if (ev->kind == ROOM_EV_DELTA && e->hooks && !e->env->cluster)
+     * core publishes the same change: docs/cluster.md "Webhooks"), and
+     * not the members a restart put back (persist.h): nobody left. */
+    if (ev->kind == ROOM_EV_DELTA && e->hooks && !e->env->cluster && !e->restoring)
         hooks_room_delta(e->hooks, ev->delta, (int64_t)time_wall_ms());
     fan_out(ctx, ev);
 }
@@ -886,24 +887,29 @@ void engine__room_on_patch(struct engine *e, struct emsg *req)
 
 /* Records req's room for the live session whose own id (from
  * presence_get_session()) is sid. */
-static void sroom_add(struct engine *e, const struct emsg *req, const char *sid)
+static void sroom_add_id(struct engine *e, const char *room, const char *sid)
 {
     struct sroom *s = find_sroom(e, sid);
-    size_t n = strlen(req->room) + 1, len = s ? s->len : 0;
+    size_t n = strlen(room) + 1, len = s ? s->len : 0;
 
     if (s) {
         SROOM_FOREACH(r, s)
         {
-            if (strcmp(r, req->room) == 0)
+            if (strcmp(r, room) == 0)
                 return;
         }
         hmap_remove(&e->srooms, &s->node); /* the realloc may move it */
     }
     s = pool_realloc(s, offsetof(struct sroom, rooms) + len + n);
     s->sid = sid;
-    memcpy(s->rooms + len, req->room, n);
+    memcpy(s->rooms + len, room, n);
     s->len = (uint32_t)(len + n);
     hmap_insert(&e->srooms, &s->node, str_hash(s->sid));
+}
+
+static void sroom_add(struct engine *e, const struct emsg *req, const char *sid)
+{
+    sroom_add_id(e, req->room, sid);
 }
 
 static void sroom_del(struct engine *e, const struct emsg *req)
@@ -1024,6 +1030,34 @@ void engine__rooms_session_ended(struct engine *e, const char *sid, const char *
     hmap_remove(&e->srooms, &s->node);
     pool_free(s);
 }
+/* ---- restoring a clean stop's sessions (persist.h) ---- */
+
+void engine__rooms_restore_session(struct engine *e, const char *sid, const char *room)
+{
+    struct presence_session_info si;
+
+    if (presence_get_session(e->pres, sid, &si) == 0)
+        sroom_add_id(e, room, si.sid); /* borrows the session's own copy */
+}
+
+int engine__rooms_restore_member(struct engine *e, const char *room, const char *uid,
+                                 const char *sid, const char *meta, bool visible)
+{
+    uint64_t now = loop_now(e->w->loop);
+    int r;
+
+    room_engine_set_wall_offset(e->rooms, wall_offset(e));
+    r = room_join(e->rooms, room, uid, sid, meta, meta ? strlen(meta) : 0, now);
+    if (r == 0 && !visible)
+        room_set_visible(e->rooms, room, uid, false, now); /* before the flush: never shown */
+    return r;
+}
+
+void engine__rooms_restore_flush(struct engine *e, const char *room)
+{
+    room_flush(e->rooms, room, loop_now(e->w->loop));
+}
+
 /* ---- bus ops of R and U ---- */
 
 void engine__room_on_leave_r(struct engine *e, struct emsg *em)

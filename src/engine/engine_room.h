@@ -107,6 +107,19 @@ void engine__room_count_event(struct engine *e, const char *room, uint64_t n);
 void engine__room_info(struct engine *e, const char *room, char *const *blockers, size_t nblockers,
                        struct buf *out);
 
+/* ---- restoring a clean stop's sessions (persist.h) ---- */
+
+/* U: restored session sid (in e's presence core) is in room. */
+void engine__rooms_restore_session(struct engine *e, const char *sid, const char *room);
+/* R: puts back session sid of uid in room with meta (compact JSON, NULL:
+ * {}), visible or not (an invisible one is never published). 0 or a
+ * ROOM_E_* error of room_join(). */
+int engine__rooms_restore_member(struct engine *e, const char *room, const char *uid,
+                                 const char *sid, const char *meta, bool visible);
+/* R: publishes room's restored members at once (to nobody yet: the first
+ * subscriber gets a snapshot with them). */
+void engine__rooms_restore_flush(struct engine *e, const char *room);
+
 /* ---- the op-table handlers ---- */
 engine_op_fn engine__room_on_join;    /* OP_RJOIN (U) */
 engine_op_fn engine__room_on_leave;   /* OP_RLEAVE (U) */

@@ -72,6 +72,8 @@ struct engine {
     uint64_t admin_info_ms;            /* loop ms this node's summary was put (engine_admin.c) */
     /* the drain's spread-out closes (drain.c): NULL until it begins */
     struct drain *drain;
+    /* saved and restored sessions (persist.c) */
+    bool restoring; /* engine_new is putting a clean stop's state back: no webhooks */
     /* durable last seen (lastseen.c) */
     struct ls_engine *lastseen;
     /* webhooks (hooks.c): NULL when none is configured */

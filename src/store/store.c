@@ -104,6 +104,9 @@ static void result_free_ids(struct store_result *res)
         free(ids[i]);
     free(ids);
     free((struct store_lastseen *)res->seen);
+    free((struct store_saved *)res->saved);
+    res->saved = NULL;
+    res->nsaved = 0;
     res->ids = NULL;
     res->nids = 0;
     res->seen = NULL;
@@ -133,9 +136,13 @@ static struct store_result result_failed(const struct store_args *a)
 static void req_free(struct req *r)
 {
     result_free_ids(&r->result);
-    for (size_t i = 0; i < r->args.n; i++)
+    for (size_t i = 0; i < r->args.n; i++) {
         free(r->args.ids[i]);
+        if (r->args.texts)
+            free(r->args.texts[i]);
+    }
     free(r->args.ids);
+    free(r->args.texts);
     free(r->args.times);
     free(r->args.user);
     free(r->args.other);
@@ -822,4 +829,32 @@ int store_lastseen_load(struct store *s, struct store_inbox *in, const char *aft
     r->args.since_ms = since_ms;
     r->args.limit = limit;
     return submit(s, in, r);
+}
+
+/* ---- presence saved at a clean stop ---- */
+
+int store_saved_put(struct store *s, struct store_inbox *in, const struct store_saved *rows,
+                    size_t n, store_cb *cb, void *ctx)
+{
+    struct req *r;
+
+    for (size_t i = 0; i < n; i++)
+        if (!store_id_is_valid(rows[i].sid) || !rows[i].data || rows[i].saved_ms <= 0)
+            return -EINVAL;
+    r = req_new(STORE_SAVED_PUT, NULL, NULL, cb, ctx);
+    r->args.ids = xcalloc(n ? n : 1, sizeof(*r->args.ids));
+    r->args.texts = xcalloc(n ? n : 1, sizeof(*r->args.texts));
+    r->args.times = xcalloc(n ? n : 1, sizeof(*r->args.times));
+    r->args.n = n;
+    for (size_t i = 0; i < n; i++) {
+        r->args.ids[i] = xstrdup(rows[i].sid);
+        r->args.texts[i] = xstrdup(rows[i].data);
+        r->args.times[i] = rows[i].saved_ms;
+    }
+    return submit(s, in, r);
+}
+
+int store_saved_take(struct store *s, struct store_inbox *in, store_cb *cb, void *ctx)
+{
+    return submit(s, in, req_new(STORE_SAVED_TAKE, NULL, NULL, cb, ctx));
 }

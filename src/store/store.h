@@ -29,7 +29,7 @@
  * vanished under a query, options "-c statement_timeout=30s -c
  * lock_timeout=5s" (a URI that sets options replaces both). Tables are
  * presenced_privacy, presenced_contacts, presenced_blocks,
- * presenced_last_seen and presenced_schema. Every query is parameterised.
+ * presenced_last_seen, presenced_saved_sessions and presenced_schema. Every query is parameterised.
  *
  * SQLite: presenced must be the file's only user. The connection holds
  * the file in exclusive locking mode, so the WAL index lives in the
@@ -63,7 +63,7 @@
 
 #define STORE_ID_MAX         128   /* bytes in a user id */
 #define STORE_IDS_MAX        10000 /* ids in one contacts call */
-#define STORE_SCHEMA_VERSION 2     /* SQLite user_version, PostgreSQL presenced_schema */
+#define STORE_SCHEMA_VERSION 3     /* SQLite user_version, PostgreSQL presenced_schema */
 #define STORE_ERR_LEN        256   /* a good errlen for store_open() */
 
 /* Errors beyond errno (-EINVAL: bad id or value; -E2BIG: too many ids). */
@@ -95,6 +95,13 @@ struct store_lastseen {
     int64_t last_seen_ms; /* > 0 when written; 0 in a read: never seen */
 };
 
+/* One session saved at a clean stop (store_saved_put()). */
+struct store_saved {
+    const char *sid;  /* the session id, a valid id */
+    const char *data; /* the engine's encoding of it (persist.h), NUL-terminated */
+    int64_t saved_ms; /* wall ms of the stop, > 0 */
+};
+
 /*
  * What a completion sees. Borrowed; valid until the callback returns. Only
  * the fields of the request's kind are meaningful; on error every field
@@ -113,6 +120,8 @@ struct store_result {
     size_t nids;                  /* list_blockers: entries in ids (0 on error) */
     const struct store_lastseen *seen; /* lastseen_read, lastseen_load: the rows */
     size_t nseen;                      /* entries in seen */
+    const struct store_saved *saved;   /* saved_take: the rows */
+    size_t nsaved;                     /* entries in saved */
 };
 
 struct store;
@@ -356,5 +365,32 @@ int store_lastseen_read(struct store *s, struct store_inbox *in, const char *con
  */
 int store_lastseen_load(struct store *s, struct store_inbox *in, const char *after,
                         int64_t since_ms, size_t limit, store_cb *cb, void *ctx);
+
+/* ---- presence saved at a clean stop ----
+ *
+ * The state of a single node's sessions survives a clean restart through
+ * these two calls (the engine's persist.h): the stop replaces whatever is
+ * saved with its sessions, and the next start takes them out, reading and
+ * deleting them in one statement, so that state once restored can never
+ * come back (a later kill -9 starts empty).
+ */
+
+/*
+ * Replaces every saved row with the n rows given (n may be 0: clears
+ * them), in one transaction: a reader sees all of them or the old ones.
+ * rows is borrowed for the call only (copied). -EINVAL when a sid fails
+ * store_id_is_valid(), a data is NULL or a saved_ms <= 0: nothing queued,
+ * cb never fires. cb fires once, after the commit (status 0, r->changed
+ * = n) or a failure (nothing changed).
+ */
+int store_saved_put(struct store *s, struct store_inbox *in, const struct store_saved *rows,
+                    size_t n, store_cb *cb, void *ctx);
+
+/*
+ * Reads every saved row and deletes them, atomically: r->saved holds
+ * r->nsaved rows in no particular order, borrowed until cb returns. On
+ * error r->nsaved is 0 and the rows (if any) stay stored.
+ */
+int store_saved_take(struct store *s, struct store_inbox *in, store_cb *cb, void *ctx);
 
 #endif

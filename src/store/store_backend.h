@@ -28,13 +28,15 @@ enum store_kind {
     STORE_BLOCK,
     STORE_UNBLOCK,
     STORE_LASTSEEN_WRITE,
-    STORE_LAST_WRITE = STORE_LASTSEEN_WRITE, /* kinds up to here are writes */
+    STORE_SAVED_PUT,
+    STORE_LAST_WRITE = STORE_SAVED_PUT, /* kinds up to here are writes */
     STORE_GET_PRIVACY,
     STORE_GET_RELATIONS,
     STORE_LIST_BLOCKERS,
     STORE_GET_SUMMARY,
     STORE_LASTSEEN_READ,
     STORE_LASTSEEN_LOAD,
+    STORE_SAVED_TAKE, /* a read that deletes what it read, in one statement */
 };
 
 /* A request's validated arguments; owned by store.c, borrowed by backends. */
@@ -42,10 +44,11 @@ struct store_args {
     enum store_kind kind;
     char *user;                /* owner, a valid id; NULL in lastseen calls */
     char *other;               /* viewer, block target, lastseen_load's after; or NULL */
-    char **ids;                /* contacts and lastseen calls: n valid ids */
+    char **ids;                /* contacts, lastseen and saved_put: n valid ids */
+    char **texts;              /* saved_put: n data strings, one per id */
     size_t n;                  /* 0..STORE_IDS_MAX */
     struct store_privacy priv; /* set_privacy; values in range */
-    int64_t *times;            /* lastseen_write: n times > 0, one per id */
+    int64_t *times;            /* lastseen_write, saved_put: n times > 0, one per id */
     int64_t since_ms;          /* lastseen_load: >= 0 */
     size_t limit;              /* lastseen_load: 1..STORE_IDS_MAX */
 };
@@ -93,8 +96,11 @@ struct store_backend {
     int (*write)(void *db, const struct store_args *a, size_t *changed);
 
     /* Runs one read (get_privacy, get_relations, list_blockers,
-     * lastseen_read or lastseen_load) into res, which the caller
-     * zero-filled; unknown users keep the defaults, found false.
+     * lastseen_read, lastseen_load or saved_take) into res, which the
+     * caller zero-filled; unknown users keep the defaults, found false.
+     * saved_take deletes the rows it returns in the same statement and
+     * sets res->saved to a malloc'd array whose strings point into
+     * res->ids (2 per row: sid, data).
      * list_blockers and lastseen_load set res->ids to an array of nids
      * strings, all from malloc; lastseen_read and lastseen_load set
      * res->seen to a malloc'd array of nseen entries whose users point

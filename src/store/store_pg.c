@@ -72,8 +72,14 @@ static const char schema_v2[] = "CREATE TABLE IF NOT EXISTS presenced_last_seen 
                                 " user_id text COLLATE \"C\" PRIMARY KEY,"
                                 " last_seen_ms bigint NOT NULL CHECK (last_seen_ms > 0));";
 
+/* Version 2 -> 3: the sessions saved at a clean stop (persist.h). */
+static const char schema_v3[] = "CREATE TABLE IF NOT EXISTS presenced_saved_sessions ("
+                                " sid text COLLATE \"C\" PRIMARY KEY,"
+                                " saved_ms bigint NOT NULL CHECK (saved_ms > 0),"
+                                " data text NOT NULL);";
+
 /* migrate_sql[v] takes the schema from version v to v + 1. */
-static const char *const migrate_sql[STORE_SCHEMA_VERSION] = {schema_v1, schema_v2};
+static const char *const migrate_sql[STORE_SCHEMA_VERSION] = {schema_v1, schema_v2, schema_v3};
 
 enum stmt {
     ST_GET_PRIVACY,
@@ -90,6 +96,9 @@ enum stmt {
     ST_LASTSEEN_PUT,
     ST_LASTSEEN_GET,
     ST_LASTSEEN_PAGE,
+    ST_SAVED_CLEAR,
+    ST_SAVED_ADD,
+    ST_SAVED_TAKE,
     ST_COUNT,
 };
 
@@ -191,6 +200,18 @@ static const struct stmt_def stmts[ST_COUNT] = {
                           " ORDER BY user_id LIMIT $3",
                           3,
                           {OID_TEXT, OID_INT8, OID_INT8}},
+    [ST_SAVED_CLEAR] = {"presenced_saved_clear", "DELETE FROM presenced_saved_sessions", 0, {0}},
+    [ST_SAVED_ADD] = {"presenced_saved_add",
+                      "INSERT INTO presenced_saved_sessions (sid, saved_ms, data)"
+                      " SELECT s, t, d FROM unnest($1::text[], $2::int8[], $3::text[])"
+                      " AS b(s, t, d) ON CONFLICT (sid) DO NOTHING",
+                      3,
+                      {OID_TEXT_ARRAY, OID_INT8_ARRAY, OID_TEXT_ARRAY}},
+    /* One statement: what is read is gone, atomically. */
+    [ST_SAVED_TAKE] = {"presenced_saved_take",
+                       "DELETE FROM presenced_saved_sessions RETURNING sid, saved_ms, data",
+                       0,
+                       {0}},
 };
 
 struct pg {
@@ -415,6 +436,30 @@ static int run_ids(struct pg *pg, enum stmt k, const char *owner, char *const *i
     return err;
 }
 
+/* Replaces the saved sessions with a's rows, as three array parameters. */
+static int run_saved_put(struct pg *pg, const struct store_args *a, size_t *changed)
+{
+    int lens[3], fmts[3] = {1, 1, 1}, err;
+    const char *vals[3];
+    char *sids, *times, *texts;
+    size_t cleared = 0;
+
+    err = run_count(pg, ST_SAVED_CLEAR, NULL, NULL, NULL, &cleared);
+    if (err || a->n == 0)
+        return err;
+    sids = encode_ids(a->ids, a->n, &lens[0]);
+    times = encode_times(a->times, a->n, &lens[1]);
+    texts = encode_ids(a->texts, a->n, &lens[2]);
+    vals[0] = sids;
+    vals[1] = times;
+    vals[2] = texts;
+    err = run_count(pg, ST_SAVED_ADD, vals, lens, fmts, changed);
+    free(texts);
+    free(times);
+    free(sids);
+    return err;
+}
+
 static int pg_write(void *db, const struct store_args *a, size_t *changed)
 {
     struct pg *pg = db;
@@ -442,6 +487,8 @@ static int pg_write(void *db, const struct store_args *a, size_t *changed)
         return run_count(pg, ST_BLOCK_DEL, vals, NULL, NULL, changed);
     case STORE_LASTSEEN_WRITE:
         return run_lastseen_put(pg, a, changed);
+    case STORE_SAVED_PUT:
+        return run_saved_put(pg, a, changed);
     default:
         abort(); /* store.c passes only writes here */
     }
@@ -579,6 +626,34 @@ static int read_lastseen_page(struct pg *pg, const struct store_args *a, struct 
     return 0;
 }
 
+/* Every saved session, deleted by the same statement. */
+static int read_saved_take(struct pg *pg, struct store_result *res)
+{
+    struct store_saved *rows;
+    char **ids;
+    PGresult *r;
+    size_t n;
+    int err = run(pg, ST_SAVED_TAKE, NULL, NULL, NULL, &r);
+
+    if (err)
+        return err;
+    n = (size_t)PQntuples(r);
+    ids = xcalloc(n ? 2 * n : 1, sizeof(*ids));
+    rows = xcalloc(n ? n : 1, sizeof(*rows));
+    for (size_t k = 0; k < n; k++) {
+        ids[2 * k] = xstrdup(PQgetvalue(r, (int)k, 0));
+        ids[2 * k + 1] = xstrdup(PQgetvalue(r, (int)k, 2));
+        rows[k] = (struct store_saved){ids[2 * k], ids[2 * k + 1],
+                                       strtoll(PQgetvalue(r, (int)k, 1), NULL, 10)};
+    }
+    res->ids = (const char *const *)ids;
+    res->nids = 2 * n;
+    res->saved = rows;
+    res->nsaved = n;
+    PQclear(r);
+    return 0;
+}
+
 /* Both privacy read statements start with the three privacy columns, NULL
  * (or no row) when the user has none. */
 static int pg_read(void *db, const struct store_args *a, struct store_result *res)
@@ -597,6 +672,8 @@ static int pg_read(void *db, const struct store_args *a, struct store_result *re
         return read_blockers(pg, a->user, res);
     if (a->kind == STORE_GET_SUMMARY)
         return read_summary(pg, a->user, res);
+    if (a->kind == STORE_SAVED_TAKE)
+        return read_saved_take(pg, res);
     err = run(pg, relations ? ST_RELATIONS : ST_GET_PRIVACY, vals, NULL, NULL, &r);
 
     if (err)

@@ -43,6 +43,9 @@ enum stmt {
     ST_LASTSEEN_PUT,
     ST_LASTSEEN_GET,
     ST_LASTSEEN_PAGE,
+    ST_SAVED_CLEAR,
+    ST_SAVED_ADD,
+    ST_SAVED_TAKE,
     ST_COUNT,
 };
 
@@ -72,6 +75,11 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LASTSEEN_GET] = "SELECT last_seen_ms FROM last_seen WHERE user = ?1",
     [ST_LASTSEEN_PAGE] = "SELECT user, last_seen_ms FROM last_seen"
                          " WHERE user > ?1 AND last_seen_ms >= ?2 ORDER BY user LIMIT ?3",
+    [ST_SAVED_CLEAR] = "DELETE FROM saved_sessions",
+    [ST_SAVED_ADD] =
+        "INSERT OR REPLACE INTO saved_sessions(sid, saved_ms, data) VALUES (?1, ?2, ?3)",
+    /* One statement, so one implicit transaction: what is read is gone. */
+    [ST_SAVED_TAKE] = "DELETE FROM saved_sessions RETURNING sid, saved_ms, data",
 };
 
 static const char schema_sql[] =
@@ -94,6 +102,12 @@ static const char schema_sql[] =
     "CREATE TABLE IF NOT EXISTS last_seen ("
     " user TEXT PRIMARY KEY NOT NULL,"
     " last_seen_ms INTEGER NOT NULL CHECK (last_seen_ms > 0)"
+    ") WITHOUT ROWID;"
+    /* version 3 */
+    "CREATE TABLE IF NOT EXISTS saved_sessions ("
+    " sid TEXT PRIMARY KEY NOT NULL,"
+    " saved_ms INTEGER NOT NULL CHECK (saved_ms > 0),"
+    " data TEXT NOT NULL"
     ") WITHOUT ROWID;";
 
 struct lite {
@@ -235,6 +249,25 @@ static int exec_lastseen_put(struct lite *l, const struct store_args *a, size_t 
     return err;
 }
 
+/* Replaces the saved sessions with a's rows (inside the open transaction). */
+static int exec_saved_put(struct lite *l, const struct store_args *a, size_t *changed)
+{
+    int rc = stmt_step(l->stmt[ST_SAVED_CLEAR]);
+
+    if (rc != SQLITE_DONE)
+        return map_sqlite(rc);
+    for (size_t i = 0; i < a->n; i++) {
+        sqlite3_stmt *st = bind2(l, ST_SAVED_ADD, a->ids[i], NULL);
+
+        sqlite3_bind_int64(st, 2, a->times[i]);
+        sqlite3_bind_text(st, 3, a->texts[i], -1, SQLITE_STATIC);
+        if ((rc = stmt_step(st)) != SQLITE_DONE)
+            return map_sqlite(rc);
+    }
+    *changed += a->n;
+    return 0;
+}
+
 static int lite_write(void *db, const struct store_args *a, size_t *changed)
 {
     struct lite *l = db;
@@ -258,6 +291,8 @@ static int lite_write(void *db, const struct store_args *a, size_t *changed)
         return exec_pairs(l, ST_BLOCK_DEL, a->user, &a->other, 1, changed);
     case STORE_LASTSEEN_WRITE:
         return exec_lastseen_put(l, a, changed);
+    case STORE_SAVED_PUT:
+        return exec_saved_put(l, a, changed);
     default:
         abort(); /* store.c passes only writes here */
     }
@@ -400,6 +435,34 @@ static int read_lastseen_page(struct lite *l, const struct store_args *a, struct
     return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
 }
 
+/* Every saved session, deleted by the same statement. */
+static int read_saved_take(struct lite *l, struct store_result *res)
+{
+    sqlite3_stmt *st = l->stmt[ST_SAVED_TAKE];
+    struct store_saved *rows = NULL;
+    char **ids = NULL;
+    size_t cap = 0;
+    int rc;
+
+    while ((rc = stmt_step(st)) == SQLITE_ROW) {
+        size_t k = res->nsaved;
+
+        if (k == cap) {
+            cap = cap ? 2 * cap : 16;
+            rows = xrealloc(rows, cap * sizeof(*rows));
+            ids = xrealloc(ids, 2 * cap * sizeof(*ids));
+        }
+        ids[2 * k] = xstrdup((const char *)sqlite3_column_text(st, 0));
+        ids[2 * k + 1] = xstrdup((const char *)sqlite3_column_text(st, 2));
+        rows[k] = (struct store_saved){ids[2 * k], ids[2 * k + 1], sqlite3_column_int64(st, 1)};
+        res->nsaved = k + 1;
+        res->nids = 2 * (k + 1);
+        res->saved = rows;
+        res->ids = (const char *const *)ids;
+    }
+    return rc == SQLITE_DONE ? 0 : map_sqlite(rc);
+}
+
 static int lite_read(void *db, const struct store_args *a, struct store_result *res)
 {
     struct lite *l = db;
@@ -413,6 +476,8 @@ static int lite_read(void *db, const struct store_args *a, struct store_result *
         return read_blockers(l, a->user, res);
     if (a->kind == STORE_GET_SUMMARY)
         return read_summary(l, a->user, res);
+    if (a->kind == STORE_SAVED_TAKE)
+        return read_saved_take(l, res);
     err = read_privacy(l, a->user, res);
 
     if (err == 0 && a->kind == STORE_GET_RELATIONS)
@@ -511,7 +576,8 @@ static int user_version(sqlite3 *db, int *v)
 /*
  * Creates the tables (idempotent) and stamps user_version in one
  * transaction. Every version so far only added tables, so the one script
- * migrates any older version too (1 -> 2: the last_seen table). A later
+ * migrates any older version too (1 -> 2: the last_seen table; 2 -> 3:
+ * saved_sessions). A later
  * version that changes a table adds a step here, guarded by the version
  * read before it.
  */

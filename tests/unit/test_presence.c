@@ -2419,6 +2419,127 @@ static void test_100k_sessions_heartbeats_never_allocate(void **state)
     fx_free(f);
 }
 
+/* ---- restore after a clean stop ---- */
+
+static struct presence_restore restored(const char *sid, const char *uid)
+{
+    return (struct presence_restore){.sid = sid, .user = uid, .device = PRESENCE_DEVICE_WEB};
+}
+
+/* A restored session is online at once, with no event; in its grace from
+ * the restore; resumed, nothing happens; not resumed, one offline after
+ * the grace with the last seen from before the stop. */
+static void test_restore_publishes_without_event_then_grace(void **state)
+{
+    struct fx *f = fx_new();
+    struct presence_restore r = restored("s1", "ann");
+    struct presence_restore q = restored("s2", "bob");
+    struct presence_session_info si;
+    struct presence_view v;
+    uint64_t seen = f->now - 30 * SEC, t;
+
+    (void)state;
+    step(f, 40 * SEC); /* the clock is past what was saved */
+    r.manual = PRESENCE_DND;
+    r.status_expires_at = f->now + HOUR;
+    r.text = "In a meeting";
+    r.emoji = ":calendar:";
+    r.custom_expires_at = f->now + HOUR;
+    r.last_seen = r.last_activity = seen;
+    assert_int_equal(presence_session_restore(f->p, &r, f->now), 0);
+    q.last_seen = q.last_activity = seen;
+    assert_int_equal(presence_session_restore(f->p, &q, f->now), 0);
+    assert_int_equal(presence_session_restore(f->p, &q, f->now), PRESENCE_E_SESSION_EXISTS);
+    v = view(f, "ann");
+    assert_int_equal(v.status, PRESENCE_DND);
+    assert_string_equal(v.custom.text, "In a meeting");
+    assert_int_equal(v.custom.expires_at, r.custom_expires_at);
+    assert_true(v.version > 0);
+    assert_int_equal(presence_get_session(f->p, "s1", &si), 0);
+    assert_false(si.attached);
+    assert_int_equal(si.manual, PRESENCE_DND);
+    t = f->now;
+    step(f, SEC);
+    assert_int_equal(f->events, 0); /* no event: online before, online after */
+    assert_int_equal(presence_session_resume(f->p, "ann", "s1", conn(7), NULL, f->now), 0);
+    run_to(f, t + f->cfg.reconnect_grace_ms - 1);
+    assert_int_equal(f->nends, 0);
+    run_to(f, t + f->cfg.reconnect_grace_ms);
+    flush(f);
+    assert_int_equal(f->nends, 1);
+    assert_string_equal(f->ends[0].sid, "s2");
+    assert_int_equal(f->ends[0].reason, PRESENCE_END_GRACE);
+    assert_int_equal(f->events, 1); /* bob offline, once */
+    assert_string_equal(f->ev[0].user, "bob");
+    assert_int_equal(f->ev[0].cur.status, PRESENCE_OFFLINE);
+    assert_int_equal(f->ev[0].cur.last_seen, seen);
+    assert_int_equal(view(f, "ann").status, PRESENCE_DND);
+    fx_free(f);
+}
+
+/* Expiries that passed while the server was down are dropped; a bad value
+ * changes nothing; the cap is the cap; an idle session stays idle; a
+ * socketless one has a TTL from now. */
+static void test_restore_expiries_errors_and_kinds(void **state)
+{
+    struct fx *f = fx_new();
+    struct presence_restore r = restored("s1", "ann");
+    struct presence_restore h = restored("h1", "hal");
+    struct presence_session_info si;
+    struct presence_view v;
+    char sid[16];
+
+    (void)state;
+    step(f, HOUR);
+    r.manual = PRESENCE_BUSY;
+    r.status_expires_at = f->now - 1;
+    r.text = "gone";
+    r.custom_expires_at = f->now;
+    r.idle = true;
+    r.last_seen = r.last_activity = f->now - MIN_MS;
+    assert_int_equal(presence_session_restore(f->p, &r, f->now), 0);
+    v = view(f, "ann");
+    assert_int_equal(v.status, PRESENCE_AWAY); /* busy expired: back to activity, idle */
+    assert_string_equal(v.custom.text, "");
+    r = restored("s2", "ann");
+    r.manual = PRESENCE_AWAY;
+    r.status_expires_at = f->now + SEC;
+    assert_int_equal(presence_session_restore(f->p, &r, f->now), PRESENCE_E_BAD_STATUS);
+    r = restored("s2", "ann");
+    r.manual = PRESENCE_ONLINE;
+    assert_int_equal(presence_session_restore(f->p, &r, f->now), PRESENCE_E_BAD_STATUS);
+    r = restored("s2", "a b");
+    assert_int_equal(presence_session_restore(f->p, &r, f->now), PRESENCE_E_BAD_ID);
+    r = restored("s2", "ann");
+    r.emoji = "nope";
+    assert_int_equal(presence_session_restore(f->p, &r, f->now), PRESENCE_E_BAD_EMOJI);
+    r = restored("s2", "ann");
+    r.device = PRESENCE_DEVICE_COUNT;
+    assert_int_equal(presence_session_restore(f->p, &r, f->now), PRESENCE_E_BAD_DEVICE);
+    assert_int_equal(stats(f).sessions, 1);
+    for (unsigned i = 1; i < f->cfg.max_sessions_per_user; i++) {
+        snprintf(sid, sizeof(sid), "c%u", i);
+        r = restored(sid, "ann");
+        assert_int_equal(presence_session_restore(f->p, &r, f->now), 0);
+    }
+    r = restored("over", "ann");
+    assert_int_equal(presence_session_restore(f->p, &r, f->now), PRESENCE_E_TOO_MANY);
+    /* Socketless (HTTP): attached, no connection, ends by its TTL. */
+    h.socketless = true;
+    h.last_seen = h.last_activity = f->now - MIN_MS;
+    assert_int_equal(presence_session_restore(f->p, &h, f->now), 0);
+    assert_int_equal(presence_get_session(f->p, "h1", &si), 0);
+    assert_true(si.attached);
+    assert_null(si.conn_ref);
+    assert_int_equal(presence_heartbeat(f->p, "h1", f->now + SEC), 0);
+    step(f, f->cfg.session_ttl_ms - 1);
+    assert_int_equal(view(f, "hal").status, PRESENCE_ONLINE);
+    step(f, 1);
+    flush(f);
+    assert_int_equal(view(f, "hal").status, PRESENCE_OFFLINE);
+    fx_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2463,6 +2584,8 @@ int main(void)
         cmocka_unit_test(test_record_revived_and_debounced),
         cmocka_unit_test(test_recency_ties_by_start_order),
         cmocka_unit_test(test_100k_sessions_heartbeats_never_allocate),
+        cmocka_unit_test(test_restore_publishes_without_event_then_grace),
+        cmocka_unit_test(test_restore_expiries_errors_and_kinds),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -542,6 +542,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lastseen_refused_batch_writes_nothing, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lastseen_load_pages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_saved_put_then_take_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_saved_put_refuses_bad_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lastseen_migrates_version_1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failing_write_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_schema_created_then_accepted, setup, teardown),
