@@ -323,9 +323,11 @@ struct presence_restore {
     uint64_t last_seen;         /* monotonic ms of its latest beat or activity (<= now) */
     uint64_t last_activity;     /* monotonic ms of its latest activity (<= now) */
     bool socketless;            /* an HTTP session: attached, conn_ref NULL, TTL from now */
+    uint64_t grace_ms;          /* its reconnect grace from now; 0 = reconnect_grace_ms */
 };
 /* Puts back session r->sid of r->user as it was saved, as if its socket had
- * just closed: detached, in its reconnect grace from now (a socketless one
+ * just closed: detached, in its reconnect grace (r->grace_ms, or the
+ * configured one) from now (a socketless one
  * attached with a full TTL from now), with its status, custom status and
  * activity; an expiry already past is dropped (the session reads as it
  * would after it). The user's view becomes the emitted one at once, with a

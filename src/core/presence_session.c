@@ -451,7 +451,8 @@ int presence_session_restore(struct presence *p, const struct presence_restore *
         if (now - s->last_beat > UINT32_MAX / 2)
             s->last_beat = now; /* beyond what grace_ms holds: seen now */
         presence__session_flag(s, S_ATTACHED, false);
-        s->grace_ms = (uint32_t)(now + p->cfg.reconnect_grace_ms - s->last_beat);
+        s->grace_ms = (uint32_t)(now + (r->grace_ms ? r->grace_ms : p->cfg.reconnect_grace_ms) -
+                                 s->last_beat);
     }
     session_arm(p, s);
     p->stats.state_writes++;

@@ -97,6 +97,7 @@ static void announce(struct client *c, uint64_t after_ms)
 void engine_drain(struct engine *e, uint64_t window_ms)
 {
     uint64_t now = loop_now(e->w->loop);
+    bool back = e->env->cluster == NULL; /* one node: nowhere to go until the next is up */
     struct drain *d;
     struct hmap_node *n;
     size_t it;
@@ -113,7 +114,7 @@ void engine_drain(struct engine *e, uint64_t window_ms)
 
         if (!c->ws && !client_is_socketless(c))
             continue; /* an event stream: the runtime ends it */
-        announce(c, after);
+        announce(c, back ? after + window_ms : after);
         d->due[d->n++] = (struct drain_due){now + after, client_conn_id(c)};
     }
     qsort(d->due, d->n, sizeof(*d->due), cmp_due);

@@ -14,6 +14,13 @@
  * sorted by their time, with one timer at the next due: a drain costs 16
  * bytes per socket and no timer each.
  *
+ * On one node (no `redis`) there is nowhere to reconnect to until the
+ * next process is up, so the reconnect frame names d + window instead of
+ * d: the socket still closes at now + d, but its client comes back in the
+ * second window, after the stop, spread over it as the closes were, and
+ * the restored sessions' grace is reconnect-grace-ms + drain-window-ms
+ * (persist.c). With `redis` the other nodes take the clients at once: d.
+ *
  * Sessions are not put in their reconnect grace by these closes (nor by
  * any close once the server shuts down, session.c): they stay as they
  * were, to be saved (persist.h) and restored by the next start.

@@ -257,6 +257,9 @@ static void restore_session(struct engine *e, const struct saved_session *s, int
         .last_seen = to_mono(s->last_seen_ms, off),
         .last_activity = to_mono(s->last_activity_ms, off),
         .socketless = s->http,
+        /* the drain told its client to come back up to a window after the
+         * stop (drain.h): the grace covers that window too */
+        .grace_ms = (uint64_t)(e->w->srv->cfg.reconnect_grace_ms + e->w->srv->cfg.drain_window_ms),
     };
     uint64_t offline_seen = to_mono(s->offline_seen_ms, off);
     int err = presence_session_restore(e->pres, &r, now);
