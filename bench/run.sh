@@ -285,6 +285,10 @@ one_sio w8s r1 "" $W8S
 echo "--- w7 $W7" | tee -a "$LOG" >&2
 node bench/w7.mjs $W7 --out "$OUT/w7.jsonl" 2>>"$LOG" || { echo "bench: w7 failed (see $LOG)" >&2; FAILED=1; }
 
+# W9 restarts and deploys (its own servers, like W7)
+echo "--- w9 $W9" | tee -a "$LOG" >&2
+node bench/w9.mjs $W9 --out "$OUT/w9.jsonl" 2>>"$LOG" || { echo "bench: w9 failed (see $LOG)" >&2; FAILED=1; }
+
 echo "bench: generator runs done in ${SECONDS}s" >&2
 { echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"; } >>"$OUT/machine.txt"
 if ! /usr/bin/python3 bench/report.py "$MODE" "$OUT"; then

@@ -53,31 +53,13 @@ const pgPort = 15000 + Math.floor(Math.random() * 15000);
 const pgEnv = { ...process.env, PGRUN: `/run/presenced-test/pg-w7-${process.pid}`, PGPORT: String(pgPort), PGDATABASE: 'presence_w7' };
 execFileSync(path.join(root, 'tests/pg/cluster.sh'), ['up'], { env: pgEnv, stdio: 'ignore' });
 process.env.PRESENCED_TEST_PG = `postgresql://postgres@127.0.0.1:${pgPort}/presence_w7`;
-const { startRedis, startRedisCluster, redisCli, startNode } = await import('../tests/cluster/lib/nodes.mjs');
+const { startRedis, startRedisCluster, startNode } = await import('../tests/cluster/lib/nodes.mjs');
 const { sleep } = await import('../tests/integration/lib/server.mjs');
 const pgDown = () => { try { execFileSync(path.join(root, 'tests/pg/cluster.sh'), ['down'], { env: pgEnv, stdio: 'ignore' }); } catch { /* gone */ } };
 process.on('exit', pgDown);
 
-// ---- Redis counters ----
-// The commands a script runs inside it are counted by Redis too; those a
-// client sends are these (every other command in commandstats is inside a
-// script: HSET, HGETALL, TIME, ZADD, ...).
-const CLIENT_CMDS = new Set(['publish', 'subscribe', 'psubscribe', 'pubsub', 'client', 'hello', 'evalsha', 'eval', 'sadd', 'srem', 'spublish', 'hget', 'ping', 'ssubscribe',
-  'sunsubscribe', 'script', 'set', 'sscan', 'del', 'zrem', 'cluster', 'asking', 'readonly', 'info', 'command']);
-function redisStats(ports) {
-  let cmds = 0, all = 0, cpu = 0, mem = 0;
-  for (const p of ports) {
-    const info = redisCli(p, 'info', 'all');
-    const get = (k) => Number((new RegExp(`^${k}:([0-9.]+)`, 'm').exec(info) || [])[1] || 0);
-    for (const m of info.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) {
-      all += Number(m[2]);
-      if (CLIENT_CMDS.has(m[1])) cmds += Number(m[2]);
-    }
-    cpu += get('used_cpu_user') + get('used_cpu_sys');
-    mem += get('used_memory');
-  }
-  return { cmds, all, cpu, mem };
-}
+// ---- Redis counters: bench/redis-stats.mjs ----
+const { redisStats } = await import('./redis-stats.mjs');
 
 // The heartbeat phase: beat() sends every user's heartbeat, once a second
 // for SECONDS; Redis's counters before and after.

@@ -99,6 +99,15 @@ else
   W7="--users 4000 --seconds 10 --rate 200 --burst 4000 --topologies 2n-1r,3n-1r,2n-2s,2n-cluster,socket.io"
 fi
 
+# W9 restarts and deploys (bench/w9.mjs): 20,000 clients (19,000 on the
+# single node: one process holds every socket) through a drain and restart
+# of one node, and a rolling restart of three nodes on one Redis
+if [ "$MODE" = quick ]; then
+  W9="--clients 400 --watchers 10 --watch 50 --procs 2 --window-ms 1000 --grace-ms 10000"
+else
+  W9="--clients 20000 --watchers 200 --watch 200 --procs 4 --window-ms 5000 --grace-ms 30000"
+fi
+
 # W4 and W5 through the Pusher protocol (issue 18): presenced with a Pusher
 # app whose client events are on, the generator's members on /app/KEY in
 # presence-r<room>; transitions and cursors are client events (client-meta,
