@@ -55,7 +55,7 @@ else await main();
 async function clientProcess() {
   const require = createRequire(path.join(here, 'package.json'));
   const WebSocket = require('ws');
-  const st = { connected: 0, flaps: 0, unknown: 0, resumed: 0, fresh: 0, refused: 0, synced: 0, watchers: 0, recon: [], hb: null };
+  const st = { codes: {}, connected: 0, flaps: 0, unknown: 0, resumed: 0, fresh: 0, refused: 0, synced: 0, watchers: 0, recon: [], hb: null };
   let cfg = null;
   let clients = [];
   let t0 = 0; // the parent's drain start, for the reconnect times
@@ -69,7 +69,7 @@ async function clientProcess() {
     c.open = false;
     ws.on('message', (d) => onMessage(c, JSON.parse(d)));
     ws.on('error', () => {});
-    ws.on('close', () => onClose(c, ws));
+    ws.on('close', (code) => onClose(c, ws, code));
   }
 
   function onMessage(c, m) {
@@ -90,7 +90,8 @@ async function clientProcess() {
       const jitter = Math.random() * Math.min(250, 50 + after / 20); // the SDK's
       c.drainAt = Date.now() + after + jitter;
       c.moveTo = (c.node + 1 + Math.floor(Math.random() * (cfg.urls.length - 1))) % cfg.urls.length;
-      setTimeout(() => { if (c.ws && c.ws.readyState === WebSocket.OPEN) c.ws.close(1000); }, after + jitter);
+      const ws0 = c.ws; // this socket, not a later one
+      setTimeout(() => { if (ws0.readyState === WebSocket.OPEN) ws0.close(1000); }, after + jitter);
     }
   }
 
@@ -102,8 +103,9 @@ async function clientProcess() {
     c.view.set(p.user, p.status);
   }
 
-  function onClose(c, ws) {
+  function onClose(c, ws, code) {
     if (c.ws !== ws) return;
+    if (c.open && t0) st.codes[code] = (st.codes[code] || 0) + 1;
     if (c.open) st.connected--;
     c.open = false;
     c.view = null;
@@ -144,6 +146,7 @@ async function clientProcess() {
       st.hb = setInterval(() => { for (const c of clients) if (c.open) c.ws.send('{"type":"heartbeat"}'); }, msg.heartbeatMs);
     } else if (msg.cmd === 'mark') {
       t0 = msg.t0;
+      st.codes = {};
       st.recon = [];
       st.flaps = 0; st.unknown = 0; st.resumed = 0; st.fresh = 0; st.refused = 0;
     } else if (msg.cmd === 'stop') {
@@ -153,7 +156,7 @@ async function clientProcess() {
     }
   });
   setInterval(() => {
-    process.send({ ev: 'status', connected: st.connected, flaps: st.flaps, unknown: st.unknown, resumed: st.resumed, fresh: st.fresh, refused: st.refused, synced: synced(), watchers: st.watchers, recon: st.recon.splice(0) });
+    process.send({ ev: 'status', codes: st.codes, connected: st.connected, flaps: st.flaps, unknown: st.unknown, resumed: st.resumed, fresh: st.fresh, refused: st.refused, synced: synced(), watchers: st.watchers, recon: st.recon.splice(0) });
   }, 250);
 }
 
@@ -198,6 +201,12 @@ async function main() {
       procs, n, sum,
       mark(t0) { for (const r of procs) { r.recon = []; r.child.send({ cmd: 'mark', t0 }); } },
       recon() { return procs.flatMap((r) => r.recon); },
+      // the close codes of open sockets since the mark, summed
+      codes() {
+        const out = {};
+        for (const r of procs) for (const [k, v] of Object.entries(r.last ? r.last.codes : {})) out[k] = (out[k] || 0) + v;
+        return out;
+      },
       // every client connected and every watcher sees everyone online
       settled() { return procs.every((r) => r.last) && sum('connected') === n && sum('synced') === sum('watchers'); },
       async stop() { for (const r of procs) { r.child.send({ cmd: 'stop' }); await once(r.child, 'exit'); } },
@@ -258,7 +267,7 @@ async function main() {
     return {
       settled: ok, drain_exit_ms: exitedMs, back_up_ms: upMs, full_resync_ms: ok ? resyncMs : null,
       flaps: cl.sum('flaps'), unknown_seen: cl.sum('unknown'), resumed: cl.sum('resumed'), new_sessions: cl.sum('fresh'),
-      refused_connects: cl.sum('refused'), ...r,
+      refused_connects: cl.sum('refused'), close_codes: cl.codes(), ...r,
       redis_cmds_per_s: s0 ? (s1.cmds - s0.cmds) / ((Date.now() - t0) / 1000) : null,
       redis_cmds_peak_per_s: s0 ? peakCmds : null,
       redis_all_cmds_per_s: s0 ? (s1.all - s0.all) / ((Date.now() - t0) / 1000) : null,
