@@ -596,10 +596,21 @@ int pusher_webhooks(const struct config *cfg, struct hooks_config *hc, char *err
 
 int pusher_register(const struct config *cfg, char *err, size_t errlen)
 {
+    struct pusher_app apps[PUSHER_APPS_MAX];
+    size_t n;
+
     if (!cfg->pusher_app || !cfg->pusher_app[0])
         return 0;
-    if (pusher_app_parse(cfg->pusher_app, &app, err, errlen) < 0)
+    if (pusher_apps_parse(cfg->pusher_app, apps, PUSHER_APPS_MAX, &n, err, errlen) < 0)
         return -1;
+    if (n > 1) {
+        snprintf(err, errlen,
+                 "pusher-app: %zu apps given; this version serves one Pusher app (each "
+                 "app as a namespace of its own is not built yet: docs/pusher.md)",
+                 n);
+        return -1;
+    }
+    app = apps[0];
     pusher_encode_init(app.subscription_count);
     pusher_api_init(&app);
     pusher_proto = adapter_register(&pusher_adapter);
