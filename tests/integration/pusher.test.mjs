@@ -249,6 +249,11 @@ describe('pusher protocol', () => {
     const unsigned = await fetch(`${srv.url}/apps/${APP.id}/events`, { method: 'POST',
       headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'x', channel: chName, data: '{}' }) });
     assert.equal(unsigned.status, 401);
+    for (const id of ['4712', `${APP.id}1`, APP.id.slice(0, 2)]) { // another id, or one that shares a prefix
+      const other = new PusherServer({ appId: id, key: APP.key, secret: APP.secret,
+        host: '127.0.0.1', port: String(srv.port), useTLS: false });
+      await assert.rejects(other.trigger(chName, 'headline', { text: 'elsewhere' }), (e) => e.status === 404);
+    }
     const big = await api.trigger(chName, 'headline', 'x'.repeat(11000)).catch((e) => e);
     assert.equal(big.status, 413);
     await sleep(200);

@@ -3,7 +3,8 @@
  * test_pusher_app.c - the pusher-app setting: ID:KEY:SECRET, its options,
  * the webhook=URL option that takes the rest of the item (a URL has ':'),
  * a clear refusal for every malformed spec, and the comma-separated list
- * of apps with its duplicate id and key checks.
+ * of apps with its duplicate id and key checks, and the lookups by key and
+ * by id.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -112,6 +113,25 @@ static void test_list(void **state)
     assert_string_equal(a[1].webhook, "");
 }
 
+static void test_lookup(void **state)
+{
+    struct pusher_app a[PUSHER_APPS_MAX];
+    char err[200];
+    size_t n;
+
+    (void)state;
+    assert_int_equal(pusher_apps_parse("1:k:s,22:kk:s2", a, PUSHER_APPS_MAX, &n, err, 200), 0);
+    assert_ptr_equal(pusher_apps_by_key(a, n, "k", 1), &a[0]);
+    assert_ptr_equal(pusher_apps_by_key(a, n, "kk/more", 2), &a[1]);
+    assert_null(pusher_apps_by_key(a, n, "kk", 1 + 1 - 2)); /* empty */
+    assert_null(pusher_apps_by_key(a, n, "kkk", 3));
+    assert_null(pusher_apps_by_key(a, n, "1", 1)); /* an id is not a key */
+    assert_ptr_equal(pusher_apps_by_id(a, n, "22/", 2), &a[1]);
+    assert_ptr_equal(pusher_apps_by_id(a, n, "1", 1), &a[0]);
+    assert_null(pusher_apps_by_id(a, n, "2", 1));
+    assert_null(pusher_apps_by_id(a, n, "k", 1));
+}
+
 static void test_list_refused(void **state)
 {
     static const struct {
@@ -148,7 +168,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain),        cmocka_unit_test(test_options),
         cmocka_unit_test(test_refused),      cmocka_unit_test(test_list),
-        cmocka_unit_test(test_list_refused),
+        cmocka_unit_test(test_list_refused), cmocka_unit_test(test_lookup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

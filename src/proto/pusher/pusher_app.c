@@ -154,3 +154,26 @@ int pusher_apps_parse(const char *spec, struct pusher_app *apps, size_t max, siz
         p += len + 1;
     }
 }
+
+static bool same(const char *field, const char *s, size_t len)
+{
+    return strlen(field) == len && memcmp(field, s, len) == 0;
+}
+
+const struct pusher_app *pusher_apps_by_key(const struct pusher_app *apps, size_t n, const char *s,
+                                            size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (same(apps[i].key, s, len))
+            return &apps[i];
+    return NULL;
+}
+
+const struct pusher_app *pusher_apps_by_id(const struct pusher_app *apps, size_t n, const char *s,
+                                           size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (same(apps[i].id, s, len))
+            return &apps[i];
+    return NULL;
+}

@@ -45,4 +45,11 @@ int pusher_app_parse(const char *spec, struct pusher_app *app, char *err, size_t
 int pusher_apps_parse(const char *spec, struct pusher_app *apps, size_t max, size_t *n, char *err,
                       size_t errlen);
 
+/* The app of apps[0..n-1] whose key (or id) is the len bytes at s, or
+ * NULL (s need not be NUL-terminated). */
+const struct pusher_app *pusher_apps_by_key(const struct pusher_app *apps, size_t n, const char *s,
+                                            size_t len);
+const struct pusher_app *pusher_apps_by_id(const struct pusher_app *apps, size_t n, const char *s,
+                                           size_t len);
+
 #endif
