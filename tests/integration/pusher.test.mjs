@@ -249,6 +249,11 @@ describe('pusher protocol', () => {
     const unsigned = await fetch(`${srv.url}/apps/${APP.id}/events`, { method: 'POST',
       headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'x', channel: chName, data: '{}' }) });
     assert.equal(unsigned.status, 401);
+    for (const id of ['4712', `${APP.id}1`, APP.id.slice(0, 2)]) { // another id, or one that shares a prefix
+      const other = new PusherServer({ appId: id, key: APP.key, secret: APP.secret,
+        host: '127.0.0.1', port: String(srv.port), useTLS: false });
+      await assert.rejects(other.trigger(chName, 'headline', { text: 'elsewhere' }), (e) => e.status === 404);
+    }
     const big = await api.trigger(chName, 'headline', 'x'.repeat(11000)).catch((e) => e);
     assert.equal(big.status, 413);
     await sleep(200);
@@ -443,7 +448,10 @@ describe('pusher protocol', () => {
 
 test('pusher-app: a bad value is refused at start with a message', async () => {
   await assert.rejects(startServer(['--pusher-app', 'only-an-id']), /ID:KEY:SECRET/);
-  await assert.rejects(startServer(['--pusher-app', '1:k:s,2:k2:s2']), /one Pusher app/);
+  await assert.rejects(startServer(['--pusher-app', '1:k:s,2:k2:s2']), /2 apps given; this version serves one Pusher app/);
+  await assert.rejects(startServer(['--pusher-app', '1:k:s,1:k2:s2']), /two apps have the id "1"/);
+  await assert.rejects(startServer(['--pusher-app', '1:k:s,2:k:s2']), /two apps have the key "k"/);
+  await assert.rejects(startServer(['--pusher-app', '1:k:s,2:k2']), /ID:KEY:SECRET/);
 });
 
 test('member-limit: a presence channel with that many members refuses a new user (4100), never a member\'s second tab', async () => {

@@ -2,7 +2,9 @@
 /*
  * test_pusher_app.c - the pusher-app setting: ID:KEY:SECRET, its options,
  * the webhook=URL option that takes the rest of the item (a URL has ':'),
- * and a clear refusal for every malformed spec.
+ * a clear refusal for every malformed spec, and the comma-separated list
+ * of apps with its duplicate id and key checks, and the lookups by key and
+ * by id.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -67,7 +69,7 @@ static void test_refused(void **state)
         "1:k:s:colour=blue",          /* unknown option */
         "1:k:s:subscription-count=1", /* true or false only */
         "1:k:s:webhook=",             /* no URL */
-        "1:k:s,2:k2:s2",              /* a second app */
+        "1:k:s,2:k2:s2",              /* a list is pusher_apps_parse's */
         "1!:k:s",                     /* id alphabet */
     };
     struct pusher_app a;
@@ -86,12 +88,87 @@ static void test_refused(void **state)
     assert_non_null(strstr(err, "webhook= needs a URL"));
 }
 
+static void test_list(void **state)
+{
+    struct pusher_app a[PUSHER_APPS_MAX];
+    char err[200];
+    size_t n;
+
+    (void)state;
+    assert_int_equal(pusher_apps_parse("1:k:s", a, PUSHER_APPS_MAX, &n, err, 200), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(a[0].key, "k");
+    assert_int_equal(pusher_apps_parse("1:k:s:client-events=true:webhook=http://h:1/a,"
+                                       "2:k2:s2:member-limit=5",
+                                       a, PUSHER_APPS_MAX, &n, err, 200),
+                     0);
+    assert_int_equal(n, 2);
+    assert_true(a[0].client_events);
+    assert_string_equal(a[0].webhook, "http://h:1/a");
+    assert_int_equal(a[0].member_limit, 100);
+    assert_string_equal(a[1].id, "2");
+    assert_string_equal(a[1].secret, "s2");
+    assert_false(a[1].client_events);
+    assert_int_equal(a[1].member_limit, 5);
+    assert_string_equal(a[1].webhook, "");
+}
+
+static void test_lookup(void **state)
+{
+    struct pusher_app a[PUSHER_APPS_MAX];
+    char err[200];
+    size_t n;
+
+    (void)state;
+    assert_int_equal(pusher_apps_parse("1:k:s,22:kk:s2", a, PUSHER_APPS_MAX, &n, err, 200), 0);
+    assert_ptr_equal(pusher_apps_by_key(a, n, "k", 1), &a[0]);
+    assert_ptr_equal(pusher_apps_by_key(a, n, "kk/more", 2), &a[1]);
+    assert_null(pusher_apps_by_key(a, n, "kk", 1 + 1 - 2)); /* empty */
+    assert_null(pusher_apps_by_key(a, n, "kkk", 3));
+    assert_null(pusher_apps_by_key(a, n, "1", 1)); /* an id is not a key */
+    assert_ptr_equal(pusher_apps_by_id(a, n, "22/", 2), &a[1]);
+    assert_ptr_equal(pusher_apps_by_id(a, n, "1", 1), &a[0]);
+    assert_null(pusher_apps_by_id(a, n, "2", 1));
+    assert_null(pusher_apps_by_id(a, n, "k", 1));
+}
+
+static void test_list_refused(void **state)
+{
+    static const struct {
+        const char *spec, *msg;
+    } bad[] = {
+        {"1:k:s,1:k2:s2", "two apps have the id \"1\""},
+        {"1:k:s,2:k:s2", "two apps have the key \"k\""},
+        {"1:k:s,", "ID:KEY:SECRET"},
+        {",1:k:s", "ID:KEY:SECRET"},
+        {"1:k:s,2:k2", "ID:KEY:SECRET"},
+        {"1:k:s,2:k2:s2:member-limit=0", "unknown option"},
+        {"1:a:s,2:b:s,3:c:s", "at most 2 apps"},
+    };
+    struct pusher_app a[PUSHER_APPS_MAX];
+    char err[200];
+    size_t n;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        assert_int_equal(pusher_apps_parse(bad[i].spec, a, 2, &n, err, 200), -1);
+        assert_true(strncmp(err, "pusher-app: ", 12) == 0);
+        assert_non_null(strstr(err, bad[i].msg));
+    }
+    char big[PUSHER_APP_ITEM_MAX + 40] = "1:k:s:webhook=http://h/";
+    memset(big + strlen(big), 'a', PUSHER_APP_ITEM_MAX);
+    big[sizeof(big) - 1] = '\0';
+    assert_int_equal(pusher_apps_parse(big, a, 2, &n, err, 200), -1);
+    assert_non_null(strstr(err, "longer than"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_plain),
-        cmocka_unit_test(test_options),
-        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_plain),        cmocka_unit_test(test_options),
+        cmocka_unit_test(test_refused),      cmocka_unit_test(test_list),
+        cmocka_unit_test(test_list_refused), cmocka_unit_test(test_lookup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

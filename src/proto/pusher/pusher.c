@@ -60,9 +60,14 @@ struct pclient {
     double tokens;                          /* client-event bucket */
     uint64_t refilled;                      /* loop ms */
     char signed_in[PUSHER_USER_ID_MAX + 1]; /* pusher:signin's user id, "" = none */
+    const struct pusher_app *app;           /* the socket's, from /app/{key} */
 };
 
-static struct pusher_app app;
+static struct pusher_app apps[PUSHER_APPS_MAX];
+static size_t napps;
+/* The app of the socket get_app is upgrading, for on_open (which runs
+ * inside wsconn_upgrade, on the same worker thread). */
+static _Thread_local const struct pusher_app *opening;
 static unsigned pusher_proto;
 static const struct route no_routes[1];
 struct route_list pusher_routes = {no_routes, 0};
@@ -143,7 +148,7 @@ static const char *str_field(const cJSON *o, const char *key)
 
 static void join_now(struct client *c, const char *room, const char *info, const char *ref)
 {
-    int r = engine__room_join(c, room, info, false, 0, 0, app.member_limit, ref);
+    int r = engine__room_join(c, room, info, false, 0, 0, pc_of(c)->app->member_limit, ref);
     char channel[PUSHER_CHANNEL_MAX + 1];
 
     if (r == -EMLINK && pusher_channel_of(room, channel))
@@ -205,10 +210,11 @@ static void subscribe_presence(struct client *c, const char *channel, const char
                                const cJSON *data, const char *sid)
 {
     const char *auth = str_field(data, "auth"), *cd = str_field(data, "channel_data");
+    const struct pusher_app *app = pc_of(c)->app;
     char uid[PUSHER_USER_ID_MAX + 1], *info = NULL;
     int r;
 
-    if (!auth || !cd || !pusher_channel_auth_ok(app.key, app.secret, sid, channel, cd, auth)) {
+    if (!auth || !cd || !pusher_channel_auth_ok(app->key, app->secret, sid, channel, cd, auth)) {
         subscription_error(c, channel, "AuthError", "invalid signature", 401);
         return;
     }
@@ -252,7 +258,8 @@ static void msg_subscribe(struct client *c, const cJSON *data)
         return;
     }
     if (k != PUSHER_CH_PUBLIC && k != PUSHER_CH_USER &&
-        (!auth || !pusher_channel_auth_ok(app.key, app.secret, sid, channel, NULL, auth))) {
+        (!auth || !pusher_channel_auth_ok(pc_of(c)->app->key, pc_of(c)->app->secret, sid, channel,
+                                          NULL, auth))) {
         subscription_error(c, channel, "AuthError", "invalid signature", 401);
         return;
     }
@@ -306,7 +313,7 @@ static void msg_client_event(struct client *c, const char *event, const cJSON *r
     char room[PUSHER_ROOM_MAX + 1], sid[PUSHER_SOCKET_ID_MAX], *text;
     struct room_broadcast_event ev;
 
-    if (!app.client_events) {
+    if (!pc_of(c)->app->client_events) {
         send_error(c, 4301, "client events are not enabled for this app");
         return;
     }
@@ -420,7 +427,7 @@ static void msg_signin(struct client *c, const cJSON *data)
     int r;
 
     pusher_socket_id(client_conn_id(c), sid);
-    if (!auth || !ud || !pusher_signin_ok(app.key, app.secret, sid, ud, auth)) {
+    if (!auth || !ud || !pusher_signin_ok(pc->app->key, pc->app->secret, sid, ud, auth)) {
         signin_refused(c, "invalid signature");
         return;
     }
@@ -507,6 +514,8 @@ static void on_open(struct wsconn *ws)
     struct client *c = wsconn_app_data(ws);
 
     wsconn_set_user_data(ws, c);
+    c->proto = pusher_proto & 3u; /* pc_of's state is then released by this adapter */
+    pc_of(c)->app = opening;
     client__open(c, ws, pusher_proto);
 }
 
@@ -564,16 +573,19 @@ static const struct wsconn_app refused_ws = {
 /* GET /app/{key}: the Pusher WebSocket. */
 static void get_app(struct conn *conn, const struct http_request *req, struct net_ctx *nc)
 {
-    size_t klen = strlen(app.key);
+    const struct pusher_app *app =
+        pusher_apps_by_key(apps, napps, req->path + 5, req->path_len - 5);
     struct client *c;
 
-    if (req->path_len != 5 + klen || memcmp(req->path + 5, app.key, klen) != 0) {
+    if (!app) {
         wsconn_upgrade(conn, req, &nc->wsconn_opts, &refused_ws, NULL);
         return;
     }
     c = engine_client_bare(nc->worker);
+    opening = app;
     if (!wsconn_upgrade(conn, req, &nc->wsconn_opts, &pusher_app_ws, c))
         engine_client_discard(c);
+    opening = NULL;
 }
 
 static const struct route routes[] = {
@@ -595,21 +607,32 @@ static bool webhook_channel(const char *room, char *out, size_t size)
 
 int pusher_webhooks(const struct config *cfg, struct hooks_config *hc, char *err, size_t errlen)
 {
-    const char *url = app.webhook[0] ? app.webhook : cfg->pusher_webhook_url;
+    const struct pusher_app *app = &apps[0]; /* the one app served */
+    const char *url = app->webhook[0] ? app->webhook : cfg->pusher_webhook_url;
 
     if (!pusher_proto || !url || !url[0])
         return 0;
-    return hooks_config_add_pusher(hc, url, app.key, app.secret, webhook_channel, err, errlen);
+    return hooks_config_add_pusher(hc, url, app->key, app->secret, webhook_channel, err, errlen);
 }
 
 int pusher_register(const struct config *cfg, char *err, size_t errlen)
 {
+    size_t n;
+
     if (!cfg->pusher_app || !cfg->pusher_app[0])
         return 0;
-    if (pusher_app_parse(cfg->pusher_app, &app, err, errlen) < 0)
+    if (pusher_apps_parse(cfg->pusher_app, apps, PUSHER_APPS_MAX, &n, err, errlen) < 0)
         return -1;
-    pusher_encode_init(app.subscription_count);
-    pusher_api_init(&app);
+    if (n > 1) {
+        snprintf(err, errlen,
+                 "pusher-app: %zu apps given; this version serves one Pusher app (each "
+                 "app as a namespace of its own is not built yet: docs/pusher.md)",
+                 n);
+        return -1;
+    }
+    napps = n;
+    pusher_encode_init(apps[0].subscription_count);
+    pusher_api_init(apps, napps);
     pusher_proto = adapter_register(&pusher_adapter);
     pusher_routes = (struct route_list)ROUTE_LIST(routes);
     return 0;

@@ -27,11 +27,13 @@
 #define BATCH_MAX      10    /* events of one batch */
 #define PATH_MAX_BYTES 512
 
-static const struct pusher_app *app;
+static const struct pusher_app *apps;
+static size_t napps;
 
-void pusher_api_init(const struct pusher_app *a)
+void pusher_api_init(const struct pusher_app *a, size_t n)
 {
-    app = a;
+    apps = a;
+    napps = n;
 }
 
 static void answer(struct conn *c, int status, const char *text)
@@ -40,24 +42,28 @@ static void answer(struct conn *c, int status, const char *text)
                   strlen(text));
 }
 
-/* The endpoint after "/apps/{id}/" into *rest; false when the id is not
- * the app's (404). */
-static bool own_app(const struct http_request *req, char *path, const char **rest)
+/* The app named by "/apps/{id}/" and the endpoint after it into *rest;
+ * NULL when no app has that id (404). */
+static const struct pusher_app *own_app(const struct http_request *req, char *path,
+                                        const char **rest)
 {
-    size_t idlen = strlen(app->id);
+    const struct pusher_app *app;
+    size_t idlen;
 
     if (req->path_len >= PATH_MAX_BYTES)
-        return false;
+        return NULL;
     memcpy(path, req->path, req->path_len);
     path[req->path_len] = '\0';
-    if (strncmp(path + 6, app->id, idlen) != 0 || path[6 + idlen] != '/')
-        return false;
+    idlen = strcspn(path + 6, "/");
+    if (path[6 + idlen] != '/' || !(app = pusher_apps_by_id(apps, napps, path + 6, idlen)))
+        return NULL;
     *rest = path + 6 + idlen + 1;
-    return true;
+    return app;
 }
 
 /* Checks the request's signature; answers and returns false when bad. */
-static bool signed_ok(struct conn *c, const struct http_request *req, const char *path)
+static bool signed_ok(struct conn *c, const struct pusher_app *app, const struct http_request *req,
+                      const char *path)
 {
     char method[8], query[PUSHER_API_QUERY_MAX + 1];
     struct pusher_api_req r = {method, path, query, req->body, req->body_len};
@@ -225,10 +231,11 @@ static void terminate(struct conn *c, struct engine *e, const char *uid)
 void pusher_api_post(struct conn *c, const struct http_request *req, struct net_ctx *nc)
 {
     char path[PATH_MAX_BYTES], uid[PUSHER_USER_ID_MAX + 1];
+    const struct pusher_app *app;
     const char *rest;
     bool events, term;
 
-    if (!own_app(req, path, &rest)) {
+    if (!(app = own_app(req, path, &rest))) {
         answer(c, 404, "unknown app\n");
         return;
     }
@@ -238,7 +245,7 @@ void pusher_api_post(struct conn *c, const struct http_request *req, struct net_
         answer(c, 404, "unknown endpoint\n");
         return;
     }
-    if (!signed_ok(c, req, path))
+    if (!signed_ok(c, app, req, path))
         return;
     if (term)
         terminate(c, nc->app, uid);
@@ -467,13 +474,14 @@ static void get_channels(struct conn *c, const struct http_request *req, struct 
 void pusher_api_get(struct conn *c, const struct http_request *req, struct net_ctx *nc)
 {
     char path[PATH_MAX_BYTES];
+    const struct pusher_app *app;
     const char *rest;
 
-    if (!own_app(req, path, &rest)) {
+    if (!(app = own_app(req, path, &rest))) {
         answer(c, 404, "unknown app\n");
         return;
     }
-    if (!signed_ok(c, req, path))
+    if (!signed_ok(c, app, req, path))
         return;
     if (strncmp(rest, "channels/", 9) == 0 && rest[9])
         get_channel(c, req, nc->app, (char *)rest + 9);

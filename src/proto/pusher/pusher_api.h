@@ -25,8 +25,9 @@
 #include "pusher_app.h"
 #include "route.h"
 
-/* The app the API serves (borrowed for the process's life). */
-void pusher_api_init(const struct pusher_app *app);
+/* The apps the API serves, each at /apps/{id}/ (borrowed for the
+ * process's life). */
+void pusher_api_init(const struct pusher_app *apps, size_t n);
 
 route_handler pusher_api_get;
 route_handler pusher_api_post;

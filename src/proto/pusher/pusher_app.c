@@ -68,9 +68,7 @@ int pusher_app_parse(const char *spec, struct pusher_app *app, char *err, size_t
     memset(app, 0, sizeof(*app));
     app->member_limit = 100;
     if (strchr(spec, ',')) {
-        snprintf(err, errlen,
-                 "pusher-app: this version serves one Pusher app (each app would be "
-                 "a namespace of its own); give one ID:KEY:SECRET");
+        snprintf(err, errlen, "pusher-app: one app is parsed here; use pusher_apps_parse");
         return -1;
     }
     if (!take_field(&p, app->id, true) || !take_field(&p, app->key, false) ||
@@ -104,4 +102,78 @@ int pusher_app_parse(const char *spec, struct pusher_app *app, char *err, size_t
         p += n + (p[n] == ':');
     }
     return 0;
+}
+
+/* The app that has the id or the key of apps[i] among apps[0..i-1], or -1;
+ * *what says which field matched. */
+static int duplicate(const struct pusher_app *apps, size_t i, const char **what)
+{
+    for (size_t j = 0; j < i; j++) {
+        *what = "id";
+        if (strcmp(apps[j].id, apps[i].id) == 0)
+            return (int)j;
+        *what = "key";
+        if (strcmp(apps[j].key, apps[i].key) == 0)
+            return (int)j;
+    }
+    return -1;
+}
+
+int pusher_apps_parse(const char *spec, struct pusher_app *apps, size_t max, size_t *n, char *err,
+                      size_t errlen)
+{
+    char item[PUSHER_APP_ITEM_MAX + 1];
+    const char *p = spec;
+    const char *what;
+
+    *n = 0;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+
+        if (*n == max) {
+            snprintf(err, errlen, "pusher-app: at most %zu apps", max);
+            return -1;
+        }
+        if (len > PUSHER_APP_ITEM_MAX) {
+            snprintf(err, errlen, "pusher-app: app %zu is longer than %d bytes", *n + 1,
+                     PUSHER_APP_ITEM_MAX);
+            return -1;
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (pusher_app_parse(item, &apps[*n], err, errlen) < 0)
+            return -1;
+        if (duplicate(apps, *n, &what) >= 0) {
+            snprintf(err, errlen, "pusher-app: two apps have the %s \"%s\"", what,
+                     what[0] == 'i' ? apps[*n].id : apps[*n].key);
+            return -1;
+        }
+        (*n)++;
+        if (!p[len])
+            return 0;
+        p += len + 1;
+    }
+}
+
+static bool same(const char *field, const char *s, size_t len)
+{
+    return strlen(field) == len && memcmp(field, s, len) == 0;
+}
+
+const struct pusher_app *pusher_apps_by_key(const struct pusher_app *apps, size_t n, const char *s,
+                                            size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (same(apps[i].key, s, len))
+            return &apps[i];
+    return NULL;
+}
+
+const struct pusher_app *pusher_apps_by_id(const struct pusher_app *apps, size_t n, const char *s,
+                                           size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (same(apps[i].id, s, len))
+            return &apps[i];
+    return NULL;
 }

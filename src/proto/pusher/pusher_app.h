@@ -11,9 +11,9 @@
  * webhook=URL (this app's webhook endpoint; the URL may hold ':', so this
  * option is the last: it takes the rest of the item).
  * ID is 1..32 digits or letters, KEY and SECRET 1..64 bytes of
- * [A-Za-z0-9_-.]. Several apps are comma-separated; this version serves
- * one (each app would be a namespace of its own: docs/pusher.md), so a
- * second is refused with a message that says so.
+ * [A-Za-z0-9_-.]. Several apps are comma-separated (a webhook URL holds no
+ * ','; write %2C); no two share an id or a key. Serving more than one is
+ * pusher.c's decision (docs/pusher.md).
  */
 #ifndef PUSHER_APP_H
 #define PUSHER_APP_H
@@ -22,6 +22,8 @@
 #include <stddef.h>
 
 #define PUSHER_APP_FIELD_MAX 64
+#define PUSHER_APP_ITEM_MAX  1024 /* one app's ID:KEY:SECRET[:options] */
+#define PUSHER_APPS_MAX      16   /* apps in one pusher-app */
 
 struct pusher_app {
     char id[PUSHER_APP_FIELD_MAX + 1];
@@ -33,7 +35,21 @@ struct pusher_app {
     char webhook[256];       /* this app's webhook URL, "" = pusher-webhook-url's */
 };
 
-/* Parses spec into *app. 0, or -1 with a message in err (errlen bytes). */
+/* Parses one app's spec (no ',') into *app. 0, or -1 with a message in
+ * err (errlen bytes). */
 int pusher_app_parse(const char *spec, struct pusher_app *app, char *err, size_t errlen);
+
+/* Parses the comma-separated list spec into apps[0..*n-1] (at most max),
+ * in order. 0, or -1 with a message in err naming what is wrong: a bad
+ * app, too many, or a second app with the id or the key of an earlier. */
+int pusher_apps_parse(const char *spec, struct pusher_app *apps, size_t max, size_t *n, char *err,
+                      size_t errlen);
+
+/* The app of apps[0..n-1] whose key (or id) is the len bytes at s, or
+ * NULL (s need not be NUL-terminated). */
+const struct pusher_app *pusher_apps_by_key(const struct pusher_app *apps, size_t n, const char *s,
+                                            size_t len);
+const struct pusher_app *pusher_apps_by_id(const struct pusher_app *apps, size_t n, const char *s,
+                                           size_t len);
 
 #endif
