@@ -287,6 +287,7 @@ struct cl_req {
     struct cluster *cl;
     int reply_to;      /* worker, or -1 */
     enum cl_hook hook; /* user puts: what their transition tells the webhooks */
+    bool get;          /* a put made by a read (home_get): answered as a get's view */
     char uid[PRESENCE_ID_MAX + 1];
 };
 
@@ -352,13 +353,14 @@ static void put_done(void *ctx, const redisReply *r, int err)
                       q->uid, v->str, v->len, q->hook == CL_HOOK_VISIBLE);
         if (q->reply_to >= 0)
             send_view(cl, (unsigned)q->reply_to, q->uid, err, v ? v->str : NULL, v ? v->len : 0,
-                      true);
+                      !q->get);
     }
     free(q);
 }
 
-void cl__put(struct cluster *cl, const char *uid, const char *field, const char *contrib,
-             uint64_t seen, int reply_to, enum cl_hook hook)
+/* cl__put(), and get: the answer goes to reply_to as a read's. */
+static void put_eval(struct cluster *cl, const char *uid, const char *field, const char *contrib,
+                     uint64_t seen, int reply_to, enum cl_hook hook, bool get)
 {
     char ks[CLUSTER_KEY_MAX], ka[CLUSTER_KEY_MAX], seen_s[24], keep[24];
     const char *keys[2] = {ks, ka};
@@ -371,6 +373,7 @@ void cl__put(struct cluster *cl, const char *uid, const char *field, const char 
     struct cl_req *q = req_new(cl, uid, reply_to);
 
     q->hook = hook;
+    q->get = get;
     cl__user_keys(cl, uid, ks, ka);
     kl[0] = strlen(ks);
     kl[1] = strlen(ka);
@@ -380,6 +383,12 @@ void cl__put(struct cluster *cl, const char *uid, const char *field, const char 
         al[i] = strlen(args[i]);
     if (redis_eval(cl->r, cl->s_put, 2, keys, kl, 7, args, al, put_done, q) != 0)
         put_done(q, NULL, REDIS_E_FULL);
+}
+
+void cl__put(struct cluster *cl, const char *uid, const char *field, const char *contrib,
+             uint64_t seen, int reply_to, enum cl_hook hook)
+{
+    put_eval(cl, uid, field, contrib, seen, reply_to, hook, false);
 }
 
 /* The node index: which users this epoch has contributions for (what a
@@ -411,6 +420,41 @@ static void get_done(void *ctx, const redisReply *r, int err)
     free(q);
 }
 
+/* The answer of SCRIPT_USER_READ: the view, or the dead epoch whose
+ * field the user still has, which this read drops (the put merges what
+ * is left, stores and publishes it when it changed, and is the webhook's
+ * one producer when the user went offline with it). */
+static void read_done(void *ctx, const redisReply *r, int err)
+{
+    struct cl_req *q = ctx;
+    struct cluster *cl = q->cl;
+    const redisReply *x = !err && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+                                  r->elements <= 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
+                                  (r->elements == 1 || r->element[1]->type == REDIS_REPLY_STRING)
+                              ? r->element[r->elements - 1]
+                              : NULL;
+
+    if (!err && !x)
+        err = REDIS_E_PROTO;
+    if (err == REDIS_E_CLOSED) {
+        free(q);
+        return;
+    }
+    if (!err && r->element[0]->integer == 1 && r->elements == 2) {
+        log_debug("cluster", "read %s: drops dead %s", q->uid, x->str);
+        put_eval(cl, q->uid, x->str, NULL, cl__dead_seen(cl, x->str), q->reply_to, CL_HOOK_ASK,
+                 true);
+    } else {
+        bool v = !err && r->elements == 2;
+        send_view(cl, (unsigned)q->reply_to, q->uid, err, v ? x->str : NULL, v ? x->len : 0, false);
+    }
+    free(q);
+}
+
+/* Reads uid's view. While some epoch is dead (past its lease and grace:
+ * what the sweep goes by) a reader does not show its contribution, swept
+ * or not: the read script says whether the user still has that epoch's
+ * field, and the read then drops it itself (read_done()). */
 static void home_get(struct cluster *cl, const char *uid, unsigned from)
 {
     char ks[CLUSTER_KEY_MAX], ka[CLUSTER_KEY_MAX];
@@ -419,6 +463,13 @@ static void home_get(struct cluster *cl, const char *uid, unsigned from)
     struct cl_req *q = req_new(cl, uid, (int)from);
 
     cl__user_keys(cl, uid, ks, ka);
+    if (cl__dead_list(cl)[0]) {
+        const char *keys[2] = {ks, ka}, *args[1] = {cl__dead_list(cl)};
+        size_t kl[2] = {strlen(ks), strlen(ka)}, al[1] = {strlen(args[0])};
+        if (redis_eval(cl->r, cl->s_uread, 2, keys, kl, 1, args, al, read_done, q) != 0)
+            read_done(q, NULL, REDIS_E_FULL);
+        return;
+    }
     len[0] = 4;
     len[1] = strlen(ka);
     len[2] = 1;
@@ -1289,6 +1340,7 @@ void cluster_attach(struct cluster *cl, struct worker *w, const struct cluster_h
     cl->loop = w->loop;
     cl->r = redis_new(w->loop, &cl->cfg.topo, &cl->cfg.redis, &events, cl);
     cl->s_put = redis_script(cl->r, script_user_put);
+    cl->s_uread = redis_script(cl->r, script_user_read);
     cl->s_renew = redis_script(cl->r, script_node_renew);
     cl->s_rput = redis_script(cl->r, script_room_put);
     cl->s_rget = redis_script(cl->r, script_room_get);

@@ -65,6 +65,15 @@ const char script_user_put[] =
     "local was = old[2] and (cjson.decode(old[2]).n or 0) > 0 or false\n"
     "return {1, v, (was ~= (n > 0)) and 1 or 0}\n";
 
+/* KEYS: {u:<h>}:s, {u:<h>}:a; ARGV: dead epochs (scripts.h). */
+const char script_user_read[] =
+    "for e in string.gmatch(ARGV[1], '[^,]+') do\n"
+    "  if redis.call('HEXISTS', KEYS[1], e) == 1 then return {1, e} end\n"
+    "end\n"
+    "local v = redis.call('HGET', KEYS[2], 'v')\n"
+    "if v then return {0, v} end\n"
+    "return {0}\n";
+
 /* KEYS: {c}:nodes, {c}:sweep:<self>; ARGV: self, lease ms, "1" once this
  * epoch's lease was registered. A registered lease that is gone (swept, or
  * Redis lost its data) or claimed by a sweeper is not renewed: "gone". */

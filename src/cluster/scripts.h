@@ -15,6 +15,13 @@
  *   Returns {changed (0|1), view JSON}, and when changed a third element,
  *   1 when the user turned online or offline (sessions n went from 0 or
  *   to 0): that put is the transition's one producer (webhooks).
+ * SCRIPT_USER_READ
+ *   KEYS: as SCRIPT_USER_PUT; ARGV: dead epochs (comma-separated)
+ *   A reader's look at the user while some epoch is dead (past lease and
+ *   grace) and maybe not swept yet: {1, epoch} when the user still has
+ *   that dead epoch's field (the reader then drops it with
+ *   SCRIPT_USER_PUT, which merges what is left), else {0, view JSON}, or
+ *   {0} when none is stored. Writes nothing.
  * SCRIPT_NODE_RENEW
  *   KEYS: pd:<app>:{c}:nodes (zset: <node>.<epoch> -> lease deadline),
  *         pd:<app>:{c}:sweep:<self> (a sweeper's claim on this epoch)
@@ -52,6 +59,7 @@
 #define SCRIPTS_H
 
 extern const char script_user_put[];
+extern const char script_user_read[];
 extern const char script_node_renew[];
 extern const char script_room_put[];
 extern const char script_room_get[];

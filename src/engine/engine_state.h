@@ -63,6 +63,7 @@ struct engine {
     struct list seats_dirty;           /* struct gview.seats_link: session counts to write */
     struct wheel_timer seats_timer;    /* writes them, SEATS_FLUSH_MS after the first */
     bool seats_armed;                  /* seats_timer is running */
+    char *cluster_dead;                /* the last dead list heard (cluster_user.c), or NULL */
     struct hmap hsess;                 /* struct hsess by sid: HTTP sessions (cluster_http.c) */
     struct list hs_parked;             /* HTTP beats waiting to learn who holds their session */
     /* the drain's spread-out closes (drain.c): NULL until it begins */
