@@ -141,6 +141,16 @@ struct cluster_hooks {
      * uid's HTTP session sid, which this node holds (cluster_hs_forward()).
      * Runs on the worker that owns uid. */
     void (*hbeat)(void *wctx, const char *uid, const char *sid, bool leave);
+    /* The answer to cluster_rs_take(): the resume record of uid's
+     * session sid (contrib.h; len bytes, borrowed), which this node now
+     * holds and rebuilds the session from, or NULL (no record, its
+     * deadline passed, or the read failed). Runs on the worker that
+     * asked. */
+    void (*rsession)(void *wctx, const char *uid, const char *sid, const char *record, size_t len);
+    /* Another node took uid's session sid over (a resume there): drop
+     * this node's copy without ending it for anyone. Runs on the worker
+     * that owns uid. */
+    void (*moved)(void *wctx, const char *uid, const char *sid);
     /* ---- rooms (each runs on the room's owner, bus_route(room id)) ---- */
     /* A message of room's script: seq, the node epoch that ran it
      * (own: this one) and its ops, lines "+ <user> <joinedAt> <meta>",
@@ -241,6 +251,22 @@ void cluster_hs_get(struct cluster *cl, unsigned worker, const char *uid, const 
  * node, which holds it (its hooks.hbeat), within a Redis round trip. */
 void cluster_hs_forward(struct cluster *cl, unsigned worker, const char *uid, const char *sid,
                         const char *node, bool leave);
+
+/* ---- resume across nodes (docs/cluster.md, "Resume across nodes") ---- */
+
+/* uid's session sid lost its socket here: its resume record (the text of
+ * contrib_resume_encode() of a record whose node is "": the home puts
+ * this node's epoch first; copied) is written to {u:<h>}:r, so that a
+ * resume that reaches another node finds it. */
+void cluster_rs_put(struct cluster *cl, unsigned worker, const char *uid, const char *sid,
+                    const char *record);
+/* uid's session sid was resumed here or ended: its record goes. */
+void cluster_rs_del(struct cluster *cl, unsigned worker, const char *uid, const char *sid);
+/* Takes uid's session sid over from the node that holds it
+ * (SCRIPT_USER_TAKE): hooks.rsession answers; when it was taken, the
+ * holder's hooks.moved runs within a Redis round trip. Only uid's own
+ * records are looked at: another user's session id is not found. */
+void cluster_rs_take(struct cluster *cl, unsigned worker, const char *uid, const char *sid);
 
 /* ---- rooms (docs/cluster.md, "Rooms across nodes") ---- */
 

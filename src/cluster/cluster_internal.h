@@ -56,7 +56,7 @@ struct cluster {
     /* home worker only: */
     struct loop *loop;
     struct redis *r;
-    int s_put, s_uread, s_renew, s_rput, s_rget; /* script handles */
+    int s_put, s_uread, s_take, s_renew, s_rput, s_rget; /* script handles */
     struct cl_node node;
     /* any thread: */
     atomic_bool degraded;

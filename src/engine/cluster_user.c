@@ -32,6 +32,7 @@
 #include "buf.h"
 #include "cluster.h"
 #include "cluster_http.h"
+#include "cluster_resume.h"
 #include "cluster_room.h"
 #include "contrib.h"
 #include "engine_privacy.h"
@@ -760,6 +761,8 @@ static const struct cluster_hooks hooks = {
     .yield = on_yield,
     .hsession = ch__on_hsession,
     .hbeat = ch__on_hbeat,
+    .rsession = cs__on_rsession,
+    .moved = cs__on_moved,
     .room_message = cr__on_message,
     .room_state = cr__on_state,
     .room_hooks = cr__on_hooks,

@@ -66,6 +66,9 @@ struct engine {
     char *cluster_dead;                /* the last dead list heard (cluster_user.c), or NULL */
     struct hmap hsess;                 /* struct hsess by sid: HTTP sessions (cluster_http.c) */
     struct list hs_parked;             /* HTTP beats waiting to learn who holds their session */
+    struct list rs_parked;             /* resumes waiting for a take-over (cluster_resume.c) */
+    struct list rs_drops;              /* sessions another node took over, to drop */
+    struct wheel_timer rs_timer;       /* drops the first of them when due */
     /* the drain's spread-out closes (drain.c): NULL until it begins */
     struct drain *drain;
     /* durable last seen (lastseen.c) */
