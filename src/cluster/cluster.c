@@ -1524,6 +1524,11 @@ void cluster_detach(struct cluster *cl, unsigned worker)
     redis_free(r);
 }
 
+bool cluster_is_home(const struct cluster *cl, unsigned worker)
+{
+    return worker == cl->cfg.home;
+}
+
 const char *cluster_self(const struct cluster *cl)
 {
     return cl->self;

@@ -291,6 +291,8 @@ void cluster_room_tag(const char *room, char out[17]);
 
 /* uid's watch bucket (pure). */
 unsigned cluster_bucket_of(const char *uid);
+/* Whether worker is the node's Redis home (any thread). */
+bool cluster_is_home(const struct cluster *cl, unsigned worker);
 /* This node's "<node-id>.<epoch>". Home worker's thread: it changes when
  * the node finds its lease swept while it was cut off (node.c) and takes
  * a new epoch. */

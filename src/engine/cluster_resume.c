@@ -54,16 +54,16 @@ bool cs__take(struct engine *e, struct emsg *em)
     return false;
 }
 
-void cs__grace(struct engine *e, const struct presence_session_info *si)
+/* Writes si's record: it ends at deadline (wall ms) unless resumed. */
+static void write_record(struct engine *e, const struct presence_session_info *si,
+                         uint64_t deadline)
 {
     int64_t off = wall_offset(e);
     struct contrib_resume r = {0};
     struct buf b = {0};
 
-    if (!cu__on(e))
-        return;
     /* the holder's name is the home's to write (cluster_rs_put()) */
-    r.deadline = time_wall_ms() + (uint64_t)e->w->srv->cfg.reconnect_grace_ms;
+    r.deadline = deadline;
     r.device = si->device;
     r.status = si->status == PRESENCE_OFFLINE ? PRESENCE_ONLINE : si->status;
     r.idle = si->idle;
@@ -74,6 +74,30 @@ void cs__grace(struct engine *e, const struct presence_session_info *si)
     contrib_resume_encode(&b, &r);
     cluster_rs_put(e->env->cluster, e->w->id, si->user, si->sid, b.data);
     buf_release(&b);
+}
+
+void cs__grace(struct engine *e, const struct presence_session_info *si)
+{
+    if (cu__on(e))
+        write_record(e, si, time_wall_ms() + (uint64_t)e->w->srv->cfg.reconnect_grace_ms);
+}
+
+static void drain_user(struct engine *e, const char *uid, void *ctx)
+{
+    struct presence_session_info si[64];
+    size_t n = presence_list_sessions(e->pres, uid, si, ARRAY_SIZE(si));
+    uint64_t deadline = *(const uint64_t *)ctx;
+
+    for (size_t i = 0; i < n && i < ARRAY_SIZE(si); i++)
+        if (si[i].attached && si[i].conn_ref)
+            write_record(e, &si[i], deadline);
+}
+
+void cs__drain(struct engine *e, uint64_t window_ms)
+{
+    uint64_t deadline = time_wall_ms() + window_ms + (uint64_t)e->w->srv->cfg.reconnect_grace_ms;
+
+    cu__each_local(e, drain_user, &deadline);
 }
 
 void cs__forget(struct engine *e, const char *uid, const char *sid)

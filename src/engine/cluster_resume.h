@@ -42,6 +42,11 @@ bool cs__take(struct engine *e, struct emsg *em);
 /* Session si lost its socket (its reconnect grace began): its resume
  * record is written. */
 void cs__grace(struct engine *e, const struct presence_session_info *si);
+/* A drain began: every session with a socket here will lose it within
+ * window_ms, and the node may be gone soon after: their records are
+ * written now, each with a deadline of window_ms + the grace from now,
+ * while the node can still write them. */
+void cs__drain(struct engine *e, uint64_t window_ms);
 /* uid's session sid, which lost its socket before, was resumed here or
  * ended: its record goes. Safe inside a presence callback. */
 void cs__forget(struct engine *e, const char *uid, const char *sid);

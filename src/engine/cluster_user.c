@@ -630,6 +630,21 @@ static void on_health(void *wctx, bool up)
     }
 }
 
+void cu__each_local(struct engine *e, void (*fn)(struct engine *e, const char *uid, void *ctx),
+                    void *ctx)
+{
+    struct hmap_node *n;
+    size_t it;
+
+    if (!cu__on(e))
+        return;
+    for (n = hmap_first(&e->gviews, &it); n; n = hmap_next(&e->gviews, n, &it)) {
+        struct gview *g = container_of(n, struct gview, node);
+        if (g->local)
+            fn(e, g->uid, ctx);
+    }
+}
+
 static void on_settings(void *wctx, const char *uid)
 {
     engine__privacy_reload(wctx, uid);

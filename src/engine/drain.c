@@ -13,6 +13,8 @@
 #include <stdlib.h>
 
 #include "client.h"
+#include "cluster.h"
+#include "cluster_resume.h"
 #include "engine_state.h"
 #include "frame.h"
 #include "loop.h"
@@ -22,8 +24,12 @@ struct drain_due {
     uint64_t conn_id; /* the socket */
 };
 
+/* The home stays this long after the window, for the last writes. */
+#define DRAIN_FLUSH_MS 100
+
 struct drain {
     struct wheel_timer timer; /* at due[next].at */
+    uint64_t until;           /* loop ms: the window's end + DRAIN_FLUSH_MS */
     struct engine *e;
     struct drain_due *due; /* sorted by at */
     size_t n, next;
@@ -97,8 +103,10 @@ void engine_drain(struct engine *e, uint64_t window_ms)
 
     if (e->drain)
         return;
+    cs__drain(e, window_ms); /* resumable on another node while this one goes */
     d = e->drain = xcalloc(1, sizeof(*d));
     d->e = e;
+    d->until = now + window_ms + DRAIN_FLUSH_MS;
     wheel_timer_init(&d->timer, on_due);
     d->due = xcalloc(e->clients.count + 1, sizeof(*d->due));
     for (n = hmap_first(&e->clients, &it); n; n = hmap_next(&e->clients, n, &it)) {
@@ -130,4 +138,10 @@ void engine__drain_free(struct engine *e)
     free(e->drain->due);
     free(e->drain);
     e->drain = NULL;
+}
+
+bool engine_drain_busy(struct engine *e)
+{
+    return e->drain && e->env->cluster && cluster_is_home(e->env->cluster, e->w->id) &&
+           loop_now(e->w->loop) < e->drain->until;
 }

@@ -6,7 +6,8 @@
 // and no join, and only B's contribution is left in Redis. Another user's
 // session id (or a made-up one) is refused on B as on one node: a new
 // session. After the grace, a resume is a new session, and the old one
-// went offline exactly once.
+// went offline exactly once. A client that node A's drain tells to
+// reconnect resumes on node B the same way.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from '../integration/lib/client.mjs';
@@ -69,7 +70,6 @@ test('a session cut on node A resumes on node B: same id, nothing seen by watche
 
     ca.ws.on('error', () => {});
     await ca.kill(); // the socket is cut: A starts the grace and writes the record
-    await sleep(200);
     const cb = await Client.open(b, { user: alice, resume: sid, device: 'desktop' });
     assert.equal(cb.welcome.type, 'welcome', JSON.stringify(cb.welcome));
     assert.equal(cb.welcome.resumed, true, 'resumed on another node');
@@ -130,4 +130,51 @@ test('another user\'s session id, or a made-up one, is not resumed on node B; af
     cm.close();
     w.close();
   });
+});
+
+test('node A drains: the client told to reconnect resumes on node B with the same session, and nobody sees it move', async () => {
+  const redis = await startRedis();
+  const a = await startNode(redis.url, 'a', [...args, '--drain-window-ms', '1000']);
+  const b = await startNode(redis.url, 'b', args);
+  try {
+    const alice = uid('alice'), room = uid('room');
+    const w = await Client.open(b, { user: uid('w') });
+    w.send({ type: 'watch', users: [alice] });
+    await w.presenceOf(alice);
+    const ca = await Client.open(a, { user: alice });
+    const sid = ca.welcome.sessionId;
+    ca.send({ type: 'status', status: 'dnd' });
+    await join(ca, room, { name: 'Alice' });
+    const bob = await Client.open(b, { user: uid('bob') });
+    await join(bob, room, { name: 'Bob' });
+    await waitUntil(() => w.seen.some((m) => m.type === 'presence' && m.presence.user === alice &&
+      m.presence.status === 'dnd'), 'dnd on B');
+    await waitUntil(() => bob.seen.some((m) => m.room === room && ((m.type === 'room_snapshot' && m.members.some((x) => x.user === alice)) ||
+      (m.type === 'room_delta' && m.joins.some((j) => j.user === alice)))), 'alice in the room on B');
+    await sleep(300);
+    w.drainPresence(alice);
+    const churn0 = roomChurn(bob, room, alice).length;
+    ca.ws.on('error', () => {});
+    a.child.kill('SIGTERM');
+    const rec = await ca.next((m) => m.type === 'reconnect', 3000);
+    assert.ok(rec.afterMs < 1000, JSON.stringify(rec));
+    const closed = await ca.closed;
+    assert.equal(closed.code, 1001);
+    const cb = await Client.open(b, { user: alice, resume: sid });
+    assert.equal(cb.welcome.resumed, true, 'resumed on B');
+    assert.equal(cb.welcome.sessionId, sid);
+    await join(cb, room, { name: 'Alice' });
+    await sleep(3000);
+    assert.deepEqual(w.drainPresence(alice), [], 'the watcher saw nothing');
+    assert.equal(roomChurn(bob, room, alice).length, churn0, 'no leave, no join');
+    assert.equal((await readPresence(b, alice)).status, 'dnd');
+    await stopClean(a, assert); // exited 0 after its drain
+    await sleep(500);
+    assert.deepEqual(w.drainPresence(alice), [], 'nor when A was gone');
+    for (const x of [w, bob, cb]) x.close();
+  } finally {
+    await a.stop('SIGKILL');
+    await stopClean(b, assert);
+    await redis.close();
+  }
 });
