@@ -747,6 +747,8 @@ static void take_done(void *ctx, const redisReply *r, int err)
     if (taken)
         buf_append(&b, r->element[1]->str, r->element[1]->len);
     log_debug("cluster", "take of %s's session %s: %s", q->uid, q->sid, taken ? "taken" : "none");
+    if (taken) /* the contribution may be this epoch's now: its sweep must find it */
+        index_update(q->cl, q->uid, true);
     if (taken && sp) { /* the holder drops its copy */
         struct buf t = {0};
         buf_printf(&t, "%.*s %s", (int)(sp - r->element[1]->str), r->element[1]->str, q->sid);

@@ -28,10 +28,12 @@
  * dead, and after orphan_grace_ms more one surviving node sweeps it: it
  * removes the dead epoch's contributions, which publishes the users who
  * had no other session as offline. Scripts drop dead epochs' fields as
- * they meet them. A node that restarts is a new epoch; so is a node that
- * finds, back from an outage of its own, that its lease was swept (or is
- * being swept, or Redis lost it): it then puts every local user again
- * under the new epoch (hooks.health, up).
+ * they meet them, and so do reads of a user before the sweep ran
+ * (SCRIPT_USER_READ): no reader shows a dead epoch's users. A node
+ * that restarts is a new epoch; so is a node that finds, back from an
+ * outage of its own, that its lease was swept (or is being swept, or
+ * Redis lost it): it then puts every local user again under the new
+ * epoch (hooks.health, up).
  *
  * Control. Every node subscribes to pd:<app>:{c}:ctl. A node that wrote a
  * user's settings to the shared store announces it there, and each other
@@ -39,8 +41,14 @@
  * node is announced there too, and each other node ends the user's
  * sessions it holds (hooks.kick); so is a request to one node to end a
  * user's sessions without a live connection to make room under the
- * session cap (hooks.yield), and a heartbeat or leave of an HTTP session
- * that reached another node than the one holding it (hooks.hbeat).
+ * session cap (hooks.yield), a heartbeat or leave of an HTTP session
+ * that reached another node than the one holding it (hooks.hbeat), and
+ * a session another node took over by a resume there (hooks.moved).
+ *
+ * Resume. A session that lost its socket has a record in Redis
+ * ({u:<h>}:r) that another node the client reconnects to takes over with
+ * one script (cluster_rs_take(); docs/cluster.md, "Resume across
+ * nodes").
  *
  * Degraded. While a shard is unreachable (redis.h's health), puts and gets
  * for it fail with an error the hook sees; the engine then keeps serving

@@ -30,6 +30,7 @@ struct drain_due {
 struct drain {
     struct wheel_timer timer; /* at due[next].at */
     uint64_t until;           /* loop ms: the window's end + DRAIN_FLUSH_MS */
+    struct wheel_timer wake;  /* at until: the home's loop looks again (engine_drain_busy()) */
     struct engine *e;
     struct drain_due *due; /* sorted by at */
     size_t n, next;
@@ -66,6 +67,12 @@ static void close_one(struct client *c)
         payload_unref(f);
     }
     wsconn_close(c->ws, a->drain_close_code ? a->drain_close_code : 1001, "server restarting");
+}
+
+static void on_wake(struct wheel_timer *t, uint64_t now)
+{
+    (void)t;
+    (void)now; /* the iteration it makes is the point */
 }
 
 static void on_due(struct wheel_timer *t, uint64_t now)
@@ -107,6 +114,9 @@ void engine_drain(struct engine *e, uint64_t window_ms)
     d = e->drain = xcalloc(1, sizeof(*d));
     d->e = e;
     d->until = now + window_ms + DRAIN_FLUSH_MS;
+    wheel_timer_init(&d->wake, on_wake);
+    if (engine_drain_busy(e))
+        loop_timer_start(e->w->loop, &d->wake, d->until - now);
     wheel_timer_init(&d->timer, on_due);
     d->due = xcalloc(e->clients.count + 1, sizeof(*d->due));
     for (n = hmap_first(&e->clients, &it); n; n = hmap_next(&e->clients, n, &it)) {
@@ -135,6 +145,7 @@ void engine__drain_free(struct engine *e)
     if (!e->drain)
         return;
     wheel_del(&e->drain->timer);
+    wheel_del(&e->drain->wake);
     free(e->drain->due);
     free(e->drain);
     e->drain = NULL;
