@@ -746,6 +746,8 @@ static void take_done(void *ctx, const redisReply *r, int err)
     buf_printf(&b, "%s\n", q->sid);
     if (taken)
         buf_append(&b, r->element[1]->str, r->element[1]->len);
+    buf_append(&b, "", 1); /* NUL-terminated, not counted */
+    b.len--;
     log_debug("cluster", "take of %s's session %s: %s", q->uid, q->sid, taken ? "taken" : "none");
     if (taken) /* the contribution may be this epoch's now: its sweep must find it */
         index_update(q->cl, q->uid, true);

@@ -105,7 +105,7 @@ struct contrib_resume {
     char node[CONTRIB_NODE_MAX + 1]; /* the holder: "<node-id>.<epoch>" */
     uint64_t deadline;               /* the session ends then unless resumed */
     enum presence_device device;
-    enum presence_status status; /* the session's own, effective (not offline) */
+    enum presence_status status; /* its explicit AWAY, BUSY or DND; ONLINE: activity decides */
     bool idle;                   /* no recent activity */
     uint64_t status_expires;     /* BUSY/DND revert time, 0: none */
     uint64_t custom_expires;     /* 0: none */

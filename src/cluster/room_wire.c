@@ -240,6 +240,15 @@ static cJSON *values_of(const cJSON *v)
     return cJSON_IsObject(sv) ? sv : NULL;
 }
 
+/* Appends n bytes of s to out, leaving its text NUL-terminated. */
+static int append_text(struct buf *out, const char *s, size_t n)
+{
+    buf_append(out, s, n);
+    buf_append(out, "", 1);
+    out->len--;
+    return 0;
+}
+
 /* Appends v, compact, to out and frees it. */
 static int print_to(cJSON *v, struct buf *out)
 {
@@ -248,7 +257,7 @@ static int print_to(cJSON *v, struct buf *out)
     cJSON_Delete(v);
     if (!s)
         abort(); /* cJSON's malloc failed: out of memory */
-    buf_append_str(out, s);
+    append_text(out, s, strlen(s));
     free(s);
     return 0;
 }
@@ -258,10 +267,8 @@ int room_wire_meta_own(const char *meta, size_t len, const char *const *sids, si
 {
     cJSON *v, *sv, *item, *next;
 
-    if (!names_values(meta, len)) {
-        buf_append(out, meta, len);
-        return 0;
-    }
+    if (!names_values(meta, len))
+        return append_text(out, meta, len);
     if (json_check(meta, len) != 0 || !(v = cJSON_ParseWithLength(meta, len)))
         return -EINVAL;
     if ((sv = values_of(v))) {
@@ -286,11 +293,7 @@ int room_wire_meta_swap(const char *cur, size_t cur_len, const char *prev, size_
 
     if (!names_values(cur, cur_len) && !names_values(prev, prev_len) &&
         !names_values(next, next_len)) {
-        if (next)
-            buf_append(out, next, next_len);
-        else
-            buf_append(out, cur, cur_len);
-        return 0;
+        return next ? append_text(out, next, next_len) : append_text(out, cur, cur_len);
     }
     if (json_check(cur, cur_len) != 0 || (prev && json_check(prev, prev_len) != 0) ||
         (next && json_check(next, next_len) != 0))

@@ -78,6 +78,7 @@ void presence__session_info(const struct session *s, struct presence_session_inf
     out->user = s->user->uid;
     out->device = (enum presence_device)s->device;
     out->status = presence__session_status(s);
+    out->manual = (enum presence_status)s->manual;
     out->idle = !presence__session_active(s);
     out->attached = presence__session_attached(s);
     out->conn_ref = s->conn_ref;

@@ -65,7 +65,7 @@ static void write_record(struct engine *e, const struct presence_session_info *s
     /* the holder's name is the home's to write (cluster_rs_put()) */
     r.deadline = deadline;
     r.device = si->device;
-    r.status = si->status == PRESENCE_OFFLINE ? PRESENCE_ONLINE : si->status;
+    r.status = si->manual != PRESENCE_OFFLINE ? si->manual : PRESENCE_ONLINE;
     r.idle = si->idle;
     r.status_expires = to_wall(off, si->status_expires_at);
     r.custom_expires = to_wall(off, si->custom.expires_at);
@@ -107,9 +107,8 @@ void cs__forget(struct engine *e, const char *uid, const char *sid)
 }
 
 /* Rebuilds uid's session sid from its record r, socketless (the resume
- * that asked attaches it): its device, status and custom status as they
- * were. An idle session comes back idle (AWAY by activity); an explicit
- * AWAY cannot be told from it in the record and comes back the same. */
+ * that asked attaches it): its device, explicit status, idleness and
+ * custom status as they were. */
 static int rebuild(struct engine *e, const char *uid, const char *sid,
                    const struct contrib_resume *r)
 {
@@ -119,9 +118,9 @@ static int rebuild(struct engine *e, const char *uid, const char *sid,
 
     if (rc != 0)
         return rc;
-    if (r->status == PRESENCE_BUSY || r->status == PRESENCE_DND)
+    if (r->status != PRESENCE_ONLINE) /* explicit: activity does not change it */
         presence_set_status(e->pres, sid, r->status, to_mono(off, r->status_expires), now);
-    else if (r->status == PRESENCE_AWAY || r->idle)
+    if (r->idle && r->status != PRESENCE_AWAY) /* an explicit AWAY is idle already */
         presence_activity(e->pres, sid, false, now);
     if ((r->text[0] || r->emoji[0]) &&
         presence_set_custom(e->pres, sid, r->text, r->emoji, to_mono(off, r->custom_expires),
