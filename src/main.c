@@ -199,6 +199,11 @@ static void hook_drain(struct worker *w)
     httpd_drain_all(&w->pool, engine_keeps, e);
 }
 
+static bool hook_busy(struct worker *w)
+{
+    return engine_drain_busy(((struct net_ctx *)w->app)->app);
+}
+
 static void hook_stop(struct worker *w)
 {
     struct net_ctx *nc = w->app;
@@ -213,6 +218,7 @@ static const struct worker_hooks hooks = {
     .accept = hook_accept,
     .tick = hook_tick,
     .drain = hook_drain,
+    .busy = hook_busy,
     .stop = hook_stop,
 };
 

@@ -91,7 +91,7 @@ uint64_t time_wall_ms(void)
 uint64_t hash_bytes(const void *p, size_t n)
 {
     const unsigned char *s = p;
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 14695981039346656037ull; /* the FNV-1a-64 offset basis */
     for (size_t i = 0; i < n; i++) {
         h ^= s[i];
         h *= 1099511628211ull;

@@ -38,7 +38,10 @@ uint64_t time_mono_us(void);
 /* Wall clock in milliseconds since the epoch (CLOCK_REALTIME). */
 uint64_t time_wall_ms(void);
 
-/* 64-bit FNV-1a hash of (p, n): used to partition keys across workers. */
+/* 64-bit FNV-1a hash of (p, n), the standard one (offset basis
+ * 14695981039346656037, prime 1099511628211): in-process hash maps and
+ * the worker that owns a key (bus.c). Nothing stored or sent to another
+ * node depends on it (Redis routing and tags use redis_fnv1a64()). */
 uint64_t hash_bytes(const void *p, size_t n);
 
 /* Case-insensitive ASCII comparison of (a, alen) with NUL-terminated b:

@@ -46,6 +46,9 @@ enum cl_op {
     CL_HS_DEL,    /* worker -> home: uid, data = sid */
     CL_HS_GET,    /* worker -> home: uid, data = sid */
     CL_HS_FWD,    /* worker -> home: uid, data = "<node epoch> <sid>", up = leave */
+    CL_RS_PUT,    /* worker -> home: uid, data = "<sid>\n<resume record>" */
+    CL_RS_DEL,    /* worker -> home: uid, data = sid */
+    CL_RS_TAKE,   /* worker -> home: uid, data = sid */
     CL_VIEW,      /* home -> owner: uid, err, data = view JSON or NULL, own */
     CL_UHOOK,     /* home -> owner: uid turned online/offline by our put; data = view JSON */
     CL_RESYNC,    /* home -> every worker: bucket */
@@ -61,6 +64,8 @@ enum cl_op {
     CL_YIELD,     /* home -> owner: end bucket of uid's sessions without a connection */
     CL_HSESSION,  /* home -> asker: uid, data = "sid\nnode", bucket = enum cluster_hs */
     CL_HBEAT,     /* home -> owner: uid, data = sid, up = leave */
+    CL_RSESSION,  /* home -> asker: uid, data = "<sid>\n<record>", up = taken */
+    CL_MOVED,     /* home -> owner: uid, data = sid, taken over by another node */
 };
 
 struct cl_msg {
@@ -145,6 +150,15 @@ static void hs_key(const struct cluster *cl, const char *uid, char out[CLUSTER_K
 
     tag_hex(uid, h);
     snprintf(out, CLUSTER_KEY_MAX, "pd:%s:{u:%s}:h", cl->cfg.app, h);
+}
+
+/* uid's resume records: session id -> record (contrib.h). */
+static void rs_key(const struct cluster *cl, const char *uid, char out[CLUSTER_KEY_MAX])
+{
+    char h[17];
+
+    tag_hex(uid, h);
+    snprintf(out, CLUSTER_KEY_MAX, "pd:%s:{u:%s}:r", cl->cfg.app, h);
 }
 
 void cl__node_index(const struct cluster *cl, const char *member, char out[CLUSTER_KEY_MAX])
@@ -287,6 +301,7 @@ struct cl_req {
     struct cluster *cl;
     int reply_to;      /* worker, or -1 */
     enum cl_hook hook; /* user puts: what their transition tells the webhooks */
+    bool get;          /* a put made by a read (home_get): answered as a get's view */
     char uid[PRESENCE_ID_MAX + 1];
 };
 
@@ -352,13 +367,14 @@ static void put_done(void *ctx, const redisReply *r, int err)
                       q->uid, v->str, v->len, q->hook == CL_HOOK_VISIBLE);
         if (q->reply_to >= 0)
             send_view(cl, (unsigned)q->reply_to, q->uid, err, v ? v->str : NULL, v ? v->len : 0,
-                      true);
+                      !q->get);
     }
     free(q);
 }
 
-void cl__put(struct cluster *cl, const char *uid, const char *field, const char *contrib,
-             uint64_t seen, int reply_to, enum cl_hook hook)
+/* cl__put(), and get: the answer goes to reply_to as a read's. */
+static void put_eval(struct cluster *cl, const char *uid, const char *field, const char *contrib,
+                     uint64_t seen, int reply_to, enum cl_hook hook, bool get)
 {
     char ks[CLUSTER_KEY_MAX], ka[CLUSTER_KEY_MAX], seen_s[24], keep[24];
     const char *keys[2] = {ks, ka};
@@ -371,6 +387,7 @@ void cl__put(struct cluster *cl, const char *uid, const char *field, const char 
     struct cl_req *q = req_new(cl, uid, reply_to);
 
     q->hook = hook;
+    q->get = get;
     cl__user_keys(cl, uid, ks, ka);
     kl[0] = strlen(ks);
     kl[1] = strlen(ka);
@@ -380,6 +397,12 @@ void cl__put(struct cluster *cl, const char *uid, const char *field, const char 
         al[i] = strlen(args[i]);
     if (redis_eval(cl->r, cl->s_put, 2, keys, kl, 7, args, al, put_done, q) != 0)
         put_done(q, NULL, REDIS_E_FULL);
+}
+
+void cl__put(struct cluster *cl, const char *uid, const char *field, const char *contrib,
+             uint64_t seen, int reply_to, enum cl_hook hook)
+{
+    put_eval(cl, uid, field, contrib, seen, reply_to, hook, false);
 }
 
 /* The node index: which users this epoch has contributions for (what a
@@ -411,6 +434,41 @@ static void get_done(void *ctx, const redisReply *r, int err)
     free(q);
 }
 
+/* The answer of SCRIPT_USER_READ: the view, or the dead epoch whose
+ * field the user still has, which this read drops (the put merges what
+ * is left, stores and publishes it when it changed, and is the webhook's
+ * one producer when the user went offline with it). */
+static void read_done(void *ctx, const redisReply *r, int err)
+{
+    struct cl_req *q = ctx;
+    struct cluster *cl = q->cl;
+    const redisReply *x = !err && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+                                  r->elements <= 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
+                                  (r->elements == 1 || r->element[1]->type == REDIS_REPLY_STRING)
+                              ? r->element[r->elements - 1]
+                              : NULL;
+
+    if (!err && !x)
+        err = REDIS_E_PROTO;
+    if (err == REDIS_E_CLOSED) {
+        free(q);
+        return;
+    }
+    if (!err && r->element[0]->integer == 1 && r->elements == 2) {
+        log_debug("cluster", "read %s: drops dead %s", q->uid, x->str);
+        put_eval(cl, q->uid, x->str, NULL, cl__dead_seen(cl, x->str), q->reply_to, CL_HOOK_ASK,
+                 true);
+    } else {
+        bool v = !err && r->elements == 2;
+        send_view(cl, (unsigned)q->reply_to, q->uid, err, v ? x->str : NULL, v ? x->len : 0, false);
+    }
+    free(q);
+}
+
+/* Reads uid's view. While some epoch is dead (past its lease and grace:
+ * what the sweep goes by) a reader does not show its contribution, swept
+ * or not: the read script says whether the user still has that epoch's
+ * field, and the read then drops it itself (read_done()). */
 static void home_get(struct cluster *cl, const char *uid, unsigned from)
 {
     char ks[CLUSTER_KEY_MAX], ka[CLUSTER_KEY_MAX];
@@ -419,6 +477,13 @@ static void home_get(struct cluster *cl, const char *uid, unsigned from)
     struct cl_req *q = req_new(cl, uid, (int)from);
 
     cl__user_keys(cl, uid, ks, ka);
+    if (cl__dead_list(cl)[0]) {
+        const char *keys[2] = {ks, ka}, *args[1] = {cl__dead_list(cl)};
+        size_t kl[2] = {strlen(ks), strlen(ka)}, al[1] = {strlen(args[0])};
+        if (redis_eval(cl->r, cl->s_uread, 2, keys, kl, 1, args, al, read_done, q) != 0)
+            read_done(q, NULL, REDIS_E_FULL);
+        return;
+    }
     len[0] = 4;
     len[1] = strlen(ka);
     len[2] = 1;
@@ -614,6 +679,111 @@ static void home_hs_get(struct cluster *cl, const struct cl_msg *m)
         len[i] = strlen(argv[i]);
     if (redis_cmd(cl->r, k, len[1], 3, argv, len, hs_done, q) != 0)
         hs_done(q, NULL, REDIS_E_FULL);
+}
+
+/* ---- resume across nodes (home) ---- */
+
+/* The record comes without its holder's name (the worker cannot read
+ * cl->self, which the home may change): this node's epoch goes first. */
+static void home_rs_put(struct cluster *cl, const struct cl_msg *m)
+{
+    char k[CLUSTER_KEY_MAX];
+    const char *nl = strchr(m->data, '\n');
+    struct buf rec = {0};
+    const char *set[4] = {"HSET", k, m->data, NULL}, *exp[3] = {"PEXPIRE", k, "86400000"};
+    size_t len[4] = {4, 0, (size_t)(nl - m->data), 0}, elen[3];
+
+    buf_printf(&rec, "%s%s", cl->self, nl + 1);
+    set[3] = rec.data;
+    len[3] = rec.len;
+    rs_key(cl, m->uid, k);
+    len[1] = strlen(k);
+    for (int i = 0; i < 3; i++)
+        elen[i] = strlen(exp[i]);
+    redis_cmd(cl->r, k, len[1], 4, set, len, NULL, NULL);
+    redis_cmd(cl->r, k, len[1], 3, exp, elen, NULL, NULL);
+    buf_release(&rec);
+}
+
+static void home_rs_del(struct cluster *cl, const struct cl_msg *m)
+{
+    char k[CLUSTER_KEY_MAX];
+    const char *argv[3] = {"HDEL", k, m->data};
+    size_t len[3];
+
+    rs_key(cl, m->uid, k);
+    for (int i = 0; i < 3; i++)
+        len[i] = strlen(argv[i]);
+    redis_cmd(cl->r, k, len[1], 3, argv, len, NULL, NULL);
+}
+
+/* Publishes "<self> <op> <uid>\n<text>" on the control channel. */
+static void publish_control(struct cluster *cl, char op, const char *uid, const char *text)
+{
+    char ch[CLUSTER_KEY_MAX];
+    int n = control_channel(cl, ch);
+    struct buf b = {0};
+
+    buf_printf(&b, "%s %c %s\n%s", cl->self, op, uid, text);
+    redis_publish(cl->r, ch, (size_t)n, b.data, b.len, NULL, NULL);
+    buf_release(&b);
+}
+
+static void take_done(void *ctx, const redisReply *r, int err)
+{
+    struct hs_req *q = ctx;
+    struct cl_msg *m;
+    struct buf b = {0};
+    bool taken = !err && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                 r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 1 &&
+                 r->element[1]->type == REDIS_REPLY_STRING;
+    const char *sp = taken ? memchr(r->element[1]->str, ' ', r->element[1]->len) : NULL;
+
+    if (err == REDIS_E_CLOSED) {
+        free(q);
+        return;
+    }
+    buf_printf(&b, "%s\n", q->sid);
+    if (taken)
+        buf_append(&b, r->element[1]->str, r->element[1]->len);
+    buf_append(&b, "", 1); /* NUL-terminated, not counted */
+    b.len--;
+    log_debug("cluster", "take of %s's session %s: %s", q->uid, q->sid, taken ? "taken" : "none");
+    if (taken) /* the contribution may be this epoch's now: its sweep must find it */
+        index_update(q->cl, q->uid, true);
+    if (taken && sp) { /* the holder drops its copy */
+        struct buf t = {0};
+        buf_printf(&t, "%.*s %s", (int)(sp - r->element[1]->str), r->element[1]->str, q->sid);
+        publish_control(q->cl, 'M', q->uid, t.data);
+        buf_release(&t);
+    }
+    m = msg_new(q->cl, CL_RSESSION, q->uid);
+    m->up = taken;
+    m->data = b.data;
+    m->len = b.len;
+    send_to(q->cl, q->reply_to, m);
+    free(q);
+}
+
+static void home_rs_take(struct cluster *cl, const struct cl_msg *m)
+{
+    char ks[CLUSTER_KEY_MAX], ka[CLUSTER_KEY_MAX], kr[CLUSTER_KEY_MAX];
+    const char *keys[2] = {ks, kr}, *args[2] = {m->data, cl->self};
+    size_t kl[2], al[2];
+    struct hs_req *q = xcalloc(1, sizeof(*q));
+
+    q->cl = cl;
+    q->reply_to = m->msg.from;
+    memcpy(q->uid, m->uid, sizeof(q->uid));
+    snprintf(q->sid, sizeof(q->sid), "%s", m->data);
+    cl__user_keys(cl, m->uid, ks, ka);
+    rs_key(cl, m->uid, kr);
+    kl[0] = strlen(ks);
+    kl[1] = strlen(kr);
+    al[0] = strlen(args[0]);
+    al[1] = strlen(args[1]);
+    if (redis_eval(cl->r, cl->s_take, 2, keys, kl, 2, args, al, take_done, q) != 0)
+        take_done(q, NULL, REDIS_E_FULL);
 }
 
 static void room_eval(struct cluster *cl, const char *room, int script, int argc, const char **args,
@@ -823,7 +993,8 @@ static void on_subscribed(void *ctx, const char *ch, size_t len)
 /* A control message for one node, "<op> <uid>\n<node epoch> <arg>": to
  * uid's owner when this node is the one named. Y: arg is how many
  * sessions without a connection to end; H, E: arg is the HTTP session
- * to beat or end. */
+ * to beat or end; M: arg is the session another node took over (its
+ * resume there), whose copy here goes. */
 static void on_targeted(struct cluster *cl, char op, const char *uid, size_t n, const char *rest,
                         size_t len)
 {
@@ -837,7 +1008,7 @@ static void on_targeted(struct cluster *cl, char op, const char *uid, size_t n, 
     alen = len - self - 1;
     if (memchr(arg, '\0', alen) || memchr(arg, ' ', alen) || alen > PRESENCE_ID_MAX)
         return;
-    m = msg_new(cl, op == 'Y' ? CL_YIELD : CL_HBEAT, NULL);
+    m = msg_new(cl, op == 'Y' ? CL_YIELD : op == 'M' ? CL_MOVED : CL_HBEAT, NULL);
     memcpy(m->uid, uid, n);
     if (op == 'Y') {
         memcpy(num, arg, MIN(alen, sizeof(num) - 1));
@@ -865,7 +1036,7 @@ static void on_control(struct cluster *cl, const char *msg, size_t mlen)
 
     if (!sp || ((size_t)(sp - msg) == self && memcmp(msg, cl->self, self) == 0))
         return;
-    if (end - sp < 4 || !strchr("SKYHE", sp[1]) || sp[2] != ' ')
+    if (end - sp < 4 || !strchr("SKYHEM", sp[1]) || sp[2] != ' ')
         return;
     uid = sp + 3;
     nl = memchr(uid, '\n', (size_t)(end - uid));
@@ -992,6 +1163,15 @@ static void on_home(struct cluster *cl, struct cl_msg *m)
     case CL_HS_GET:
         home_hs_get(cl, m);
         break;
+    case CL_RS_PUT:
+        home_rs_put(cl, m);
+        break;
+    case CL_RS_DEL:
+        home_rs_del(cl, m);
+        break;
+    case CL_RS_TAKE:
+        home_rs_take(cl, m);
+        break;
     case CL_SPUT:
         home_seats_put(cl, m);
         break;
@@ -1079,6 +1259,18 @@ static void on_worker(struct cluster *cl, unsigned w, struct cl_msg *m)
     }
     case CL_HBEAT:
         h->hbeat(cl->ws[w].wctx, m->uid, m->data, m->up);
+        break;
+    case CL_RSESSION: {
+        char *nl = strchr(m->data, '\n');
+        *nl = '\0';
+        if (h->rsession)
+            h->rsession(cl->ws[w].wctx, m->uid, m->data, m->up ? nl + 1 : NULL,
+                        m->up ? m->len - (size_t)(nl + 1 - m->data) : 0);
+        break;
+    }
+    case CL_MOVED:
+        if (h->moved)
+            h->moved(cl->ws[w].wctx, m->uid, m->data);
         break;
     }
 }
@@ -1212,6 +1404,26 @@ void cluster_hs_forward(struct cluster *cl, unsigned worker, const char *uid, co
     buf_release(&b);
 }
 
+void cluster_rs_put(struct cluster *cl, unsigned worker, const char *uid, const char *sid,
+                    const char *record)
+{
+    struct buf b = {0};
+
+    buf_printf(&b, "%s\n%s", sid, record);
+    to_home_text(cl, worker, CL_RS_PUT, uid, b.data, 0, false);
+    buf_release(&b);
+}
+
+void cluster_rs_del(struct cluster *cl, unsigned worker, const char *uid, const char *sid)
+{
+    to_home_text(cl, worker, CL_RS_DEL, uid, sid, 0, false);
+}
+
+void cluster_rs_take(struct cluster *cl, unsigned worker, const char *uid, const char *sid)
+{
+    to_home_text(cl, worker, CL_RS_TAKE, uid, sid, 0, false);
+}
+
 void cluster_room_put(struct cluster *cl, unsigned worker, const char *room, const char *ops,
                       size_t len)
 {
@@ -1290,6 +1502,8 @@ void cluster_attach(struct cluster *cl, struct worker *w, const struct cluster_h
     cl->cfg.redis.metrics = &w->metrics;
     cl->r = redis_new(w->loop, &cl->cfg.topo, &cl->cfg.redis, &events, cl);
     cl->s_put = redis_script(cl->r, script_user_put);
+    cl->s_uread = redis_script(cl->r, script_user_read);
+    cl->s_take = redis_script(cl->r, script_user_take);
     cl->s_renew = redis_script(cl->r, script_node_renew);
     cl->s_rput = redis_script(cl->r, script_room_put);
     cl->s_rget = redis_script(cl->r, script_room_get);
@@ -1313,6 +1527,11 @@ void cluster_detach(struct cluster *cl, unsigned worker)
     r = cl->r;
     cl->r = NULL;
     redis_free(r);
+}
+
+bool cluster_is_home(const struct cluster *cl, unsigned worker)
+{
+    return worker == cl->cfg.home;
 }
 
 const char *cluster_self(const struct cluster *cl)

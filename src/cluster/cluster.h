@@ -28,10 +28,12 @@
  * dead, and after orphan_grace_ms more one surviving node sweeps it: it
  * removes the dead epoch's contributions, which publishes the users who
  * had no other session as offline. Scripts drop dead epochs' fields as
- * they meet them. A node that restarts is a new epoch; so is a node that
- * finds, back from an outage of its own, that its lease was swept (or is
- * being swept, or Redis lost it): it then puts every local user again
- * under the new epoch (hooks.health, up).
+ * they meet them, and so do reads of a user before the sweep ran
+ * (SCRIPT_USER_READ): no reader shows a dead epoch's users. A node
+ * that restarts is a new epoch; so is a node that finds, back from an
+ * outage of its own, that its lease was swept (or is being swept, or
+ * Redis lost it): it then puts every local user again under the new
+ * epoch (hooks.health, up).
  *
  * Control. Every node subscribes to pd:<app>:{c}:ctl. A node that wrote a
  * user's settings to the shared store announces it there, and each other
@@ -39,8 +41,14 @@
  * node is announced there too, and each other node ends the user's
  * sessions it holds (hooks.kick); so is a request to one node to end a
  * user's sessions without a live connection to make room under the
- * session cap (hooks.yield), and a heartbeat or leave of an HTTP session
- * that reached another node than the one holding it (hooks.hbeat).
+ * session cap (hooks.yield), a heartbeat or leave of an HTTP session
+ * that reached another node than the one holding it (hooks.hbeat), and
+ * a session another node took over by a resume there (hooks.moved).
+ *
+ * Resume. A session that lost its socket has a record in Redis
+ * ({u:<h>}:r) that another node the client reconnects to takes over with
+ * one script (cluster_rs_take(); docs/cluster.md, "Resume across
+ * nodes").
  *
  * Degraded. While a shard is unreachable (redis.h's health), puts and gets
  * for it fail with an error the hook sees; the engine then keeps serving
@@ -141,6 +149,16 @@ struct cluster_hooks {
      * uid's HTTP session sid, which this node holds (cluster_hs_forward()).
      * Runs on the worker that owns uid. */
     void (*hbeat)(void *wctx, const char *uid, const char *sid, bool leave);
+    /* The answer to cluster_rs_take(): the resume record of uid's
+     * session sid (contrib.h; len bytes, borrowed), which this node now
+     * holds and rebuilds the session from, or NULL (no record, its
+     * deadline passed, or the read failed). Runs on the worker that
+     * asked. */
+    void (*rsession)(void *wctx, const char *uid, const char *sid, const char *record, size_t len);
+    /* Another node took uid's session sid over (a resume there): drop
+     * this node's copy without ending it for anyone. Runs on the worker
+     * that owns uid. */
+    void (*moved)(void *wctx, const char *uid, const char *sid);
     /* ---- rooms (each runs on the room's owner, bus_route(room id)) ---- */
     /* A message of room's script: seq, the node epoch that ran it
      * (own: this one) and its ops, lines "+ <user> <joinedAt> <meta>",
@@ -242,6 +260,22 @@ void cluster_hs_get(struct cluster *cl, unsigned worker, const char *uid, const 
 void cluster_hs_forward(struct cluster *cl, unsigned worker, const char *uid, const char *sid,
                         const char *node, bool leave);
 
+/* ---- resume across nodes (docs/cluster.md, "Resume across nodes") ---- */
+
+/* uid's session sid lost its socket here: its resume record (the text of
+ * contrib_resume_encode() of a record whose node is "": the home puts
+ * this node's epoch first; copied) is written to {u:<h>}:r, so that a
+ * resume that reaches another node finds it. */
+void cluster_rs_put(struct cluster *cl, unsigned worker, const char *uid, const char *sid,
+                    const char *record);
+/* uid's session sid was resumed here or ended: its record goes. */
+void cluster_rs_del(struct cluster *cl, unsigned worker, const char *uid, const char *sid);
+/* Takes uid's session sid over from the node that holds it
+ * (SCRIPT_USER_TAKE): hooks.rsession answers; when it was taken, the
+ * holder's hooks.moved runs within a Redis round trip. Only uid's own
+ * records are looked at: another user's session id is not found. */
+void cluster_rs_take(struct cluster *cl, unsigned worker, const char *uid, const char *sid);
+
 /* ---- rooms (docs/cluster.md, "Rooms across nodes") ---- */
 
 /* Runs room's script with this node's ops (lines as in
@@ -265,6 +299,8 @@ void cluster_room_tag(const char *room, char out[17]);
 
 /* uid's watch bucket (pure). */
 unsigned cluster_bucket_of(const char *uid);
+/* Whether worker is the node's Redis home (any thread). */
+bool cluster_is_home(const struct cluster *cl, unsigned worker);
 /* This node's "<node-id>.<epoch>". Home worker's thread: it changes when
  * the node finds its lease swept while it was cut off (node.c) and takes
  * a new epoch. */

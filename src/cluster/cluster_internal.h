@@ -57,7 +57,7 @@ struct cluster {
     /* home worker only: */
     struct loop *loop;
     struct redis *r;
-    int s_put, s_renew, s_rput, s_rget; /* script handles */
+    int s_put, s_uread, s_take, s_renew, s_rput, s_rget; /* script handles */
     struct cl_node node;
     /* any thread: */
     atomic_bool degraded;
@@ -104,5 +104,8 @@ void cl__node_start(struct cluster *cl);
 void cl__node_stop(struct cluster *cl);
 /* Comma-separated dead epochs past their grace ("" when none). */
 const char *cl__dead_list(const struct cluster *cl);
+/* The wall ms of dead epoch member's last renewal (its users' last seen
+ * when their contribution goes), or now when it is not known. */
+uint64_t cl__dead_seen(const struct cluster *cl, const char *member);
 
 #endif

@@ -188,3 +188,72 @@ int contrib_hs_parse(const char *s, size_t len, size_t *node_len, uint64_t *dead
     *deadline = v;
     return 0;
 }
+
+void contrib_resume_encode(struct buf *b, const struct contrib_resume *r)
+{
+    buf_printf(b, "%s %llu %d %d %d %llu %llu\n%s\n%s", r->node, (unsigned long long)r->deadline,
+               (int)r->device, (int)r->status, r->idle ? 1 : 0,
+               (unsigned long long)r->status_expires, (unsigned long long)r->custom_expires,
+               r->text, r->emoji);
+}
+
+/* A decimal number below 2^53 without leading zeros, ending at a space
+ * or end: its value, *p past it; -EINVAL when not one. */
+static int take_num(const char **p, const char *end, uint64_t *out)
+{
+    const char *q = *p;
+    uint64_t v = 0;
+
+    for (; q < end && *q >= '0' && *q <= '9'; q++) {
+        v = v * 10 + (uint64_t)(*q - '0');
+        if (v >= (1ull << 53))
+            return -EINVAL;
+    }
+    if (q == *p || (**p == '0' && q - *p > 1) || (q < end && *q != ' '))
+        return -EINVAL;
+    *p = q < end ? q + 1 : q;
+    *out = v;
+    return 0;
+}
+
+/* Copies the n bytes at s into dst (cap bytes): -EINVAL when too long or
+ * holding a NUL. */
+static int copy_field(char *dst, size_t cap, const char *s, size_t n)
+{
+    if (n >= cap || memchr(s, '\0', n))
+        return -EINVAL;
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+    return 0;
+}
+
+int contrib_resume_parse(const char *s, size_t len, struct contrib_resume *out)
+{
+    const char *end = s + len, *l1 = memchr(s, '\n', len), *l2, *sp, *p;
+    uint64_t v[6];
+
+    if (!l1 || !(l2 = memchr(l1 + 1, '\n', (size_t)(end - l1 - 1))) ||
+        memchr(l2 + 1, '\n', (size_t)(end - l2 - 1)))
+        return -EINVAL;
+    memset(out, 0, sizeof(*out));
+    sp = memchr(s, ' ', (size_t)(l1 - s));
+    if (!sp || sp == s || copy_field(out->node, sizeof(out->node), s, (size_t)(sp - s)) != 0)
+        return -EINVAL;
+    p = sp + 1;
+    for (int i = 0; i < 6; i++)
+        if (p >= l1 || take_num(&p, l1, &v[i]) != 0)
+            return -EINVAL;
+    if (p != l1 || l1[-1] == ' ' || v[1] >= PRESENCE_DEVICE_COUNT || v[2] == PRESENCE_OFFLINE ||
+        v[2] > PRESENCE_DND || v[3] > 1)
+        return -EINVAL;
+    out->deadline = v[0];
+    out->device = (enum presence_device)v[1];
+    out->status = (enum presence_status)v[2];
+    out->idle = v[3] == 1;
+    out->status_expires = v[4];
+    out->custom_expires = v[5];
+    if (copy_field(out->text, sizeof(out->text), l1 + 1, (size_t)(l2 - l1 - 1)) != 0 ||
+        copy_field(out->emoji, sizeof(out->emoji), l2 + 1, (size_t)(end - l2 - 1)) != 0)
+        return -EINVAL;
+    return 0;
+}

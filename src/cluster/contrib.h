@@ -93,4 +93,33 @@ int contrib_seats_parse(const char *s, size_t len, unsigned *sessions, unsigned 
 #define CONTRIB_NODE_MAX 81
 int contrib_hs_parse(const char *s, size_t len, size_t *node_len, uint64_t *deadline);
 
+/* A session's resume record (docs/cluster.md, "Resume across nodes"):
+ * what a node writes when a session of it loses its socket, and what
+ * another node that the client resumes on rebuilds the session from.
+ * Times are wall ms. The text is three lines:
+ *   "<holder> <deadline> <device> <status> <idle> <status expiry> <custom expiry>"
+ *   "<custom text>"
+ *   "<custom emoji>"
+ * (a custom status never holds a line break: presence_custom_check()). */
+struct contrib_resume {
+    char node[CONTRIB_NODE_MAX + 1]; /* the holder: "<node-id>.<epoch>" */
+    uint64_t deadline;               /* the session ends then unless resumed */
+    enum presence_device device;
+    enum presence_status status; /* its explicit AWAY, BUSY or DND; ONLINE: activity decides */
+    bool idle;                   /* no recent activity */
+    uint64_t status_expires;     /* BUSY/DND revert time, 0: none */
+    uint64_t custom_expires;     /* 0: none */
+    char text[CONTRIB_TEXT_MAX + 1];
+    char emoji[CONTRIB_EMOJI_MAX + 1];
+};
+
+/* Appends r as its record text to b (r->node without spaces; text and
+ * emoji without line breaks). */
+void contrib_resume_encode(struct buf *b, const struct contrib_resume *r);
+/* Parses exactly len bytes of a resume record into out: 0, or -EINVAL
+ * when they are not one (numbers without leading zeros, each below 2^53,
+ * a known device, a status other than offline, idle 0 or 1, the holder
+ * 1..CONTRIB_NODE_MAX bytes, text and emoji within their sizes, no NUL). */
+int contrib_resume_parse(const char *s, size_t len, struct contrib_resume *out);
+
 #endif

@@ -137,6 +137,16 @@ const char *cl__dead_list(const struct cluster *cl)
     return cl->node.dead_list.data ? cl->node.dead_list.data : "";
 }
 
+uint64_t cl__dead_seen(const struct cluster *cl, const char *member)
+{
+    for (unsigned i = 0; i < cl->node.ndead; i++) {
+        const struct cl_dead *d = &cl->node.dead[i];
+        if (strcmp(d->member, member) == 0 && d->deadline > cl->cfg.lease_ms)
+            return d->deadline - cl->cfg.lease_ms;
+    }
+    return time_wall_ms();
+}
+
 /* Drops the dead no longer in the member list (swept by someone). */
 static void dead_prune(struct cluster *cl, const redisReply *members)
 {

@@ -5,7 +5,12 @@
 #include "room_wire.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <cJSON.h>
+
+#include "json.h"
 
 /* A field ends at a space, a newline or the end; it has no NUL. */
 static size_t field_len(const char *p, const char *end)
@@ -218,4 +223,111 @@ void room_wire_put_cast(struct buf *b, const char *user, const char *exclude, co
     buf_append(b, event, strlen(event));
     buf_append(b, data, data_len);
     terminate(b);
+}
+
+/* ---- per-connection metadata ---- */
+
+static bool names_values(const char *s, size_t n)
+{
+    return s && n > 0 && memmem(s, n, "\"" ROOM_SESSION_VALUES "\"", 8) != NULL;
+}
+
+/* The "~metas" object of v, or NULL. */
+static cJSON *values_of(const cJSON *v)
+{
+    cJSON *sv = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, ROOM_SESSION_VALUES) : NULL;
+
+    return cJSON_IsObject(sv) ? sv : NULL;
+}
+
+/* Appends n bytes of s to out, leaving its text NUL-terminated. */
+static int append_text(struct buf *out, const char *s, size_t n)
+{
+    buf_append(out, s, n);
+    buf_append(out, "", 1);
+    out->len--;
+    return 0;
+}
+
+/* Appends v, compact, to out and frees it. */
+static int print_to(cJSON *v, struct buf *out)
+{
+    char *s = cJSON_PrintUnformatted(v);
+
+    cJSON_Delete(v);
+    if (!s)
+        abort(); /* cJSON's malloc failed: out of memory */
+    append_text(out, s, strlen(s));
+    free(s);
+    return 0;
+}
+
+int room_wire_meta_own(const char *meta, size_t len, const char *const *sids, size_t n,
+                       struct buf *out)
+{
+    cJSON *v, *sv, *item, *next;
+
+    if (!names_values(meta, len))
+        return append_text(out, meta, len);
+    if (json_check(meta, len) != 0 || !(v = cJSON_ParseWithLength(meta, len)))
+        return -EINVAL;
+    if ((sv = values_of(v))) {
+        for (item = sv->child; item; item = next) {
+            bool keep = false;
+            next = item->next;
+            for (size_t i = 0; i < n && !keep; i++)
+                keep = strcmp(item->string, sids[i]) == 0;
+            if (!keep)
+                cJSON_Delete(cJSON_DetachItemViaPointer(sv, item));
+        }
+    }
+    return print_to(v, out);
+}
+
+int room_wire_meta_swap(const char *cur, size_t cur_len, const char *prev, size_t prev_len,
+                        const char *next, size_t next_len, struct buf *out)
+{
+    cJSON *c = NULL, *p = NULL, *x = NULL, *r, *sv, *item;
+    const cJSON *cs, *ps, *xs;
+    int rc = -EINVAL;
+
+    if (!names_values(cur, cur_len) && !names_values(prev, prev_len) &&
+        !names_values(next, next_len)) {
+        return next ? append_text(out, next, next_len) : append_text(out, cur, cur_len);
+    }
+    if (json_check(cur, cur_len) != 0 || (prev && json_check(prev, prev_len) != 0) ||
+        (next && json_check(next, next_len) != 0))
+        return -EINVAL;
+    if (!(c = cJSON_ParseWithLength(cur, cur_len)) ||
+        (prev && !(p = cJSON_ParseWithLength(prev, prev_len))) ||
+        (next && !(x = cJSON_ParseWithLength(next, next_len))))
+        goto out_free;
+    r = cJSON_Duplicate(next ? x : c, true);
+    if (!r)
+        abort();
+    if (!cJSON_IsObject(r)) { /* no room for values: as before, the newest wins */
+        rc = print_to(r, out);
+        goto out_free;
+    }
+    cs = values_of(c);
+    ps = values_of(p);
+    xs = values_of(x);
+    sv = cJSON_CreateObject();
+    for (item = cs ? cs->child : NULL; item; item = item->next)
+        if (!(ps && cJSON_GetObjectItemCaseSensitive(ps, item->string)) &&
+            !(xs && cJSON_GetObjectItemCaseSensitive(xs, item->string)))
+            cJSON_AddItemToObject(sv, item->string, cJSON_Duplicate(item, true));
+    for (item = xs ? xs->child : NULL; item; item = item->next)
+        cJSON_AddItemToObject(sv, item->string, cJSON_Duplicate(item, true));
+    cJSON_DeleteItemFromObjectCaseSensitive(r, ROOM_SESSION_VALUES);
+    if (sv->child)
+        cJSON_AddItemToObject(r, ROOM_SESSION_VALUES, sv);
+    else
+        cJSON_Delete(sv);
+    rc = print_to(r, out);
+out_free:
+    cJSON_Delete(c);
+    cJSON_Delete(p);
+    cJSON_Delete(x);
+    return rc;
 }

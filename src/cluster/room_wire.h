@@ -135,4 +135,27 @@ void room_wire_put_ephemeral(struct buf *b, const char *user, const char *kind, 
 void room_wire_put_cast(struct buf *b, const char *user, const char *exclude, const char *event,
                         const char *data, size_t data_len);
 
+/* ---- per-connection metadata across nodes (docs/phoenix.md) ----
+ *
+ * A member's metadata may hold ROOM_SESSION_VALUES ("~metas"): an object
+ * of values keyed by session id, one per connection (room.h, "Members").
+ * Each node puts only its own sessions' values, and a node merges what
+ * each other node put into its mirrored member, so a user with a tab on
+ * two nodes has both tabs' values on every node, and a tab's value goes
+ * when its tab does. Metadata without "~metas" is left as it is (the
+ * newest wins, as before). Both functions append compact JSON to out and
+ * return 0, or -EINVAL (out unchanged) when an input is not JSON that
+ * json_check() accepts. */
+
+/* meta (len bytes) with its "~metas" kept to the keys in sids (n ids). */
+int room_wire_meta_own(const char *meta, size_t len, const char *const *sids, size_t n,
+                       struct buf *out);
+/* The metadata cur (a member's now) becomes when a node's part of it
+ * changes from prev (NULL: none before) to next (NULL: none any more):
+ * next's (or, without next, cur's) value, whose "~metas" is cur's entries
+ * that neither prev nor next names, then next's entries ("~metas" left
+ * out when none remain). */
+int room_wire_meta_swap(const char *cur, size_t cur_len, const char *prev, size_t prev_len,
+                        const char *next, size_t next_len, struct buf *out);
+
 #endif

@@ -65,6 +65,33 @@ const char script_user_put[] =
     "local was = old[2] and (cjson.decode(old[2]).n or 0) > 0 or false\n"
     "return {1, v, (was ~= (n > 0)) and 1 or 0}\n";
 
+/* KEYS: {u:<h>}:s, {u:<h>}:a; ARGV: dead epochs (scripts.h). */
+const char script_user_read[] =
+    "for e in string.gmatch(ARGV[1], '[^,]+') do\n"
+    "  if redis.call('HEXISTS', KEYS[1], e) == 1 then return {1, e} end\n"
+    "end\n"
+    "local v = redis.call('HGET', KEYS[2], 'v')\n"
+    "if v then return {0, v} end\n"
+    "return {0}\n";
+
+/* KEYS: {u:<h>}:s, {u:<h>}:r; ARGV: sid, self (scripts.h). */
+const char script_user_take[] =
+    "local rec = redis.call('HGET', KEYS[2], ARGV[1])\n"
+    "if not rec then return {0} end\n"
+    "redis.call('HDEL', KEYS[2], ARGV[1])\n"
+    "local holder, deadline = string.match(rec, '^(%S+) (%d+) ')\n"
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "if not holder or tonumber(deadline) <= now then return {0} end\n"
+    "if holder ~= ARGV[2] and redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then\n"
+    "  local c = redis.call('HGET', KEYS[1], holder)\n"
+    "  if c and cjson.decode(c).n == 1 then\n"
+    "    redis.call('HSET', KEYS[1], ARGV[2], c)\n"
+    "    redis.call('HDEL', KEYS[1], holder)\n"
+    "  end\n"
+    "end\n"
+    "return {1, rec}\n";
+
 /* KEYS: {c}:nodes, {c}:sweep:<self>; ARGV: self, lease ms, "1" once this
  * epoch's lease was registered. A registered lease that is gone (swept, or
  * Redis lost its data) or claimed by a sweeper is not renewed: "gone". */

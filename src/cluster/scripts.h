@@ -15,6 +15,24 @@
  *   Returns {changed (0|1), view JSON}, and when changed a third element,
  *   1 when the user turned online or offline (sessions n went from 0 or
  *   to 0): that put is the transition's one producer (webhooks).
+ * SCRIPT_USER_READ
+ *   KEYS: as SCRIPT_USER_PUT; ARGV: dead epochs (comma-separated)
+ *   A reader's look at the user while some epoch is dead (past lease and
+ *   grace) and maybe not swept yet: {1, epoch} when the user still has
+ *   that dead epoch's field (the reader then drops it with
+ *   SCRIPT_USER_PUT, which merges what is left), else {0, view JSON}, or
+ *   {0} when none is stored. Writes nothing.
+ * SCRIPT_USER_TAKE
+ *   KEYS: pd:<app>:{u:<h>}:s, pd:<app>:{u:<h>}:r (hash: session id ->
+ *         its resume record, contrib.h)
+ *   ARGV: session id, self
+ *   Takes a session over from the node that holds it (resume across
+ *   nodes): the record goes (so exactly one node takes it), and unless its
+ *   deadline passed by Redis's clock, the holder's contribution moves to
+ *   self's field in the same step when it is that one session's alone
+ *   ("n" 1) and self has none yet, so the merged view never changes.
+ *   Returns {1, record}, or {0} when there is no live record. Publishes
+ *   nothing; the caller's next put merges (a no-op when nothing changed).
  * SCRIPT_NODE_RENEW
  *   KEYS: pd:<app>:{c}:nodes (zset: <node>.<epoch> -> lease deadline),
  *         pd:<app>:{c}:sweep:<self> (a sweeper's claim on this epoch)
@@ -52,6 +70,8 @@
 #define SCRIPTS_H
 
 extern const char script_user_put[];
+extern const char script_user_read[];
+extern const char script_user_take[];
 extern const char script_node_renew[];
 extern const char script_room_put[];
 extern const char script_room_get[];

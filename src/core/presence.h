@@ -219,7 +219,8 @@ struct presence_session_info {
     const char *user; /* the user's own copy: valid at least as long */
     enum presence_device device;
     enum presence_status status; /* the session's own, effective status */
-    enum presence_status manual; /* the explicit AWAY, BUSY or DND; OFFLINE = none */
+    enum presence_status manual; /* the explicit AWAY, BUSY or DND it was set to, which
+                                  * activity does not change; OFFLINE: none */
     bool idle;                   /* no recent activity (status AWAY unless set explicitly) */
     bool attached;               /* false: socket closed, in its reconnect grace */
     uint8_t tag;                 /* the caller's label, presence_session_set_tag(); 0 unset */

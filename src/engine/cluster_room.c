@@ -201,8 +201,30 @@ static void mirror_sid(const char *node, size_t n, char out[ROOM_ID_MAX + 1])
     out[n + 1] = '\0';
 }
 
-/* The mirrored member k ("<epoch> <user>") leaves the room core (an
- * epoch's count of a subscription-only room is forgotten). */
+/* user's metadata becomes what room_wire_meta_swap() makes of it when a
+ * node's part of it goes from prev to next (NULL: none): the other
+ * connections' values stay (docs/phoenix.md). False when the member is
+ * not there, or the inputs are not JSON (the caller then does as before). */
+static bool swap_meta(struct engine *e, struct croom *c, const char *user, const char *prev,
+                      const char *next, size_t next_len)
+{
+    struct room_member_view mv;
+    struct buf b = {0};
+    bool ok;
+
+    if (room_get_member(e->rooms, c->room, user, &mv) != 0)
+        return false;
+    ok = room_wire_meta_swap(mv.meta, mv.meta_len, prev, prev ? strlen(prev) : 0, next, next_len,
+                             &b) == 0;
+    if (ok && (b.len != mv.meta_len || memcmp(b.data, mv.meta, b.len) != 0))
+        ok = room_set_meta(e->rooms, c->room, user, b.data, b.len, loop_now(e->w->loop)) == 0;
+    buf_release(&b);
+    return ok;
+}
+
+/* The mirrored member k ("<epoch> <user>") leaves the room core, and its
+ * connections' values the member's metadata when other sessions keep it
+ * (an epoch's count of a subscription-only room is forgotten). */
 static void unmirror(struct engine *e, struct croom *c, struct kv *k)
 {
     const char *sp = strchr(k->key, ' ');
@@ -215,6 +237,8 @@ static void unmirror(struct engine *e, struct croom *c, struct kv *k)
     }
     mirror_sid(k->key, (size_t)(sp - k->key), sid);
     room_leave(e->rooms, c->room, sp + 1, sid, loop_now(e->w->loop));
+    if (k->val)
+        swap_meta(e, c, sp + 1, k->val, NULL, 0);
     kv_del(&c->remote, k);
 }
 
@@ -296,6 +320,8 @@ static void apply_join(struct engine *e, struct croom *c, struct room_wire_str n
     struct room_member_view mv;
     uint64_t now = loop_now(e->w->loop);
     int r;
+    struct kv *k;
+    char *m;
 
     memcpy(user, user_s.p, user_s.len);
     user[user_s.len] = '\0';
@@ -307,38 +333,37 @@ static void apply_join(struct engine *e, struct croom *c, struct room_wire_str n
         rcount__remote_changed(e, c->room);
         return;
     }
+    snprintf(key, sizeof(key), "%.*s %s", (int)node.len, node.p, user);
+    k = kv_find(&c->remote, key);
     mirror_sid(node.p, node.len, sid);
     r = room_join(e->rooms, c->room, user, sid, meta.p, meta.len, now);
-    if (r == ROOM_E_JOINED) { /* a metadata update */
+    /* A metadata update: the node's connections' values replace those it
+     * put before; the other sessions' stay. */
+    if (r == ROOM_E_JOINED && !swap_meta(e, c, user, k ? k->val : NULL, meta.p, meta.len)) {
         if (room_get_member(e->rooms, c->room, user, &mv) == 0 &&
             (mv.meta_len != meta.len || memcmp(mv.meta, meta.p, mv.meta_len) != 0))
             room_set_meta(e->rooms, c->room, user, meta.p, meta.len, now);
-    } else if (r < 0) {
+    } else if (r < 0 && r != ROOM_E_JOINED) {
         log_warnx("cluster", "room %s: member %s of %.*s not mirrored: %s", c->room, user,
                   (int)node.len, node.p, room_strerror(r));
         return;
     }
-    snprintf(key, sizeof(key), "%.*s %s", (int)node.len, node.p, user);
-    kv_set(&c->remote, key, NULL);
+    m = xmalloc(meta.len + 1); /* what the node put: its values go with its next put */
+    memcpy(m, meta.p, meta.len);
+    m[meta.len] = '\0';
+    kv_set(&c->remote, key, m);
+    free(m);
 }
 
 static void apply_leave(struct engine *e, struct croom *c, struct room_wire_str node,
                         struct room_wire_str user)
 {
-    char key[ROOM_WIRE_NODE_MAX + 2 + ROOM_ID_MAX], sid[ROOM_ID_MAX + 1];
+    char key[ROOM_WIRE_NODE_MAX + 2 + ROOM_ID_MAX];
     struct kv *k;
 
     snprintf(key, sizeof(key), "%.*s %.*s", (int)node.len, node.p, (int)user.len, user.p);
-    if (!(k = kv_find(&c->remote, key)))
-        return;
-    if (subs_entry(c->room, user.p, user.len)) {
-        kv_del(&c->remote, k);
-        rcount__remote_changed(e, c->room);
-        return;
-    }
-    mirror_sid(node.p, node.len, sid);
-    room_leave(e->rooms, c->room, strchr(k->key, ' ') + 1, sid, loop_now(e->w->loop));
-    kv_del(&c->remote, k);
+    if ((k = kv_find(&c->remote, key)))
+        unmirror(e, c, k);
 }
 
 /* Applies epoch node's ops; lines that are no op are skipped. */
@@ -706,7 +731,9 @@ static void on_flush(struct wheel_timer *t, uint64_t now);
 static bool local_part(struct engine *e, const struct croom *c, const char *user, struct buf *b)
 {
     struct room_member_view mv;
-    bool local = false;
+    const char **mine;
+    struct buf own = {0};
+    size_t n = 0;
 
     if (subs_entry(c->room, user, strlen(user))) { /* this node's sockets */
         uint64_t n = rcount__local_total(e, c->room);
@@ -719,12 +746,18 @@ static bool local_part(struct engine *e, const struct croom *c, const char *user
     }
     if (room_get_member(e->rooms, c->room, user, &mv) != 0 || !mv.visible)
         return false;
-    for (size_t i = 0; i < mv.nsessions && !local; i++)
-        local = cr__local_sid(mv.session_ids[i]);
-    if (!local)
-        return false;
-    room_wire_put_join(b, user, mv.joined_at, mv.meta, mv.meta_len);
-    return true;
+    mine = xmalloc((mv.nsessions + 1) * sizeof(*mine));
+    for (size_t i = 0; i < mv.nsessions; i++)
+        if (cr__local_sid(mv.session_ids[i]))
+            mine[n++] = mv.session_ids[i];
+    /* Only this node's connections' values: the other nodes put theirs. */
+    if (n && room_wire_meta_own(mv.meta, mv.meta_len, mine, n, &own) == 0)
+        room_wire_put_join(b, user, mv.joined_at, own.data, own.len);
+    else if (n)
+        room_wire_put_join(b, user, mv.joined_at, mv.meta, mv.meta_len);
+    buf_release(&own);
+    free(mine);
+    return n > 0;
 }
 
 /* Appends the op that brings user's entry in c->sent to what is local

@@ -32,6 +32,7 @@
 #include "buf.h"
 #include "cluster.h"
 #include "cluster_http.h"
+#include "cluster_resume.h"
 #include "cluster_room.h"
 #include "contrib.h"
 #include "engine_privacy.h"
@@ -629,6 +630,21 @@ static void on_health(void *wctx, bool up)
     }
 }
 
+void cu__each_local(struct engine *e, void (*fn)(struct engine *e, const char *uid, void *ctx),
+                    void *ctx)
+{
+    struct hmap_node *n;
+    size_t it;
+
+    if (!cu__on(e))
+        return;
+    for (n = hmap_first(&e->gviews, &it); n; n = hmap_next(&e->gviews, n, &it)) {
+        struct gview *g = container_of(n, struct gview, node);
+        if (g->local)
+            fn(e, g->uid, ctx);
+    }
+}
+
 static void on_settings(void *wctx, const char *uid)
 {
     engine__privacy_reload(wctx, uid);
@@ -705,6 +721,50 @@ static void reassert_tick(struct wheel_timer *t, uint64_t now)
     }
 }
 
+/* Whether the comma-separated list has an item that old lacks. */
+static bool has_new(const char *list, const char *old)
+{
+    for (const char *p = list; *p;) {
+        const char *c = strchr(p, ',');
+        size_t n = c ? (size_t)(c - p) : strlen(p);
+        bool seen = false;
+        for (const char *q = old; *q && !seen;) {
+            const char *d = strchr(q, ',');
+            size_t m = d ? (size_t)(d - q) : strlen(q);
+            seen = m == n && memcmp(p, q, n) == 0;
+            q += m + (d != NULL);
+        }
+        if (!seen)
+            return true;
+        p += n + (c != NULL);
+    }
+    return false;
+}
+
+/* Node epochs are past their lease and grace. Rooms drop their members
+ * at once; a watched user with sessions on other nodes is read again
+ * when an epoch joined the list: the read drops the dead epoch's
+ * contribution whether or not its sweep ran yet (cluster.c, home_get()),
+ * so no watcher keeps a ghost until the sweep. */
+static void on_dead(void *wctx, const char *list)
+{
+    struct engine *e = wctx;
+    bool added = has_new(list, e->cluster_dead ? e->cluster_dead : "");
+    struct hmap_node *n;
+    size_t it;
+
+    free(e->cluster_dead);
+    e->cluster_dead = xstrdup(list);
+    cr__on_dead(wctx, list);
+    if (!added)
+        return;
+    for (n = hmap_first(&e->gviews, &it); n; n = hmap_next(&e->gviews, n, &it)) {
+        struct gview *g = container_of(n, struct gview, node);
+        if (g->watched && g->known && g->v.sessions > g->local_n)
+            reget(e, g);
+    }
+}
+
 static const struct cluster_hooks hooks = {
     .view = on_view,
     .user_hook = on_user_hook,
@@ -716,11 +776,13 @@ static const struct cluster_hooks hooks = {
     .yield = on_yield,
     .hsession = ch__on_hsession,
     .hbeat = ch__on_hbeat,
+    .rsession = cs__on_rsession,
+    .moved = cs__on_moved,
     .room_message = cr__on_message,
     .room_state = cr__on_state,
     .room_hooks = cr__on_hooks,
     .room_resync = cr__on_resync,
-    .dead = cr__on_dead,
+    .dead = on_dead,
 };
 
 void cu__attach(struct engine *e)
@@ -767,5 +829,7 @@ void cu__detach(struct engine *e)
         free(g);
     }
     hmap_release(&e->gviews);
+    free(e->cluster_dead);
+    e->cluster_dead = NULL;
     e->cluster_gone = true;
 }

@@ -69,4 +69,9 @@ void cu__settings_written(struct engine *e, const char *uid);
  * gone: keeps the global view and its bucket subscription. */
 void cu__watch(struct engine *e, const char *uid, bool on);
 
+/* Calls fn(e, uid, ctx) for every user this worker has sessions of
+ * (its contribution is in Redis). fn must not change the sessions. */
+void cu__each_local(struct engine *e, void (*fn)(struct engine *e, const char *uid, void *ctx),
+                    void *ctx);
+
 #endif

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 
 #include "client.h"
+#include "cluster.h"
+#include "cluster_resume.h"
 #include "engine_state.h"
 #include "frame.h"
 #include "loop.h"
@@ -24,8 +26,13 @@ struct drain_due {
     uint64_t conn_id; /* the socket */
 };
 
+/* The home stays this long after the window, for the last writes. */
+#define DRAIN_FLUSH_MS 100
+
 struct drain {
     struct wheel_timer timer; /* at due[next].at */
+    uint64_t until;           /* loop ms: the window's end + DRAIN_FLUSH_MS */
+    struct wheel_timer wake;  /* at until: the home's loop looks again (engine_drain_busy()) */
     struct engine *e;
     struct drain_due *due; /* sorted by at */
     size_t n, next;
@@ -68,6 +75,12 @@ static void close_one(struct client *c)
         a->close(c, code, "server restarting");
 }
 
+static void on_wake(struct wheel_timer *t, uint64_t now)
+{
+    (void)t;
+    (void)now; /* the iteration it makes is the point */
+}
+
 static void on_due(struct wheel_timer *t, uint64_t now)
 {
     struct drain *d = container_of(t, struct drain, timer);
@@ -104,8 +117,13 @@ void engine_drain(struct engine *e, uint64_t window_ms)
 
     if (e->drain)
         return;
+    cs__drain(e, window_ms); /* resumable on another node while this one goes */
     d = e->drain = xcalloc(1, sizeof(*d));
     d->e = e;
+    d->until = now + window_ms + DRAIN_FLUSH_MS;
+    wheel_timer_init(&d->wake, on_wake);
+    if (engine_drain_busy(e))
+        loop_timer_start(e->w->loop, &d->wake, d->until - now);
     wheel_timer_init(&d->timer, on_due);
     d->due = xcalloc(e->clients.count + 1, sizeof(*d->due));
     for (n = hmap_first(&e->clients, &it); n; n = hmap_next(&e->clients, n, &it)) {
@@ -134,7 +152,14 @@ void engine__drain_free(struct engine *e)
     if (!e->drain)
         return;
     wheel_del(&e->drain->timer);
+    wheel_del(&e->drain->wake);
     free(e->drain->due);
     free(e->drain);
     e->drain = NULL;
+}
+
+bool engine_drain_busy(struct engine *e)
+{
+    return e->drain && e->env->cluster && cluster_is_home(e->env->cluster, e->w->id) &&
+           loop_now(e->w->loop) < e->drain->until;
 }

@@ -18,6 +18,7 @@
  */
 #include "engine.h"
 #include "cluster_http.h"
+#include "cluster_resume.h"
 #include "cluster_room.h"
 #include "cluster_user.h"
 
@@ -88,6 +89,7 @@ struct engine *engine_new(struct worker *w, const struct engine_env *env, struct
     cr__init(e);
     e->hooks = hooks_new(env->hooks, w, env->cluster);
     ch__init(e);
+    cs__init(e);
     cu__attach(e);
     engine__persist_restore(e); /* a clean stop's sessions, before any socket */
     return e;
@@ -122,6 +124,7 @@ void engine_free(struct engine *e)
     cr__free(e);
     ch__free(e);
     rcount__free(e);
+    cs__free(e);
     engine__rooms_free(e);
     http_read__queries_free(e); /* answers that never came back */
     watch__subs_free(e);

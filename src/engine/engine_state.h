@@ -67,9 +67,13 @@ struct engine {
     struct list seats_dirty;           /* struct gview.seats_link: session counts to write */
     struct wheel_timer seats_timer;    /* writes them, SEATS_FLUSH_MS after the first */
     bool seats_armed;                  /* seats_timer is running */
+    char *cluster_dead;                /* the last dead list heard (cluster_user.c), or NULL */
     struct hmap hsess;                 /* struct hsess by sid: HTTP sessions (cluster_http.c) */
     struct list hs_parked;             /* HTTP beats waiting to learn who holds their session */
     uint64_t admin_info_ms;            /* loop ms this node's summary was put (engine_admin.c) */
+    struct list rs_parked;             /* resumes waiting for a take-over (cluster_resume.c) */
+    struct list rs_drops;              /* sessions another node took over, to drop */
+    struct wheel_timer rs_timer;       /* drops the first of them when due */
     /* the drain's spread-out closes (drain.c): NULL until it begins */
     struct drain *drain;
     /* saved and restored sessions (persist.c) */

@@ -128,7 +128,8 @@ struct emsg {
     bool parked;       /* owned by a puser: do not free */
     bool reread;       /* a settings write that re-read stale settings */
     uint8_t admit;     /* OP_START/OP_HTTP_BEAT: enum admit, the cap across nodes */
-    uint8_t hs;        /* OP_HTTP_BEAT: enum hs_lookup, who holds its session */
+    uint8_t hs;        /* OP_HTTP_BEAT: enum hs_lookup, who holds its session; OP_START
+                        * with a resume: HS_NONE once another node was asked (cluster_resume.h) */
     uint8_t proto;     /* room joins and subscriptions: the client's protocol (adapter.h) */
     uint8_t online;    /* OP_PRESENCE/OP_VIEW: bit k set when class k sees the user online */
     uint16_t limit;    /* OP_RJOIN*: members this join may make, 0 = no cap of its own */

@@ -11,6 +11,7 @@
  */
 #include "session.h"
 #include "cluster_http.h"
+#include "cluster_resume.h"
 #include "cluster_user.h"
 
 #include <openssl/rand.h>
@@ -145,6 +146,8 @@ void session__on_end(void *ctx, const struct presence_session_info *s, enum pres
 
     engine__rooms_session_ended(e, s->sid, s->user); /* its rooms see it leave */
     cu__seats_changed(e, s->user);
+    if (!s->attached) /* it was in its grace: its resume record goes */
+        cs__forget(e, s->user, s->sid);
     if (conn_id == 0)
         ch__ended(e, s->user, s->sid); /* an HTTP session */
     if (why == PRESENCE_END_GRACE || !s->attached || conn_id == 0)
@@ -207,8 +210,12 @@ void session__on_start(struct engine *e, struct emsg *req)
         if (old) { /* the same session on another socket: that one goes */
             struct emsg *kick = emsg_new(OP_KICK, (uint64_t)(uintptr_t)old);
             owner_send(e, owner_of_conn(kick->conn_id), kick);
+        } else { /* back from its grace: its resume record goes */
+            cs__forget(e, req->uid, req->sid);
         }
         r = 0;
+    } else if (req->arg && !cs__take(e, req)) {
+        return; /* parked: another node may hold the session */
     }
     if (r != 0 && (r = start_new(e, req, ref, now, false)) == 1)
         return; /* parked: the other nodes' counts first */
@@ -287,8 +294,10 @@ void session__on_closed(struct engine *e, struct emsg *req)
         return;
     if (presence_socket_closed(e->pres, req->sid, (void *)(uintptr_t)req->conn_id,
                                loop_now(e->w->loop)) == 0 &&
-        presence_get_session(e->pres, req->sid, &si) == 0)
+        presence_get_session(e->pres, req->sid, &si) == 0) {
         cu__seats_changed(e, si.user);
+        cs__grace(e, &si); /* resumable on another node too */
+    }
 }
 
 /* The answer to an HTTP beat: r < 0 an error; else, for a leave (kept

@@ -281,7 +281,8 @@ static void worker_hook(struct loop *l, void *data)
     }
     if (!w->draining && atomic_load(&w->srv->shutting_down))
         begin_drain(w);
-    if (w->draining && (w->pool.count == 0 || loop_now(l) >= w->drain_deadline))
+    if (w->draining && ((w->pool.count == 0 && !(w->srv->hooks->busy && w->srv->hooks->busy(w))) ||
+                        loop_now(l) >= w->drain_deadline))
         loop_stop(l);
 }
 

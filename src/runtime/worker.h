@@ -52,6 +52,10 @@ struct worker_hooks {
     void (*tick)(struct worker *w);
     /* Shutdown has begun: start closing every connection gracefully. */
     void (*drain)(struct worker *w);
+    /* Optional: while draining, true keeps the loop running after its
+     * last connection went (until the drain deadline at most), for work
+     * other workers still hand it. Checked once per loop iteration. */
+    bool (*busy)(struct worker *w);
     /* The loop has stopped or never ran: free w->app. Connections are gone. */
     void (*stop)(struct worker *w);
 };

@@ -97,3 +97,56 @@ test('broadcasts across nodes: an ArrayBuffer arrives as bytes (vsn 2.0.0) or ba
     }
   });
 });
+
+// user -> its metas' phx_refs (sorted), as a phoenix.js Presence lists them.
+function metasOf(presence) {
+  const out = {};
+  presence.list((k, { metas }) => { out[k] = metas.map((m) => m.phx_ref).sort(); });
+  return out;
+}
+
+test('one user with a tab on each node: one key with two metas on every node, each with its own phx_ref; one tab leaving removes only its meta', async () => {
+  await withTwoNodes(ARGS, async (a, b) => {
+    const topic = `room:${uid('m')}`;
+    const ann = uid('ann');
+    const open = (node, user, meta) => {
+      const socket = new Socket(`${node.wsUrl}/socket`, { params: { user }, transport: WebSocket,
+        reconnectAfterMs: () => 200, rejoinAfterMs: () => 200 });
+      socket.connect();
+      const channel = socket.channel(topic, { meta });
+      const presence = new Presence(channel);
+      const joined = new Promise((res, rej) => channel.join().receive('ok', res)
+        .receive('error', (e) => rej(new Error(JSON.stringify(e)))));
+      return { joined, presence, close: () => new Promise((r) => socket.disconnect(r)) };
+    };
+    const tabA = open(a, ann, { tab: 'on-a' });
+    await tabA.joined;
+    const tabB = open(b, ann, { tab: 'on-b' });
+    await tabB.joined;
+    const watchA = open(a, uid('wa'), {});
+    const watchB = open(b, uid('wb'), {});
+    await Promise.all([watchA.joined, watchB.joined]);
+    const views = [tabA, tabB, watchA, watchB];
+    try {
+      for (const v of views)
+        await waitUntil(() => (metasOf(v.presence)[ann] ?? []).length === 2, 'two metas of ann', 8000);
+      const refs = metasOf(watchA.presence)[ann];
+      assert.equal(new Set(refs).size, 2, `two phx_refs: ${refs}`);
+      for (const v of views) assert.deepEqual(metasOf(v.presence)[ann], refs, 'the same metas on every node');
+      const tabs = (v) => v.presence.list((k, { metas }) => (k === ann ? metas.map((m) => m.tab).sort() : null))
+        .filter(Boolean)[0];
+      assert.deepEqual(tabs(watchB), ['on-a', 'on-b'], 'each tab its own meta');
+      await tabB.close();
+      const left = refs.filter((r) => metasOf(tabA.presence)[ann].includes(r));
+      for (const v of [tabA, watchA, watchB])
+        await waitUntil(() => (metasOf(v.presence)[ann] ?? []).length === 1, 'one meta left', 8000);
+      for (const v of [tabA, watchA, watchB]) {
+        assert.deepEqual(tabs(v), ['on-a'], 'the tab on A stays');
+        assert.equal(metasOf(v.presence)[ann].length, 1);
+        assert.ok(left.includes(metasOf(v.presence)[ann][0]), 'with its phx_ref');
+      }
+    } finally {
+      for (const v of [tabA, watchA, watchB]) await v.close();
+    }
+  });
+});

@@ -13,7 +13,10 @@
  * contribution made of the decoded fields gives JSON that json_check()
  * accepts. Seats: 0 or -EINVAL; on 0 live <= sessions, and encoding the
  * counts gives back the input's bytes; the same for an HTTP session's
- * record (a holder without spaces, the deadline below 2^53). A broken
+ * record (a holder without spaces, the deadline below 2^53), and for
+ * contrib_resume_parse(), the parser of a session's resume record read
+ * by the node a client resumes on (a known device, a status other than
+ * offline, NUL-terminated fields within their arrays). A broken
  * invariant aborts, which libFuzzer reports as a
  * crash.
  */
@@ -82,6 +85,24 @@ static void check_hs(const char *s, size_t len)
     buf_release(&b);
 }
 
+static void check_resume(const char *s, size_t len)
+{
+    struct contrib_resume rr;
+    struct buf b = {0};
+    int r = contrib_resume_parse(s, len, &rr);
+
+    CHECK(r == 0 || r == -EINVAL);
+    if (r != 0)
+        return;
+    CHECK(rr.node[0] && memchr(rr.node, 0, sizeof(rr.node)) && !strchr(rr.node, ' '));
+    CHECK(memchr(rr.text, 0, sizeof(rr.text)) && memchr(rr.emoji, 0, sizeof(rr.emoji)));
+    CHECK(rr.device < PRESENCE_DEVICE_COUNT);
+    CHECK(rr.status > PRESENCE_OFFLINE && rr.status <= PRESENCE_DND);
+    contrib_resume_encode(&b, &rr);
+    CHECK(b.len == len && memcmp(b.data, s, len) == 0);
+    buf_release(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *copy = malloc(size ? size : 1);
@@ -97,6 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_view(&v);
     check_seats(copy, size);
     check_hs(copy, size);
+    check_resume(copy, size);
     free(copy);
     return 0;
 }

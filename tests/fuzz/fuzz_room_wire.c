@@ -11,7 +11,12 @@
  * iterators) -ENOENT at the end, always make progress, and every span they
  * return lies inside the input, in range and free of separators; a join
  * op or an ephemeral value encoded again from what was parsed parses back
- * to the same fields.
+ * to the same fields. The input is also split at its first two 0x1e bytes
+ * into a member's metadata, another node's part before and after (an
+ * empty part: none), and the last two as session ids (comma-separated)
+ * for the per-connection metadata functions: they answer 0 or -EINVAL,
+ * leave metadata without "~metas" as it was, and otherwise make JSON
+ * that json_check() accepts.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -20,6 +25,7 @@
 
 #include "buf.h"
 #include "fuzz_check.h"
+#include "json.h"
 #include "room_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -149,6 +155,50 @@ static void check_state(const char *text, size_t len)
     }
 }
 
+static bool names_values(const char *s, size_t n)
+{
+    return n > 0 && memmem(s, n, "\"" ROOM_SESSION_VALUES "\"", 8) != NULL;
+}
+
+/* The per-connection metadata functions on the parts of the input. */
+static void check_meta(const char *in, size_t size)
+{
+    const char *part[3] = {in, NULL, NULL}, *sids[8];
+    size_t len[3] = {size, 0, 0}, n = 0;
+    char ids[256];
+    struct buf b = {0};
+    int r;
+
+    for (int i = 1; i < 3; i++) {
+        const char *sep = memchr(part[i - 1], 0x1e, len[i - 1]);
+        if (!sep)
+            break;
+        part[i] = sep + 1;
+        len[i] = len[i - 1] - (size_t)(part[i] - part[i - 1]);
+        len[i - 1] = (size_t)(sep - part[i - 1]);
+    }
+    if (part[2]) { /* session ids from the last part */
+        size_t m = MIN(len[2], sizeof(ids) - 1);
+        memcpy(ids, part[2], m);
+        ids[m] = '\0';
+        for (char *t = strtok(ids, ","); t && n < 8; t = strtok(NULL, ","))
+            sids[n++] = t;
+    }
+    r = room_wire_meta_own(part[0], len[0], sids, n, &b);
+    CHECK(r == 0 || r == -EINVAL);
+    CHECK(r != 0 || names_values(part[0], len[0]) ||
+          (b.len == len[0] && (len[0] == 0 || memcmp(b.data, part[0], len[0]) == 0)));
+    CHECK(r != 0 || !names_values(part[0], len[0]) || json_check(b.data, b.len) == 0);
+    buf_release(&b);
+    r = room_wire_meta_swap(part[0], len[0], len[1] ? part[1] : NULL, len[1],
+                            len[2] ? part[2] : NULL, len[2], &b);
+    CHECK(r == 0 || r == -EINVAL);
+    if (r == 0 && (names_values(part[0], len[0]) || names_values(part[1], len[1]) ||
+                   names_values(part[2], len[2])))
+        CHECK(json_check(b.data, b.len) == 0);
+    buf_release(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *copy = malloc(size ? size : 1);
@@ -174,6 +224,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check_ops(m.body);
     }
     check_state(copy, size);
+    check_meta(copy, size);
     free(copy);
     return 0;
 }

@@ -2,7 +2,8 @@
 /*
  * test_hmap.c - the intrusive hash table: insert/find/remove, colliding
  * hashes, growth keeps every node, iteration visits each node once and
- * tolerates removing the current node.
+ * tolerates removing the current node; hash_bytes() is the standard
+ * FNV-1a-64 (published test vectors).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,6 +36,15 @@ static struct item *find(struct hmap *m, int key, uint64_t h)
 static uint64_t h_of(int key)
 {
     return hash_bytes(&key, sizeof(key));
+}
+
+/* The FNV-1a-64 vectors of the FNV reference (isthe.com/chongo/tech/comp/fnv). */
+static void test_hash_bytes_is_fnv1a64(void **state)
+{
+    (void)state;
+    assert_true(hash_bytes("", 0) == UINT64_C(0xcbf29ce484222325));
+    assert_true(hash_bytes("a", 1) == UINT64_C(0xaf63dc4c8601ec8c));
+    assert_true(hash_bytes("foobar", 6) == UINT64_C(0x85944171f73967e8));
 }
 
 static void test_insert_find_remove_many(void **state)
@@ -126,6 +136,7 @@ static void test_empty_table(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hash_bytes_is_fnv1a64),
         cmocka_unit_test(test_insert_find_remove_many),
         cmocka_unit_test(test_colliding_hashes),
         cmocka_unit_test(test_iteration_with_removal),
