@@ -31,13 +31,22 @@
  * its ephemerals are held and sent together every EPH_TICK_MS (33 ms), so
  * each subscriber's worker queues a tick's messages in one iteration and
  * each socket gets one writev per tick instead of one per message. A room
- * stays hot until a second under half that. Other rooms (the usual case: a
+ * stays hot until a second under half that; a quiet room turns hot as
+ * soon as its count in the current second reaches the mark (a burst
+ * batches from its first tick, not from its second second). Other rooms (the usual case: a
  * few cursors, or a small room) send each message at once. Held messages
  * go out before any delta of the room, so a delta never overtakes them.
  * Casts marked batch (Pusher client events) count as ephemerals and are
  * held the same way in a hot room, in order with them, never merged or
- * dropped, each still without its sender's socket: a hot room's client
- * events cost one write per subscriber per tick, as its ephemerals do.
+ * dropped, each still without its sender's socket. At the tick, each run
+ * of held casts goes as one message per worker (send_casts): their
+ * frames encoded once, back to back, in one payload per protocol, with a
+ * table of where each ends and which socket it skips. A subscriber gets
+ * the payload as one piece, or, when it sent some of them, the slices of
+ * that payload around its own (no copy, no echo); only a subscriber with
+ * blockers, or of a protocol that stamps frames per socket, gets them one
+ * by one as before (engine_room_client.c). A hot room's client events
+ * thus cost one payload per tick and one iovec piece per subscriber.
  *
  * Blocks (the rare path): a WebSocket client reads the users that block
  * its user (store_list_blockers()) before its first join leaves its
@@ -166,7 +175,56 @@ static void send_event(struct engine *e, const struct rsub *s, bool droppable, u
     }
 }
 
-/* Sends the held ephemerals, in order, and forgets them. */
+/* Sends n held casts in a row (h[0..n-1]) as one message per worker:
+ * their frames encoded once into one payload per protocol, back to back,
+ * and the table of where each ends and whom it skips (struct emsg_casts),
+ * so that each subscriber gets them in one piece, or the pieces around
+ * its own (engine__room_on_event). */
+static void send_casts(struct engine *e, const struct rsub *s, const struct held *h, size_t n)
+{
+    size_t tsize = sizeof(struct emsg_casts) + n * sizeof(struct emsg_cast);
+    struct emsg_casts *t = xcalloc(1, tsize);
+    struct adapter_frames fs = {0};
+
+    t->n = n;
+    for (unsigned p = 0; p < ADAPTER_MAX; p++) {
+        size_t len = 0;
+
+        for (size_t i = 0; i < n; i++)
+            len += h[i].fs.f[p] ? h[i].fs.f[p]->len : 0;
+        if (len > 0)
+            fs.f[p] = payload_new(len);
+        for (size_t i = 0; i < n; i++) {
+            if (h[i].fs.f[p])
+                payload_append(fs.f[p], h[i].fs.f[p]->data, h[i].fs.f[p]->len);
+            t->v[i].end[p] = fs.f[p] ? (uint32_t)fs.f[p]->len : 0;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        t->v[i].exclude = h[i].exclude;
+        memcpy(t->v[i].from, h[i].from, sizeof(t->v[i].from));
+    }
+    for (unsigned w = 0; w < e->w->srv->nworkers; w++) {
+        struct adapter_frames mine;
+        struct emsg *em;
+
+        if (!(s->workers & (1ull << w)))
+            continue;
+        em = emsg_new(OP_REVENT, 0);
+        emsg_set_id(&em->room, s->room);
+        em->epoch = h[0].epoch;
+        em->casts = xmalloc(tsize);
+        memcpy(em->casts, t, tsize);
+        adapter_frames_copy(&mine, &fs);
+        emsg_take_frames(em, &mine);
+        owner_send(e, w, em);
+    }
+    adapter_frames_release(&fs);
+    free(t);
+}
+
+/* Sends the held messages, in order, and forgets them: each ephemeral
+ * alone, each run of casts together (send_casts). */
 static void release_held(struct engine *e, struct rsub *s)
 {
     wheel_del(&s->tick);
@@ -176,12 +234,21 @@ static void release_held(struct engine *e, struct rsub *s)
         list_del(&em->park);
         emsg_free(&em->msg);
     }
-    for (size_t i = 0; i < s->nheld; i++) {
+    for (size_t i = 0; i < s->nheld;) {
         const struct held *h = &s->held[i];
+        size_t n = 1;
 
-        send_event(e, s, h->droppable, h->epoch, 0, &h->fs, h->exclude,
-                   h->from[0] ? h->from : NULL);
-        adapter_frames_release(&s->held[i].fs);
+        while (!h->droppable && i + n < s->nheld && !h[n].droppable)
+            n++;
+        if (n > 1) {
+            send_casts(e, s, h, n);
+        } else {
+            send_event(e, s, h->droppable, h->epoch, 0, &h->fs, h->exclude,
+                       h->from[0] ? h->from : NULL);
+        }
+        for (size_t k = 0; k < n; k++)
+            adapter_frames_release(&s->held[i + k].fs);
+        i += n;
     }
     s->nheld = 0;
 }
@@ -237,6 +304,13 @@ static bool room_hot(struct engine *e, struct rsub *s)
         s->eph_count = 0;
     }
     s->eph_count++;
+    if (!s->hot) { /* hot as soon as this second's count reaches the mark */
+        uint64_t enter = (uint64_t)e->w->srv->cfg.ephemeral_tick_deliveries;
+        struct room_info info = {0};
+
+        s->hot = enter > 0 && room_get_info(e->rooms, s->room, &info) == 0 &&
+                 (uint64_t)s->eph_count * info.count >= enter;
+    }
     return s->hot;
 }
 

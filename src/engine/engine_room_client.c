@@ -315,6 +315,59 @@ static bool congested(const struct client *c)
     return soft && conn_output_len(conn) > soft / 2;
 }
 
+static void deliver_other(struct room_link *l, struct payload *f, uint64_t epoch, uint64_t seq,
+                          bool bulk);
+static bool link_filtered(const struct room_link *l);
+
+/* Whether c takes a room tick's casts as slices of their shared payload:
+ * a WebSocket whose frames go as they are and are not filtered. */
+static bool takes_slices(const struct room_link *l)
+{
+    const struct client *c = l->client;
+
+    return c->ws && !frame_adapter(c)->send_room && !link_filtered(l);
+}
+
+/* A tick's casts (em->casts, their frames back to back in f) to l's
+ * client but those it sent: as one piece, or the pieces of f around its
+ * own; else (blockers, a protocol of its own) one by one as before. */
+static void deliver_casts(struct room_link *l, const struct emsg *em, struct payload *f)
+{
+    struct client *c = l->client;
+    const struct emsg_casts *t = em->casts;
+    uint64_t me = client_conn_id(c);
+    bool slices = takes_slices(l);
+    size_t run = 0, start = 0; /* the piece being gathered: [run, start) */
+    unsigned frames = 0;
+
+    for (size_t i = 0; i < t->n; i++) {
+        size_t end = t->v[i].end[c->proto];
+
+        if (end == start) /* nothing for its protocol */
+            continue;
+        if (t->v[i].exclude == me || (t->v[i].from[0] && blocked_by(c, t->v[i].from))) {
+            /* its own (never echoed), or from a user that blocks c's (as if absent) */
+            if (slices && start > run)
+                wsconn_send_payload_range(c->ws, f, run, start, frames, true);
+            run = end;
+            frames = 0;
+        } else if (!slices) {
+            struct payload *one = payload_from(f->data + start, end - start);
+
+            if (link_filtered(l) && c->proto == ADAPTER_DEFAULT)
+                deliver_filtered(l, one, em->epoch, 0, true, false);
+            else
+                deliver_other(l, one, em->epoch, 0, true);
+            payload_unref(one);
+        } else {
+            frames++;
+        }
+        start = end;
+    }
+    if (slices && start > run)
+        wsconn_send_payload_range(c->ws, f, run, start, frames, true);
+}
+
 void engine__room_on_event(struct engine *e, struct emsg *em)
 {
     struct lroom *lr = find_lroom(e, em->room);
@@ -322,6 +375,17 @@ void engine__room_on_event(struct engine *e, struct emsg *em)
 
     if (!lr)
         return;
+    if (em->casts) {
+        list_foreach_safe(pos, tmp, &lr->links)
+        {
+            struct room_link *l = container_of(pos, struct room_link, link);
+            struct payload *f = emsg_frame_of(em, l->client->proto);
+
+            if (f && !l->awaiting)
+                deliver_casts(l, em, f);
+        }
+        return;
+    }
     list_foreach_safe(pos, tmp, &lr->links)
     {
         struct room_link *l = container_of(pos, struct room_link, link);

@@ -38,6 +38,7 @@ void emsg_free(struct bus_msg *m)
     for (size_t i = 0; i < em->nids; i++)
         free(em->ids[i]);
     free(em->ids);
+    free(em->casts);
     free(em);
 }
 

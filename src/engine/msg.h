@@ -110,6 +110,22 @@ enum hs_lookup {
 /* The bytes of a client's ref kept as JSON text, NUL included. */
 #define MSG_REF_MAX 64
 
+/* The casts of one room tick in one OP_REVENT (engine_room.c): their
+ * frames back to back in the message's frame per protocol, so that a
+ * subscriber gets them as one piece; cast i's bytes in protocol p's frame
+ * end at v[i].end[p] (they begin where cast i - 1's end, the first at 0;
+ * none for p: empty), and do not go to connection v[i].exclude (0: none)
+ * nor to the sockets of the users its sender v[i].from blocks.
+ * Immutable once sent; one copy per message. */
+struct emsg_casts {
+    size_t n;
+    struct emsg_cast {
+        uint64_t exclude;
+        uint32_t end[ADAPTER_MAX];
+        char from[PRESENCE_ID_MAX + 1]; /* its sender ("": none): skipped for those it blocks */
+    } v[];
+};
+
 /* One bus message of the engine. Ids and the ref are heap copies sized to
  * fit, set with emsg_set_id()/emsg_set_ref() and immutable after that;
  * unset they point to engine__no_id ("", never NULL, no allocation). A
@@ -161,7 +177,8 @@ struct emsg {
     struct engine *eng; /* a write's engine (store callback) */
     char **ids;         /* OP_ADMIN contacts, OP_RINFO the reader's blockers: owned copies */
     size_t nids;
-    struct list park; /* waiting in a struct puser */
+    struct list park;         /* waiting in a struct puser */
+    struct emsg_casts *casts; /* OP_REVENT of a tick's casts (above), owned; else NULL */
 };
 
 _Static_assert(ADAPTER_MAX <= PRIVACY_NCLASS, "em->frames holds a frame per protocol");

@@ -780,6 +780,15 @@ void wsconn_send_payload_bulk(struct wsconn *ws, struct payload *framed)
     conn_write_payload_bulk(conn_of(ws), framed);
 }
 
+void wsconn_send_payload_range(struct wsconn *ws, struct payload *framed, size_t off, size_t end,
+                               unsigned frames, bool bulk)
+{
+    if (ws->close_sent || conn_is_closing(conn_of(ws)))
+        return;
+    METRIC_ADD(metrics_of(ws), frames_out, frames);
+    conn_write_payload_range(conn_of(ws), framed, off, end, bulk);
+}
+
 void wsconn_close(struct wsconn *ws, unsigned code, const char *reason)
 {
     uint64_t t = opts_of(ws)->close_timeout_ms;

@@ -102,6 +102,12 @@ void wsconn_send_payload(struct wsconn *ws, struct payload *framed);
 /* Same, as bulk output (conn_write_payload_bulk): for frames that may wait
  * behind urgent ones, such as room deltas. */
 void wsconn_send_payload_bulk(struct wsconn *ws, struct payload *framed);
+/* Queues bytes [off, end) of framed, whole frames built by
+ * ws_frame_payload() back to back (a room tick's frames around the
+ * recipient's own), as one piece that references framed; frames counts
+ * them (metrics). bulk as above. */
+void wsconn_send_payload_range(struct wsconn *ws, struct payload *framed, size_t off, size_t end,
+                               unsigned frames, bool bulk);
 /* Starts the closing handshake with code (must pass ws_close_code_valid)
  * and an optional reason (cut to 123 bytes). No-op when a close was sent. */
 void wsconn_close(struct wsconn *ws, unsigned code, const char *reason);

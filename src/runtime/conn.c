@@ -276,8 +276,8 @@ static void out_drop_unstarted(struct conn_busy *b)
 
     for (uint32_t i = keep; i < b->out_count; i++) {
         struct conn_chunk *ch = &b->out[(b->out_head + i) & (b->out_cap - 1)];
-        b->out_bytes -= ch->p->len - ch->off;
-        METRIC_SUB(b->c->pool->metrics, output_bytes, ch->p->len - ch->off);
+        b->out_bytes -= ch->end - ch->off;
+        METRIC_SUB(b->c->pool->metrics, output_bytes, ch->end - ch->off);
         payload_unref(ch->p);
     }
     b->out_count = keep;
@@ -344,7 +344,7 @@ static bool accepts_output(const struct conn *c)
     return !(c->flags & (CONN_CLOSING | CONN_CLOSE_AFTER));
 }
 
-static void out_push(struct conn_busy *b, struct payload *p)
+static void out_push_range(struct conn_busy *b, struct payload *p, size_t off, size_t end)
 {
     if (b->out_count == b->out_cap) {
         uint32_t ncap = b->out_cap * 2;
@@ -357,8 +357,14 @@ static void out_push(struct conn_busy *b, struct payload *p)
         b->out_head = 0;
         b->out_cap = ncap;
     }
-    b->out[(b->out_head + b->out_count) & (b->out_cap - 1)] = (struct conn_chunk){p, 0};
+    b->out[(b->out_head + b->out_count) & (b->out_cap - 1)] =
+        (struct conn_chunk){p, (uint32_t)off, (uint32_t)end};
     b->out_count++;
+}
+
+static void out_push(struct conn_busy *b, struct payload *p)
+{
+    out_push_range(b, p, 0, p->len);
 }
 
 /* The tail chunk if it is private to this queue and has room, else NULL. */
@@ -369,7 +375,8 @@ static struct payload *writable_tail(struct conn_busy *b)
     if (b->out_count == 0)
         return NULL;
     t = &b->out[(b->out_head + b->out_count - 1) & (b->out_cap - 1)];
-    if (atomic_load_explicit(&t->p->refs, memory_order_acquire) != 1 || t->p->len == t->p->cap)
+    if (atomic_load_explicit(&t->p->refs, memory_order_acquire) != 1 || t->p->len == t->p->cap ||
+        t->end != t->p->len)
         return NULL;
     return t->p;
 }
@@ -385,6 +392,7 @@ static void queue_bytes(struct conn_busy *b, const char *p, size_t n)
             out_push(b, t);
         }
         k = payload_append(t, p, n);
+        b->out[(b->out_head + b->out_count - 1) & (b->out_cap - 1)].end = (uint32_t)t->len;
         p += k;
         n -= k;
         b->out_bytes += k;
@@ -428,6 +436,27 @@ void conn_write_payload_bulk(struct conn *c, struct payload *p)
         return;
     queue_payload(busy_get(c), p);
     mark_bulk(c);
+    check_limits(c);
+}
+
+void conn_write_payload_range(struct conn *c, struct payload *p, size_t off, size_t end, bool bulk)
+{
+    struct conn_busy *b;
+
+    if (!accepts_output(c) || off >= end)
+        return;
+    b = busy_get(c);
+    if (end - off <= 64 && writable_tail(b)) {
+        queue_bytes(b, p->data + off, end - off);
+    } else {
+        out_push_range(b, payload_ref(p), off, end);
+        b->out_bytes += end - off;
+        METRIC_ADD(b->c->pool->metrics, output_bytes, end - off);
+    }
+    if (bulk)
+        mark_bulk(c);
+    else
+        mark_pending(c);
     check_limits(c);
 }
 
@@ -764,7 +793,7 @@ static size_t fill_iov(const struct conn_busy *b, struct iovec *iov)
     for (size_t i = 0; i < n; i++) {
         const struct conn_chunk *ch = &b->out[(b->out_head + i) & (b->out_cap - 1)];
         iov[i].iov_base = ch->p->data + ch->off;
-        iov[i].iov_len = ch->p->len - ch->off;
+        iov[i].iov_len = ch->end - ch->off;
     }
     return n;
 }
@@ -775,10 +804,10 @@ static void advance(struct conn_busy *b, size_t n)
     METRIC_SUB(b->c->pool->metrics, output_bytes, n);
     while (n > 0) {
         struct conn_chunk *ch = &b->out[b->out_head];
-        size_t left = ch->p->len - ch->off;
+        size_t left = ch->end - ch->off;
 
         if (n < left) {
-            ch->off += n;
+            ch->off += (uint32_t)n;
             return;
         }
         n -= left;

@@ -137,7 +137,8 @@ union conn_ip {
 
 struct conn_chunk {
     struct payload *p; /* referenced */
-    size_t off;        /* bytes of p already written */
+    uint32_t off;      /* bytes of p already written (from its start) */
+    uint32_t end;      /* where its bytes end in p: p->len, or a slice's end */
 };
 
 /*
@@ -202,6 +203,11 @@ void conn_write_payload(struct conn *c, struct payload *p);
  * rather than unconditionally, so it may go out an iteration or a few
  * later, after urgent output queued since (never reordered within c). */
 void conn_write_payload_bulk(struct conn *c, struct payload *p);
+/* Queues bytes [off, end) of p as one piece, referencing p (no copy): a
+ * slice of a payload shared by many connections, such as the frames of
+ * a room tick around a recipient's own. bulk as conn_write_payload_bulk.
+ * off <= end <= p->len, p->len < 4 GiB. */
+void conn_write_payload_range(struct conn *c, struct payload *p, size_t off, size_t end, bool bulk);
 /* Deferred close: stops I/O now, drops queued output, frees later. Idempotent. */
 void conn_close(struct conn *c);
 /* Stops reading; closes once queued output is written or after linger_ms. */

@@ -162,3 +162,79 @@ test('a hot room batches Pusher client events per tick, none lost, none echoed (
     await stopClean(srv, assert);
   }
 });
+
+// A tick's client events go to each worker as one payload: a sender gets
+// the slices around its own frames (the others' events of the same tick,
+// never its own), and a blocked user's socket never gets its blocker's
+// events while it gets everyone else's, in order (its per-socket path).
+test('a hot room\'s batched client events: senders get the others\' of the same tick, a blocker\'s never reach the blocked (workers=2)', async () => {
+  const { createRequire } = await import('node:module');
+  const { adminRequest } = await import('./lib/admin.mjs');
+  const require = createRequire(import.meta.url);
+  const PusherClient = require('pusher-js');
+  const PusherServer = require('pusher');
+  const APP = { id: '92', key: 'tick-key2', secret: 'tick-secret2' };
+  const ADMIN_KEY = 'ticks-test-admin-key-0123456789abc';
+  const srv = await startServer(['--workers', '2', '--ephemeral-tick-deliveries', '200',
+    '--admin-api-key', ADMIN_KEY,
+    '--pusher-app', `${APP.id}:${APP.key}:${APP.secret}:client-events=true`]);
+  const api = new PusherServer({ appId: APP.id, key: APP.key, secret: APP.secret });
+  const clients = [];
+  try {
+    const ch = `presence-${id('pb')}`;
+    const users = [0, 1, 2, 3, 4, 5].map(() => id('pb'));
+    const [blocker, blocked] = users;
+    const r = await adminRequest(srv, 'PUT', `/v1/admin/users/${blocker}/blocks/${blocked}`, { key: ADMIN_KEY });
+    assert.equal(r.status, 200, r.text);
+    const got = new Map(users.map((u) => [u, []]));
+    const chans = [];
+    for (const user of users) {
+      const p = new PusherClient(APP.key, {
+        cluster: 'local', wsHost: '127.0.0.1', wsPort: srv.port, forceTLS: false,
+        enabledTransports: ['ws'], disableStats: true,
+        channelAuthorization: {
+          customHandler: ({ socketId, channelName }, cb) =>
+            cb(null, api.authorizeChannel(socketId, channelName, { user_id: user })),
+        },
+      });
+      clients.push(p);
+      const c = p.subscribe(ch);
+      await new Promise((resolve) => c.bind('pusher:subscription_succeeded', resolve));
+      c.bind('client-n', (d, meta) => got.get(user).push([meta.user_id, d.i]));
+      chans.push(c);
+    }
+    // All six send in the same instant each round: in a hot room their
+    // events share a tick, so each sender's socket gets a tick with its own
+    // frames in the middle of the others'.
+    const send = async (rounds, base) => {
+      for (let round = 0; round < rounds; round++) {
+        chans.forEach((c, k) => assert.ok(c.trigger('client-n', { i: base + round * 10 + k })));
+        await sleep(125);
+      }
+    };
+    await send(12, 0); // the first second makes the room hot
+    const hot = await writesPerFrame(srv, async () => { await send(16, 1000); await sleep(300); });
+    assert.ok(hot.writes * 2 <= hot.frames, `hot room: ${hot.writes} writes for ${hot.frames} frames`);
+    for (const [k, user] of users.entries()) {
+      const mine = got.get(user);
+      assert.ok(!mine.some(([from]) => from === user), `never echoed to ${user}`);
+      for (const [j, other] of users.entries()) {
+        if (j === k) continue;
+        const is = mine.filter(([from]) => from === other).map(([, i]) => i);
+        if (user === blocked && other === blocker) {
+          assert.deepEqual(is, [], 'a blocker\'s events never reach the blocked user');
+          continue;
+        }
+        const want = [];
+        for (let round = 0; round < 12; round++) want.push(round * 10 + j);
+        for (let round = 0; round < 16; round++) want.push(1000 + round * 10 + j);
+        assert.deepEqual(is, want, `${other}'s events reach ${user}, all, in order`);
+      }
+    }
+    assert.equal(got.get(blocked).length, 4 * 28);
+    assert.equal(got.get(blocker).length, 5 * 28, 'the blocker gets the blocked user\'s events');
+  } finally {
+    for (const p of clients) p.disconnect();
+    await stopClean(srv, assert);
+  }
+});

@@ -222,6 +222,38 @@ static void test_shared_payload_is_referenced(void **state)
     payload_unref(p);
 }
 
+/* Slices of one shared payload (a room tick around a recipient's own
+ * frames): each is one referenced piece, written in order, only its bytes;
+ * a small slice is copied into the private tail; an empty one is nothing. */
+static void test_payload_slices_are_referenced_pieces(void **state)
+{
+    struct fixture *f = *state;
+    struct payload *p = payload_new(600);
+    struct conn *c = new_conn(f, &rec_ops);
+    char out[4096];
+
+    for (int i = 0; i < 600; i++)
+        p->data[i] = (char)('a' + i / 100); /* 100 a, 100 b, ... 100 f */
+    p->len = 600;
+    conn_write(c, "head", 4);
+    conn_write_payload_range(c, p, 590, 600, false); /* small: copied after head */
+    conn_write_payload_range(c, p, 0, 200, true);    /* a, b */
+    conn_write_payload_range(c, p, 300, 600, true);  /* d, e, f: c skipped */
+    conn_write_payload_range(c, p, 250, 250, true);  /* empty: nothing */
+    assert_int_equal(atomic_load(&p->refs), 3);
+    assert_int_equal(conn_output_len(c), 4 + 10 + 200 + 300);
+    conn_pool_flush(f->loop, &f->pool);
+    assert_int_equal(atomic_load(&p->refs), 1);
+    assert_int_equal(read_peer(f, out, sizeof(out)), 4 + 10 + 200 + 300);
+    assert_memory_equal(out, "headffffffffff", 14);
+    assert_int_equal(out[14], 'a');
+    assert_int_equal(out[14 + 199], 'b');
+    assert_int_equal(out[14 + 200], 'd');
+    assert_int_equal(out[14 + 499], 'f');
+    assert_null(c->busy);
+    payload_unref(p);
+}
+
 static void test_hard_limit_trips_overflow_and_bounds_memory(void **state)
 {
     struct fixture *f = *state;
@@ -741,6 +773,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shared_payload_is_referenced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_output_bytes_gauge, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_message_age, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_payload_slices_are_referenced_pieces, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_count_drops_at_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hard_limit_trips_overflow_and_bounds_memory, setup,
                                         teardown),
