@@ -429,14 +429,14 @@ for r in w9:
         return "–" if r.get(k) is None else f.format(r[k])
     body.append([r["scenario"], r["nodes"], f"{r['clients']:,}", r["flaps"], r.get("unknown_seen", 0),
                  f"{r['resumed']:,} / {r['new_sessions']:,}", f"{r['peak_per_s']:,.0f} / {r['mean_per_s']:,.0f}",
-                 f"{r['peak_per_s'] / r['mean_per_s']:.2f}" if r["mean_per_s"] else "–",
+                 opt("peak_over_mean", "{:.2f}"),
                  opt("full_resync_ms", "{:,.0f}"), opt("redis_cmds_per_s"), opt("redis_cmds_peak_per_s")])
 if body:
     table("W9 restarts and deploys", ["scenario", "nodes", "clients", "flaps seen by watchers", "unknown seen",
           "sessions resumed / new", "reconnects per s: peak / mean", "peak / mean", "full re-sync ms",
           "Redis commands/s: mean", "peak"], body,
           note="single: SIGTERM (a drain over the window), the clean stop, and a start on the same port and store. "
-               "rolling: three nodes on one Redis, each drained and restarted in turn (the worst step). "
+               "rolling: three nodes on one Redis, each drained and restarted in turn (peak / mean: the worst step's). "
                "A flap is a watched user shown offline (every client comes back). Goals: 0 flaps, peak <= 2x mean.")
 
 try:

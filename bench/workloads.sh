@@ -105,7 +105,7 @@ fi
 if [ "$MODE" = quick ]; then
   W9="--clients 400 --watchers 10 --watch 50 --procs 2 --window-ms 1000 --grace-ms 10000"
 else
-  W9="--clients 20000 --watchers 200 --watch 200 --procs 4 --window-ms 5000 --grace-ms 30000"
+  W9="--clients 20000 --watchers 200 --watch 200 --procs 4 --window-ms 5000 --grace-ms 5000"
 fi
 
 # W4 and W5 through the Pusher protocol (issue 18): presenced with a Pusher

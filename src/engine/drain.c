@@ -26,8 +26,12 @@ struct drain_due {
     uint64_t conn_id; /* the socket */
 };
 
-/* The home stays this long after the window, for the last writes. */
-#define DRAIN_FLUSH_MS 100
+/* The home (and with it the node's lease) stays this long after the
+ * window: for the last writes, and for the clients closed at the end of
+ * the window, which come back up to 250 ms later (the SDK's jitter) and
+ * take their sessions over on another node while this one still holds
+ * them (a contribution that left with the lease first would be a flap). */
+#define DRAIN_FLUSH_MS 1000
 
 struct drain {
     struct wheel_timer timer; /* at due[next].at */
