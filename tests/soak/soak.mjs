@@ -952,12 +952,19 @@ async function restart() {
   const { code, signal } = await old.stop('SIGTERM');
   const t1 = Date.now();
   checkShutdown(old, code, signal);
+  const open = [];
   for (const u of users.values()) {
-    for (const s of u.sessions.values()) if (s.endLo == null) { s.endLo = t0; s.endHi = t1; }
+    for (const s of u.sessions.values()) if (s.endLo == null) { s.endLo = t0; s.endHi = t1; open.push(s); }
     touchAll(u);
   }
   for (const c of [...conns]) { c.dead = true; c.kill(); conns.delete(c); }
   await boot();
+  // The clean stop saved the sessions and the start restored them in their
+  // reconnect grace (docs/protocol.md, "Across a restart"): those nobody
+  // resumes end one grace (and a debounce) after the start; an invisible
+  // user's, never saved, ended at the stop. Either is inside [t0, then].
+  const t2 = Date.now();
+  for (const s of open) s.endHi = t2 + GRACE + DEBOUNCE;
   for (const u of users.values()) touchAll(u);
   stopping = false;
   for (const id of OBSERVERS) await connectObserver(id);
