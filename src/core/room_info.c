@@ -38,16 +38,10 @@ int room_get_info(const struct room_engine *e, const char *room, struct room_inf
     return 0;
 }
 
-int room_get_member(const struct room_engine *e, const char *room, const char *user,
-                    struct room_member_view *out)
+/* m as a reader sees it: borrowed from m, valid until the room changes. */
+static struct room_member_view member_view(const struct member *m)
 {
-    struct room *r;
-    struct member *m;
-    int rc = room__find_member(e, room, user, &r, &m);
-
-    if (rc)
-        return rc;
-    *out = (struct room_member_view){
+    return (struct room_member_view){
         .user = m->user,
         .meta = m->meta->data,
         .meta_len = m->meta->len,
@@ -57,6 +51,18 @@ int room_get_member(const struct room_engine *e, const char *room, const char *u
         .visible = m->visible,
         .published = m->pub,
     };
+}
+
+int room_get_member(const struct room_engine *e, const char *room, const char *user,
+                    struct room_member_view *out)
+{
+    struct room *r;
+    struct member *m;
+    int rc = room__find_member(e, room, user, &r, &m);
+
+    if (rc)
+        return rc;
+    *out = member_view(m);
     return 0;
 }
 
@@ -229,16 +235,8 @@ void room_each_member(const struct room_engine *e, room_member_fn *fn, void *ctx
 
         for (const struct list *pos = r->order.next; pos != &r->order; pos = pos->next) {
             const struct member *m = container_of(pos, struct member, order);
-            struct room_member_view v = {
-                .user = m->user,
-                .meta = m->meta->data,
-                .meta_len = m->meta->len,
-                .joined_at = m->joined_at,
-                .session_ids = (const char *const *)room__sessions(m),
-                .nsessions = m->nsessions,
-                .visible = m->visible,
-                .published = m->pub,
-            };
+            struct room_member_view v = member_view(m);
+
             if (m->nsessions > 0)
                 fn(ctx, r->id, &v);
         }

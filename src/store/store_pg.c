@@ -499,23 +499,27 @@ static bool is_true(const PGresult *res, int col)
     return !PQgetisnull(res, 0, col) && PQgetvalue(res, 0, col)[0] == 't';
 }
 
+/* The first n rows' column 0 into res->ids (malloc'd, see backend). */
+static void take_ids(const PGresult *r, size_t n, struct store_result *res)
+{
+    char **ids = xcalloc(n ? n : 1, sizeof(*ids));
+
+    for (size_t i = 0; i < n; i++)
+        ids[i] = xstrdup(PQgetvalue(r, (int)i, 0));
+    res->ids = (const char *const *)ids;
+    res->nids = n;
+}
+
 /* The owners that block target, into res->ids (malloc'd, see backend). */
 static int read_blockers(struct pg *pg, const char *target, struct store_result *res)
 {
     const char *vals[1] = {target};
     PGresult *r;
     int err = run(pg, ST_BLOCKERS, vals, NULL, NULL, &r);
-    size_t n;
-    char **ids;
 
     if (err)
         return err;
-    n = (size_t)PQntuples(r);
-    ids = xcalloc(n ? n : 1, sizeof(*ids));
-    for (size_t i = 0; i < n; i++)
-        ids[i] = xstrdup(PQgetvalue(r, (int)i, 0));
-    res->ids = (const char *const *)ids;
-    res->nids = n;
+    take_ids(r, (size_t)PQntuples(r), res);
     PQclear(r);
     return 0;
 }
@@ -526,8 +530,6 @@ static int read_summary(struct pg *pg, const char *owner, struct store_result *r
 {
     const char *vals[1] = {owner};
     PGresult *r;
-    char **ids;
-    size_t n;
     int err = run(pg, ST_SUMMARY, vals, NULL, NULL, &r);
 
     if (err)
@@ -548,12 +550,7 @@ static int read_summary(struct pg *pg, const char *owner, struct store_result *r
     if ((err = run(pg, ST_BLOCKED, vals, NULL, NULL, &r)))
         return err;
     _Static_assert(STORE_SUMMARY_BLOCKS_MAX == 100, "ST_BLOCKED's LIMIT");
-    n = MIN((size_t)PQntuples(r), (size_t)STORE_SUMMARY_BLOCKS_MAX);
-    ids = xcalloc(n ? n : 1, sizeof(*ids));
-    for (size_t i = 0; i < n; i++)
-        ids[i] = xstrdup(PQgetvalue(r, (int)i, 0));
-    res->ids = (const char *const *)ids;
-    res->nids = n;
+    take_ids(r, MIN((size_t)PQntuples(r), (size_t)STORE_SUMMARY_BLOCKS_MAX), res);
     PQclear(r);
     return 0;
 }
