@@ -96,6 +96,8 @@ describe('pusher channel occupancy', () => {
       await waitUntil(async () => (await get(srv, `/channels/${pub}`, { info: 'subscription_count' }))[1].subscription_count === 2, 'an unsubscribe counts');
       ps[1].disconnect();
       await waitUntil(async () => (await get(srv, `/channels/${pub}`, { info: 'subscription_count' }))[1].subscription_count === 1, 'a closed socket counts');
+      // each channel's count has its own owner: the private one may come a moment later
+      await waitUntil(async () => (await get(srv, `/channels/${priv}`, { info: 'subscription_count' }))[1].subscription_count === 1, 'on the private channel too');
       assert.deepEqual(await get(srv, `/channels/${priv}`, { info: 'subscription_count' }), [200, { occupied: true, subscription_count: 1 }]);
       ps[2].disconnect();
       ps[0].disconnect();
