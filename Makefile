@@ -156,12 +156,15 @@ run-cluster: setup
 	$(MAKE) all
 	PRESENCED_BIN=$(CURDIR)/$(O)/presenced scripts/run-cluster.sh
 
+# The builds of `make test` use every core (JOBS, default nproc) even when
+# make itself was started without -j, as CI starts it.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test: setup
 	$(MAKE) fmt-check
-	$(MAKE) BUILD=asan all unit
-	$(MAKE) clang-check
-	$(MAKE) BUILD=fuzz fuzz-bins
-	$(MAKE) BUILD=release all # the package suite (tests/pkg) ships it
+	$(MAKE) -j$(JOBS) BUILD=asan all unit
+	$(MAKE) -j$(JOBS) clang-check
+	$(MAKE) -j$(JOBS) BUILD=fuzz fuzz-bins
+	$(MAKE) -j$(JOBS) BUILD=release all # the package suite (tests/pkg) ships it
 	tests/run.sh
 
 # Benchmarks use the release build; bench/run.sh builds its own generator.

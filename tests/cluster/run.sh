@@ -31,7 +31,7 @@ t0=$(date +%s)
 "$cluster" up || { echo "tests/cluster: cannot start postgresql" >&2; exit 1; }
 rc=0
 if [ $# -gt 0 ]; then "$@" || rc=1; else # a command (make soak-cluster), or the suite:
-node --test --test-concurrency=1 tests/cluster/*.test.mjs || rc=1
+${NODE_TEST:-node --test --test-force-exit} --test-concurrency=2 tests/cluster/*.test.mjs || rc=1
 node tests/soak/cluster-soak.mjs --seed 1 --seconds 30 || rc=1
 fi
 echo "tests/cluster: $([ $rc -eq 0 ] && echo passed || echo FAILED) in $(($(date +%s) - t0)) s"

@@ -245,7 +245,7 @@ test('streams: a node killed with undelivered events: the survivor delivers them
       rec.status = 503; // the receiver is down
       const cs = [];
       for (const user of users) cs.push(await Client.open(a, { user }));
-      await waitUntil(() => xpending(redis, key).count >= users.length, 'every user.online read (and failing)', 10000);
+      await waitUntil(() => xpending(redis, key).count >= users.length, 'every user.online read (and failing)', 30000);
       const held = Object.entries(xpending(redis, key).by).filter(([c]) => c.startsWith('a.'));
       assert.ok(held.length === 1 && held[0][1] > 0, `node a holds entries: ${JSON.stringify(xpending(redis, key))}`);
       a.child.kill('SIGKILL');

@@ -51,7 +51,7 @@ shopt -s nullglob
 mjs=(tests/pg/*.test.mjs)
 if [ ${#mjs[@]} -gt 0 ]; then
   echo "--- node --test ${mjs[*]}"
-  node --test "${mjs[@]}" || rc=1
+  ${NODE_TEST:-node --test --test-force-exit} "${mjs[@]}" || rc=1
 fi
 [ $rc -eq 0 ] || { echo "tests/pg: postgresql log tail:" >&2; tail -20 "$PGRUN/pg.log" >&2; }
 echo "tests/pg: $([ $rc -eq 0 ] && echo passed || echo FAILED) in $(($(date +%s) - t0)) s"
