@@ -148,6 +148,12 @@ struct hist_def {
             "WebSocket handshakes, from the TCP accept to the protocol's first message " \
             "(welcome, pusher:connection_established, the first phx_reply), by protocol."}
 
+/* metrics_handshake_hist() counts on one id per protocol, in order. */
+_Static_assert(MH_HANDSHAKE_PUSHER == MH_HANDSHAKE_NATIVE + METRICS_PROTO_PUSHER &&
+                   MH_HANDSHAKE_PHOENIX == MH_HANDSHAKE_NATIVE + METRICS_PROTO_PHOENIX &&
+                   MH_HANDSHAKE_NATIVE + METRICS_PROTOS == MH_COUNT,
+               "one presenced_handshake_seconds id per enum metrics_proto, in its order");
+
 static const struct hist_def hist_defs[MH_COUNT] = {
     [MH_FANOUT] = {"presenced_fanout_seconds", NULL, &scale_fast,
                    "Presence and room events, from the owner's transition until the frame is "

@@ -29,6 +29,16 @@
 #define METRICS_CLOSE_CODES 13
 extern const unsigned metrics_close_codes[METRICS_CLOSE_CODES];
 
+/* The proto label of presenced_handshake_seconds: each protocol adapter
+ * names its own at registration (adapter.h), so the engine picks the
+ * series by number, never by comparing adapter names. 0 is native. */
+enum metrics_proto {
+    METRICS_PROTO_NATIVE,
+    METRICS_PROTO_PUSHER,
+    METRICS_PROTO_PHOENIX,
+    METRICS_PROTOS /* not a protocol: how many there are */
+};
+
 /* The histograms, one slot each in struct metrics.hist. Consecutive ids
  * with the same name are one metric with different labels. */
 enum metrics_hist_id {
@@ -43,8 +53,8 @@ enum metrics_hist_id {
     MH_STORE_LASTSEEN_READ,
     MH_STORE_LASTSEEN_LOAD,
     MH_REDIS,            /* presenced_redis_seconds */
-    MH_HANDSHAKE_NATIVE, /* presenced_handshake_seconds{proto=...} */
-    MH_HANDSHAKE_PUSHER,
+    MH_HANDSHAKE_NATIVE, /* presenced_handshake_seconds{proto=...}, */
+    MH_HANDSHAKE_PUSHER, /* one per enum metrics_proto, in its order */
     MH_HANDSHAKE_PHOENIX,
     MH_COUNT /* not a histogram: how many there are */
 };
@@ -118,6 +128,11 @@ void metrics_count_close(struct metrics *m, unsigned code);
 /* Records one observation of us microseconds in histogram id of m. Only
  * m's worker (its only writer) calls it. */
 void metrics_observe(struct metrics *m, enum metrics_hist_id id, uint64_t us);
+/* The presenced_handshake_seconds series of protocol p (< METRICS_PROTOS). */
+static inline enum metrics_hist_id metrics_handshake_hist(enum metrics_proto p)
+{
+    return (enum metrics_hist_id)(MH_HANDSHAKE_NATIVE + p);
+}
 /* Appends the Prometheus text for n workers' metrics to out: the
  * per-worker samples, then the histograms merged over the n workers. */
 void metrics_render(struct buf *out, struct metrics *const *per_worker, unsigned n);

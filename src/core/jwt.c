@@ -27,6 +27,7 @@
 #include <openssl/hmac.h>
 #include <openssl/pem.h>
 
+#include "b64.h"
 #include "utf8.h"
 #include "util.h"
 
@@ -99,51 +100,6 @@ static bool id_valid(const char *s, bool pattern)
     return n > 0;
 }
 
-/* ---- base64url (RFC 4648 section 5), strict ---- */
-
-static int b64url_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '-')
-        return 62;
-    if (c == '_')
-        return 63;
-    return -1;
-}
-
-/* Decodes (s, n) into out (room for n * 3 / 4 bytes). Strict: only the
- * url-safe alphabet, no padding, no whitespace, no impossible length and
- * no non-zero leftover bits, so each byte string has exactly one encoding.
- * Returns the decoded length, or -1. */
-static long b64url_decode(const char *s, size_t n, unsigned char *out)
-{
-    uint32_t acc = 0;
-    unsigned bits = 0;
-    size_t i, o = 0;
-
-    if (n % 4 == 1)
-        return -1;
-    for (i = 0; i < n; i++) {
-        int v = b64url_value((unsigned char)s[i]);
-
-        if (v < 0)
-            return -1;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (unsigned char)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
-    }
-    return acc == 0 ? (long)o : -1;
-}
-
 /* Splits (token, len) at its dots and decodes each segment into buf (at
  * least len + 3 bytes). Exactly three non-empty segments are required. */
 static int split_decode(const char *token, size_t len, unsigned char *buf, struct parts *p)
@@ -166,7 +122,9 @@ static int split_decode(const char *token, size_t len, unsigned char *buf, struc
         s = dot + (dot < end);
     }
     for (i = 0; i < 3; i++) {
-        long n = b64url_decode(p->seg[i], p->seg_len[i], buf + off);
+        /* Strict base64url (b64.h): each byte string has one spelling. */
+        ssize_t n =
+            b64_decode(p->seg[i], p->seg_len[i], buf + off, p->seg_len[i], B64_URL | B64_NOPAD);
 
         if (n < 0)
             return JWT_E_BASE64;

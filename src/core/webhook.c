@@ -3,9 +3,10 @@
  * webhook.c - webhook bodies, signatures, secrets, ids and retry delays,
  * on libcrypto's HMAC and json.h's escaping. Bodies are written straight
  * into a struct buf; signatures hash the exact bytes that are sent, and
- * are compared with CRYPTO_memcmp(). Base64 is done here, strictly, so a
- * mistyped secret is an error rather than another key. Exports only what
- * webhook.h declares; keeps no state, reads no clock.
+ * are compared with CRYPTO_memcmp(). Secrets are decoded as strict
+ * padded base64 (b64.h), so a mistyped secret is an error rather than
+ * another key. Exports only what webhook.h declares; keeps no state, reads
+ * no clock.
  */
 #include "webhook.h"
 
@@ -19,6 +20,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "b64.h"
 #include "json.h"
 
 #define SHA256_LEN    32u
@@ -27,7 +29,7 @@
 #define TIME_MS_MAX   253402300799999LL /* 9999-12-31T23:59:59.999Z */
 #define MS_PER_DAY    86400000LL
 
-/* ---- HMAC, hex and base64 ---- */
+/* ---- HMAC and hex ---- */
 
 /* HMAC-SHA256 of (data, n) under (key, klen) into md. SHA-256 is always
  * there: HMAC() fails only when it cannot allocate. */
@@ -54,87 +56,6 @@ static void hex_encode(const unsigned char *p, size_t n, char *out)
         out[2 * i + 1] = digits[p[i] & 15];
     }
     out[2 * n] = '\0';
-}
-
-static const char b64_digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* Standard padded base64 of (p, n) into out (4 * ceil(n / 3) bytes and a
- * NUL). */
-static void b64_encode(const unsigned char *p, size_t n, char *out)
-{
-    size_t i, o = 0;
-
-    for (i = 0; i + 2 < n; i += 3) {
-        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-
-        out[o++] = b64_digits[v >> 18];
-        out[o++] = b64_digits[(v >> 12) & 63];
-        out[o++] = b64_digits[(v >> 6) & 63];
-        out[o++] = b64_digits[v & 63];
-    }
-    if (i < n) {
-        uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
-
-        out[o++] = b64_digits[v >> 18];
-        out[o++] = b64_digits[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? b64_digits[(v >> 6) & 63] : '=';
-        out[o++] = '=';
-    }
-    out[o] = '\0';
-}
-
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    return c == '/' ? 63 : -1;
-}
-
-/* Decodes strict padded base64 (s, n) into out of cap bytes. Returns the
- * byte count, or -1 when s is not canonical base64, or -2 when it is but
- * decodes to more than cap bytes. */
-static long b64_decode(const char *s, size_t n, unsigned char *out, size_t cap)
-{
-    size_t pad = 0, i, o = 0;
-    uint32_t v = 0;
-
-    if (n % 4 != 0)
-        return -1;
-    while (pad < 2 && pad < n && s[n - 1 - pad] == '=')
-        pad++;
-    for (i = 0; i < n - pad; i++)
-        if (b64_value((unsigned char)s[i]) < 0)
-            return -1;
-    if (n / 4 * 3 - pad > cap)
-        return -2;
-    for (i = 0; i < n - pad; i++) {
-        v = v << 6 | (uint32_t)b64_value((unsigned char)s[i]);
-        if (i % 4 == 3) {
-            out[o++] = (unsigned char)(v >> 16);
-            out[o++] = (unsigned char)(v >> 8);
-            out[o++] = (unsigned char)v;
-            v = 0;
-        }
-    }
-    /* The last group: 2 or 3 digits carry 1 or 2 bytes; the bits below
-     * them must be zero, or two spellings would give one key. */
-    if (pad == 2) {
-        if (v & 0x0f)
-            return -1;
-        out[o++] = (unsigned char)(v >> 4);
-    } else if (pad == 1) {
-        if (v & 0x03)
-            return -1;
-        out[o++] = (unsigned char)(v >> 10);
-        out[o++] = (unsigned char)(v >> 2);
-    }
-    return (long)o;
 }
 
 /* ---- Pusher format ---- */
@@ -398,7 +319,7 @@ int webhook_key_raw(struct webhook_key *k, const void *p, size_t n)
 int webhook_key_parse(struct webhook_key *k, const char *secret)
 {
     const size_t plen = sizeof(WEBHOOK_SECRET_PREFIX) - 1;
-    long n;
+    ssize_t n;
 
     memset(k, 0, sizeof(*k));
     if (secret == NULL)
@@ -409,15 +330,15 @@ int webhook_key_parse(struct webhook_key *k, const char *secret)
         secret += plen;
     if (secret[0] == '\0')
         return WEBHOOK_E_SECRET_EMPTY;
-    n = b64_decode(secret, strlen(secret), k->bytes, WEBHOOK_KEY_MAX);
+    n = b64_decode(secret, strlen(secret), k->bytes, WEBHOOK_KEY_MAX, B64_STD | B64_PAD);
     if (n >= 0 && (size_t)n >= WEBHOOK_KEY_MIN) {
         k->len = (size_t)n;
         return 0;
     }
     memset(k, 0, sizeof(*k));
-    if (n == -1)
+    if (n == B64_E_INVALID)
         return WEBHOOK_E_SECRET_BASE64;
-    return n == -2 ? WEBHOOK_E_SECRET_LONG : WEBHOOK_E_SECRET_SHORT;
+    return n == B64_E_SPACE ? WEBHOOK_E_SECRET_LONG : WEBHOOK_E_SECRET_SHORT;
 }
 
 /* True when id is 1..WEBHOOK_ID_MAX bytes of A-Z a-z 0-9 _ -. */
@@ -447,7 +368,7 @@ static void sign_b64(const struct webhook_key *k, const char *msg_id, int64_t ts
         buf_append(&b, body, n);
     hmac_sha256(k->bytes, k->len, b.data, b.len, md);
     buf_release(&b);
-    b64_encode(md, SHA256_LEN, out);
+    b64_encode(md, SHA256_LEN, out, B64_STD);
 }
 
 int webhook_sign(const struct webhook_key *k, const char *msg_id, int64_t ts_s, const void *body,

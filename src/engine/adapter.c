@@ -17,6 +17,8 @@ unsigned adapter_register(const struct proto_adapter *a)
             return i;
     /* A fixed table: a protocol id is a few bits of struct client. */
     assert(nadapters < ADAPTER_MAX);
+    /* Its handshake series exists (metrics.h). */
+    assert(a->metrics_proto < METRICS_PROTOS);
     adapters[nadapters] = a;
     return nadapters++;
 }

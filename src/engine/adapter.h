@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "metrics.h"
 
 struct client;
 struct config;
@@ -134,8 +135,11 @@ static inline bool room_broadcast_is_binary(const struct room_broadcast_event *e
  */
 struct proto_adapter {
     const char *name; /* "native" */
-    bool own_auth;    /* its clients authenticate its own way (signed
-                       * subscriptions), never with a token under auth = jwt */
+    /* Its label in presenced_handshake_seconds{proto} (metrics.h), so the
+     * engine finds the series without naming protocols; 0 is native. */
+    enum metrics_proto metrics_proto;
+    bool own_auth; /* its clients authenticate its own way (signed
+                    * subscriptions), never with a token under auth = jwt */
     struct payload *(*encode_error)(const struct error_event *ev);
     struct payload *(*encode_ack)(const char *ref); /* ref is not "" */
     struct payload *(*encode_welcome)(const struct welcome_event *ev);

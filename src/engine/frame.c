@@ -6,8 +6,6 @@
  */
 #include "frame.h"
 
-#include <string.h>
-
 #include "client.h"
 #include "engine_state.h"
 #include "metrics.h"
@@ -55,18 +53,12 @@ const struct proto_adapter *frame_adapter(const struct client *c)
  * connection's age then is the handshake (presenced_handshake_seconds). */
 static void observe_handshake(struct client *c)
 {
-    enum metrics_hist_id id = MH_HANDSHAKE_NATIVE;
-    const char *name;
     uint64_t ms;
 
     if (!conn_first_message(wsconn_to_conn(c->ws), &ms))
         return;
-    name = frame_adapter(c)->name;
-    if (strncmp(name, "phoenix", 7) == 0)
-        id = MH_HANDSHAKE_PHOENIX;
-    else if (strcmp(name, "pusher") == 0)
-        id = MH_HANDSHAKE_PUSHER;
-    metrics_observe(&c->e->w->metrics, id, ms * 1000);
+    metrics_observe(&c->e->w->metrics, metrics_handshake_hist(frame_adapter(c)->metrics_proto),
+                    ms * 1000);
 }
 
 void frame_send(struct client *c, struct payload *f)

@@ -6,8 +6,8 @@
  * Everything here is a pure function of its arguments. The decoder checks
  * the fields in wire order and reports an error from the first two bytes
  * even when the extended length or the mask key has not arrived yet, so a
- * connection can be failed on the byte that proves it wrong. SHA-1 and
- * base64 come from libcrypto. Nothing here knows about connections,
+ * connection can be failed on the byte that proves it wrong. SHA-1 comes
+ * from libcrypto, base64 from b64.h. Nothing here knows about connections,
  * fragmentation state or limits: that is wsconn.c.
  */
 #include "ws.h"
@@ -16,6 +16,7 @@
 
 #include <openssl/evp.h>
 
+#include "b64.h"
 #include "utf8.h"
 
 /* ---- header decoding ---- */
@@ -246,21 +247,14 @@ int ws_parse_close(const void *p, size_t n, unsigned *code)
 
 /* ---- handshake ---- */
 
-static bool base64_char(char ch)
-{
-    return (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-           ch == '+' || ch == '/';
-}
-
-/* 16 bytes encode to 22 base64 characters and "==". */
+/* True when key is the padded base64 of 16 bytes: 22 digits and "==",
+ * so 24 characters. The 4 bits below the last byte are not checked: the
+ * key is only hashed, never decoded. */
 static bool key_is_16_bytes(const char *key, size_t len)
 {
-    if (len != 24 || key[22] != '=' || key[23] != '=')
-        return false;
-    for (size_t i = 0; i < 22; i++)
-        if (!base64_char(key[i]))
-            return false;
-    return true;
+    unsigned char raw[16];
+
+    return b64_decode(key, len, raw, sizeof(raw), B64_STD | B64_PAD | B64_LAX) == 16;
 }
 
 int ws_accept_key(const char *key, size_t key_len, char out[29])
@@ -276,6 +270,6 @@ int ws_accept_key(const char *key, size_t key_len, char out[29])
     memcpy(in + 24, guid, sizeof(guid) - 1);
     if (!EVP_Digest(in, sizeof(in), md, &mdlen, EVP_sha1(), NULL) || mdlen != 20)
         return -1;
-    EVP_EncodeBlock((unsigned char *)out, md, 20); /* 28 characters and a NUL */
+    b64_encode(md, 20, out, B64_STD); /* 28 characters and a NUL */
     return 0;
 }

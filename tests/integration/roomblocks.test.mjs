@@ -133,7 +133,9 @@ for (const workers of ['1', '2']) {
       await join(U, room, { name: 'U' });
       await join(O, room, { name: 'O' });
       await join(V, room, { name: 'V' });
-      assert.ok(V.seen.some((m) => m.type === 'room_snapshot' && hasUser(m.members, u)));
+      const first = V.seen.find((m) => m.type === 'room_snapshot' && hasUser(m.members, u));
+      assert.ok(first);
+      const joinedAt = first.members.find((m) => m.user === u).joinedAt;
 
       V.seen = []; V.msgs = [];
       O.seen = []; O.msgs = [];
@@ -156,6 +158,8 @@ for (const workers of ['1', '2']) {
       const back = await V.next((m) => m.room === room && m.type === 'room_snapshot' && hasUser(m.members, u));
       assert.equal(back.count, 3);
       assert.equal(back.members.find((m) => m.user === u).meta.name, 'U2');
+      // the room's joinedAt, as before the block (protocol.md: one per member)
+      assert.equal(back.members.find((m) => m.user === u).joinedAt, joinedAt);
       await patch(U, room, { name: 'U3' });
       await sees(V, room, deltaWith('patches', u), 'V sees U patch after the unblock');
 

@@ -39,6 +39,7 @@
 //   hidden-no-room-trace  no empty deltas (seq bumps) caused by hidden members
 //   hidden-no-ephemeral   no cursors of hidden members
 //   joinedAt-hides-history  joinedAt never predates the member becoming visible
+//                         by privacy (an unblock shows the room's joinedAt)
 //   hidden-room-errors    errors of a non-member's patch read as for an absent room
 //   self-block-refused    the admin API refuses u blocking u
 //   clean-shutdown        SIGTERM exits 0 with no sanitizer report
@@ -132,7 +133,7 @@ for (const id of [...ACTORS, ...OBSERVERS]) {
     priv: { online: 'everyone', invisible: false },
     contacts: new Set(), blocks: new Set(),
     sessions: new Map(),
-    pTouched: 0, visTouched: 0, lastPublic: 0, rTouched: new Map(), rvSince: new Map(),
+    pTouched: 0, visTouched: 0, lastPublic: 0, rTouched: new Map(), shownSince: 0,
     meta: new Map(), memberSince: new Map(), // room -> {at, clean}
   });
 }
@@ -147,7 +148,10 @@ function visible(u, o) {
   if (u.priv.online === 'everyone') return true;
   return u.priv.online === 'contacts' && u.contacts.has(o);
 }
-function visibleInRoom(u, o) { return !u.priv.invisible && u.priv.online === 'everyone' && !u.blocks.has(o); }
+// Rooms show a member to everyone or to no one by her privacy (one flag per
+// member, protocol.md "Rooms"), and blocks hide her from their targets.
+function shownInRooms(u) { return !u.priv.invisible && u.priv.online === 'everyone'; }
+function visibleInRoom(u, o) { return shownInRooms(u) && !u.blocks.has(o); }
 
 // Bounds of a session's end: [lo, hi] in our clock.
 function bounds(s) {
@@ -459,8 +463,12 @@ function checkJoinedAt(c, r, x, now) {
   if (!u || u.id === c.user) return; // a member knows when it joined
   const ms = u.memberSince.get(r);
   if (!ms || !ms.clean) return;
-  const since = Math.max(ms.at, u.rvSince.get(c.user) || 0);
-  if ((u.rvSince.get(c.user) || 0) > ms.at) count('joinedAt-after-reveal');
+  // joinedAt is the room's, one value for every reader: it hides the time
+  // spent hidden by privacy (it restarts when the flag turns her visible),
+  // not the time spent blocking this reader, whom an unblock shows the
+  // room as everyone sees it (protocol.md "Blocks inside a room").
+  const since = Math.max(ms.at, u.shownSince);
+  if (u.shownSince > ms.at) count('joinedAt-after-reveal');
   if (x.joinedAt < since - 50) {
     violate('joinedAt-hides-history', x.user, c.user, `${c.kind} room ${r}: joinedAt ${x.joinedAt} is ${since - x.joinedAt} ms before the member became visible to the observer (${since})`);
   }
@@ -767,12 +775,12 @@ function actStatus(u) {
   trace(`${u.id} status ${st}`);
 }
 
-function applyVisChange(u, mutate) { // mutate the model, track rvSince
+function applyVisChange(u, mutate) { // mutate the model, track shownSince
   const now = Date.now();
-  const before = new Map([...users.keys()].map((o) => [o, visibleInRoom(u, o)]));
+  const was = shownInRooms(u);
   if (!u.priv.invisible && presenceTri(u, now) !== 'OFF') u.lastPublic = now;
   mutate();
-  for (const [o, was] of before) if (!was && visibleInRoom(u, o)) u.rvSince.set(o, now);
+  if (!was && shownInRooms(u)) u.shownSince = now;
 }
 
 async function actPrivacy(u) {

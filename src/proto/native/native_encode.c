@@ -299,6 +299,7 @@ static struct payload *enc_room_broadcast(const struct room_broadcast_event *ev)
 
 const struct proto_adapter native_adapter = {
     .name = "native",
+    .metrics_proto = METRICS_PROTO_NATIVE,
     .encode_error = enc_error,
     .encode_ack = enc_ack,
     .encode_welcome = enc_welcome,

@@ -34,6 +34,7 @@
 #include <cJSON.h>
 
 #include "adapter.h"
+#include "b64.h"
 #include "client.h"
 #include "engine.h"
 #include "engine_room.h"
@@ -670,47 +671,18 @@ static const struct wsconn_app phoenix_ws = {
 
 /* ---- the upgrade ---- */
 
-static int b64_value(char ch)
-{
-    if (ch >= 'A' && ch <= 'Z')
-        return ch - 'A';
-    if (ch >= 'a' && ch <= 'z')
-        return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9')
-        return ch - '0' + 52;
-    if (ch == '+' || ch == '-')
-        return 62;
-    if (ch == '/' || ch == '_')
-        return 63;
-    return -1;
-}
-
 /* Decodes unpadded base64 or base64url (p, n) into a new string (free it),
- * or NULL when it is not that or decodes past TOKEN_MAX. */
-static char *b64_decode(const char *p, size_t n)
+ * or NULL when it is not that, decodes past TOKEN_MAX or holds a NUL. */
+static char *b64_token(const char *p, size_t n)
 {
-    char *out = xmalloc(n * 3 / 4 + 2);
-    size_t o = 0;
-    unsigned acc = 0, bits = 0;
+    char *out = xmalloc(B64_DECODED_MAX(n) + 1);
+    ssize_t len = b64_decode(p, n, out, TOKEN_MAX, B64_STD | B64_URL | B64_NOPAD | B64_LAX);
 
-    for (size_t i = 0; i < n; i++) {
-        int v = b64_value(p[i]);
-        if (v < 0 || o >= TOKEN_MAX) {
-            free(out);
-            return NULL;
-        }
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (char)((acc >> bits) & 0xffu);
-        }
-    }
-    out[o] = '\0';
-    if (strlen(out) != o) {
+    if (len < 0 || memchr(out, '\0', (size_t)len)) {
         free(out);
         return NULL;
     }
+    out[len] = '\0';
     return out;
 }
 
@@ -734,7 +706,7 @@ static char *bearer_token(const struct http_request *req, bool *bad)
             char *tok;
             while (len > 0 && h->value[i + pn + len - 1] == ' ')
                 len--;
-            tok = b64_decode(h->value + i + pn, len);
+            tok = b64_token(h->value + i + pn, len);
             *bad = tok == NULL;
             return tok;
         }

@@ -409,9 +409,9 @@ static unsigned close_code(unsigned native, int end)
 
 #define PHX_TABLE(suffix)                                                                          \
     {                                                                                              \
-        .name = "phoenix-" #suffix, .own_auth = false, .encode_error = enc_error,                  \
-        .encode_ack = enc_ack, .encode_welcome = enc_welcome, .encode_ended = enc_ended,           \
-        .encode_token_expired = adapter_no_frame,                                                  \
+        .name = "phoenix-" #suffix, .metrics_proto = METRICS_PROTO_PHOENIX, .own_auth = false,     \
+        .encode_error = enc_error, .encode_ack = enc_ack, .encode_welcome = enc_welcome,           \
+        .encode_ended = enc_ended, .encode_token_expired = adapter_no_frame,                       \
         .encode_presence = adapter_no_presence, /* room_joined: the reply goes with the            \
                                                    presence_state (phoenix.c) */                   \
             .encode_privacy = adapter_no_privacy, .encode_room_joined = adapter_no_room_joined,    \

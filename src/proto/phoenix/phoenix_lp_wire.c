@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * phoenix_lp_wire.c - the long-poll session token and the NDJSON splitter
- * (phoenix_lp_wire.h). Pure: the HMAC is libcrypto's one-shot HMAC().
+ * (phoenix_lp_wire.h). Pure: the HMAC is libcrypto's one-shot HMAC(),
+ * base64 is b64.h's.
  */
 #include "phoenix_lp_wire.h"
 
@@ -10,6 +11,8 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+
+#include "b64.h"
 
 #define PREFIX     "lp1."
 #define PREFIX_LEN 4
@@ -116,42 +119,9 @@ bool phx_lp_line_is_text(const char *line, size_t len)
     return len > 0 && (line[0] == '[' || line[0] == '{');
 }
 
-static int b64_value(char ch)
-{
-    if (ch >= 'A' && ch <= 'Z')
-        return ch - 'A';
-    if (ch >= 'a' && ch <= 'z')
-        return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9')
-        return ch - '0' + 52;
-    if (ch == '+')
-        return 62;
-    if (ch == '/')
-        return 63;
-    return -1;
-}
-
 ssize_t phx_lp_b64_decode(const char *p, size_t n, char *out, size_t cap)
 {
-    unsigned acc = 0, bits = 0;
-    size_t o = 0;
+    ssize_t len = b64_decode(p, n, out, cap, B64_STD | B64_LAX);
 
-    while (n > 0 && p[n - 1] == '=')
-        n--;
-    if (n % 4 == 1)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64_value(p[i]);
-        if (v < 0)
-            return -1;
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (o >= cap)
-                return -1;
-            out[o++] = (char)((acc >> bits) & 0xffu);
-        }
-    }
-    return (ssize_t)o;
+    return len < 0 ? -1 : len;
 }

@@ -43,8 +43,10 @@ int phx_lp_token_check(const unsigned char key[PHX_LP_KEY_LEN], const char *p, s
 bool phx_lp_next_line(const char *p, size_t n, size_t *pos, const char **line, size_t *len);
 /* True when line is a text message ('[' or '{' first), else base64. */
 bool phx_lp_line_is_text(const char *line, size_t len);
-/* Decodes standard base64 (padding optional) of (p, n) into out (cap
- * bytes): the decoded length, or -1 when it is not base64 or does not fit. */
+/* Decodes standard base64 (padding optional, exact when present; bits
+ * below the last byte ignored: b64.h's B64_STD | B64_LAX) of (p, n) into
+ * out (cap bytes): the decoded length, or -1 when it is not base64 or does
+ * not fit. */
 ssize_t phx_lp_b64_decode(const char *p, size_t n, char *out, size_t cap);
 
 #endif

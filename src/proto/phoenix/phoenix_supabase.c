@@ -9,15 +9,13 @@
  */
 #include "phoenix_internal.h"
 
-#include <openssl/evp.h>
-
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "adapter.h"
+#include "b64.h"
 #include "client.h"
 #include "engine_room.h"
 #include "json.h"
@@ -153,11 +151,11 @@ uint64_t phoenix__conn_of(const char *tag)
 /* ROOM_CAST_BINARY and the base64 of the n bytes at p, a heap string. */
 static char *binary_data(const char *p, size_t n)
 {
-    char *out = xmalloc(2 + 4 * ((n + 2) / 3));
+    char *out = xmalloc(2 + B64_ENCODED_LEN(n));
 
     out[0] = ROOM_CAST_BINARY;
-    EVP_EncodeBlock((unsigned char *)out + 1, (const unsigned char *)p, (int)n);
-    return out; /* EVP_EncodeBlock writes the NUL */
+    b64_encode(p, n, out + 1, B64_STD);
+    return out;
 }
 
 /* Relays event with data (JSON text, or n bytes when bin) to the room's
@@ -251,22 +249,6 @@ void phx__on_binary(struct client *c, const char *p, size_t n)
     cast(c, &m, ch, event, b.payload.p, b.payload.n, !b.json);
 }
 
-/* The bytes of base64 text (p, n) into out (room for 3 * n / 4 + 3);
- * their count, or -1 when it is not base64. */
-static int unbase64(const char *p, size_t n, unsigned char *out)
-{
-    int len;
-
-    if (n % 4 != 0 || n > INT_MAX)
-        return -1;
-    len = EVP_DecodeBlock(out, (const unsigned char *)p, (int)n);
-    if (len < 0)
-        return -1;
-    for (size_t i = n; i > 0 && p[i - 1] == '='; i--)
-        len--; /* EVP_DecodeBlock counts the padding as bytes */
-    return len;
-}
-
 bool phx__send_binary_cast(struct client *c, const struct chan *ch, const char *p, size_t n)
 {
     static const char tail[] = PHX_CAST_BINARY_TAIL "]";
@@ -276,7 +258,8 @@ bool phx__send_binary_cast(struct client *c, const struct chan *ch, const char *
     struct phx_bin_span topic, name;
     struct buf out = {0};
     unsigned char *bytes;
-    int len;
+    size_t cap;
+    ssize_t len;
 
     if (!c->ws || n < tn || memcmp(p + n - tn, tail, tn) != 0)
         return false; /* JSON: the text frame as it is */
@@ -286,8 +269,9 @@ bool phx__send_binary_cast(struct client *c, const struct chan *ch, const char *
     b64 = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env, "payload"));
     if (!event || !b64)
         abort(); /* our own frame (phoenix_encode.c): only OOM fails */
-    bytes = xmalloc(strlen(b64) / 4 * 3 + 3);
-    len = unbase64(b64, strlen(b64), bytes);
+    cap = B64_DECODED_MAX(strlen(b64));
+    bytes = xmalloc(cap);
+    len = b64_decode(b64, strlen(b64), bytes, cap, B64_STD | B64_PAD);
     topic = (struct phx_bin_span){ch->topic, strlen(ch->topic)};
     name = (struct phx_bin_span){event, strlen(event)};
     if (len >= 0 &&

@@ -370,6 +370,7 @@ static uint64_t conn_of_socket(const char *tag)
 
 const struct proto_adapter pusher_adapter = {
     .name = "pusher",
+    .metrics_proto = METRICS_PROTO_PUSHER,
     .own_auth = true,
     .encode_error = enc_error,
     .encode_ack = enc_nothing_ref,
