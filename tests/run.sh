@@ -69,8 +69,20 @@ suite unit bash -c unit_all
 [ -x tests/fuzz/run.sh ] && suite fuzz-replay env FUZZ_BURST_SECONDS="${FUZZ_BURST_SECONDS:-4}" tests/fuzz/run.sh --replay build/fuzz
 [ -x tests/conformance/run.sh ] && suite conformance-calibration tests/conformance/run.sh calibrate
 [ -x tests/conformance/run.sh ] && suite conformance tests/conformance/run.sh presenced "$PRESENCED_BIN"
-ls tests/integration/*.test.mjs >/dev/null 2>&1 && \
-  suite integration-node $NODE_TEST --test-concurrency=2 tests/integration/
+# Integration: two files at a time, but a file whose first lines hold the
+# marker "// run-alone" (it measures one client's latency while another
+# floods: another file's load would be what it measures) after them, alone.
+integration_node() {
+  local alone=() rest=() f rc=0
+  for f in tests/integration/*.test.mjs; do
+    if head -n 20 "$f" | grep -q '^// run-alone'; then alone+=("$f"); else rest+=("$f"); fi
+  done
+  $NODE_TEST --test-concurrency=2 "${rest[@]}" || rc=1
+  if [ ${#alone[@]} -gt 0 ]; then $NODE_TEST --test-concurrency=1 "${alone[@]}" || rc=1; fi
+  return $rc
+}
+export -f integration_node
+ls tests/integration/*.test.mjs >/dev/null 2>&1 && suite integration-node bash -c integration_node
 [ -f tests/soak/soak.mjs ] && suite soak node tests/soak/soak.mjs --seed 1 --seconds 40
 ls tests/integration/test_*.py >/dev/null 2>&1 && \
   suite integration-python $PY -m unittest discover -s tests/integration -p 'test_*.py' -v

@@ -1,3 +1,4 @@
+// run-alone (tests/run.sh: it bounds another client's ping latency under a flood)
 // flood.test.mjs - one connection's flood never hurts another client
 // (issue 15 item 1): per-connection message budgets answer rate_limited and
 // close; with the budgets off, bus backpressure stops reading a flooding
