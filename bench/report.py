@@ -239,7 +239,8 @@ if body:
            "p99 ms native", "Pusher", "generator CPU s native", "Pusher", "runs"], body,
           note="Native: a transition is a metadata patch, batched into one room_delta per subscriber per "
                "50 ms window. Pusher: a client event client-meta on presence-r<room>, relayed to every "
-               "other subscriber as it comes (no echo: room_size - 1 deliveries). Goal: ratio ≤ 1.10.")
+               "other subscriber (no echo: room_size - 1 deliveries), in a hot room together per "
+               "subscriber per 50 ms window as the patches are. Goal: ratio ≤ 1.10.")
 
 # W4 scaling: workers=2 vs workers=1. The generator saturates before the
 # server, so the maximum throughputs cannot be compared; what is compared

@@ -219,8 +219,8 @@ const struct config_def config_defs[] = {
             "Messages one worker may have queued to another before the connections sending to "
             "it stop being read, until half have drained."),
     ROW_INT64("room-batch-ms", room_batch_ms, 1, 10000, 50,
-              "Room changes inside this window go out as one delta; raise it to merge more "
-              "churn."),
+              "Room changes inside this window go out as one delta (and a busy room's Pusher "
+              "client events together); raise it to merge more churn."),
     ROW_INT("room-interval-members", room_interval_members, 2, 1000000, 1000,
             "Rooms with this many members switch to interval mode (periodic batched deltas, "
             "capped lists) to avoid n-squared fan-out."),

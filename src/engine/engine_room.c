@@ -32,13 +32,18 @@
  * each subscriber's worker queues a tick's messages in one iteration and
  * each socket gets one writev per tick instead of one per message. A room
  * stays hot until a second under half that; a quiet room turns hot as
- * soon as its count in the current second reaches the mark (a burst
- * batches from its first tick, not from its second second). Other rooms (the usual case: a
- * few cursors, or a small room) send each message at once. Held messages
- * go out before any delta of the room, so a delta never overtakes them.
- * Casts marked batch (Pusher client events) count as ephemerals and are
- * held the same way in a hot room, in order with them, never merged or
- * dropped, each still without its sender's socket. At the tick, each run
+ * soon as its rate in the current second, read over at least its first
+ * EPH_SPAN_MIN_MS (100 ms), reaches the mark (a burst batches from its
+ * first few messages, not from its second second). Other rooms (the usual
+ * case: a few cursors, or a small room) send each message at once. Held
+ * messages go out before any delta of the room, so a delta never
+ * overtakes them. Casts marked batch (Pusher client events) count as
+ * ephemerals and are held the same way in a hot room, in order with them,
+ * never merged or dropped, each still without its sender's socket; a tick
+ * that a cast arms is the room's delta window instead (room-batch-ms
+ * after that cast, as a delta's window begins at the room's first
+ * change), so a hot room's client events wait and batch as its native
+ * patches do (one write per subscriber per window). At the tick, each run
  * of held casts goes as one message per worker (send_casts): their
  * frames encoded once, back to back, in one payload per protocol, with a
  * table of where each ends and which socket it skips. A subscriber gets
@@ -79,6 +84,8 @@
 
 /* Ephemeral ticks (see the top of the file). */
 #define EPH_TICK_MS 33 /* a hot room's ephemerals go out at most once per tick */
+/* A quiet room's rate is read over at least this much of its second. */
+#define EPH_SPAN_MIN_MS 100
 
 struct held {                 /* an ephemeral message or a cast waiting for its room's tick */
     struct adapter_frames fs; /* its frame per protocol of the room's subscribers */
@@ -304,25 +311,47 @@ static bool room_hot(struct engine *e, struct rsub *s)
         s->eph_count = 0;
     }
     s->eph_count++;
-    if (!s->hot) { /* hot as soon as this second's count reaches the mark */
+    if (!s->hot) { /* hot as soon as this second's rate reaches the mark */
         uint64_t enter = (uint64_t)e->w->srv->cfg.ephemeral_tick_deliveries;
+        uint64_t span = now - s->eph_window;
         struct room_info info = {0};
 
+        if (span < EPH_SPAN_MIN_MS)
+            span = EPH_SPAN_MIN_MS;
         s->hot = enter > 0 && room_get_info(e->rooms, s->room, &info) == 0 &&
-                 (uint64_t)s->eph_count * info.count >= enter;
+                 (uint64_t)s->eph_count * info.count * 1000 >= enter * span;
     }
     return s->hot;
 }
 
-/* A new held message at the end of s's, for the tick (armed here). */
-static struct held *hold(struct engine *e, struct rsub *s)
+/* Arms s's tick for a cast's window: room-batch-ms after the first cast
+ * it holds, as a room's delta window begins at its first change (room.c
+ * touch()), so a hot room's client events wait and batch as its native
+ * patches do: one write per subscriber per window. */
+static void start_cast_window(struct engine *e, struct rsub *s, uint64_t now)
+{
+    uint64_t batch = (uint64_t)e->w->srv->cfg.room_batch_ms;
+
+    s->tick_due = now + batch;
+    loop_timer_start(e->w->loop, &s->tick, batch);
+}
+
+/* A new held message at the end of s's, for the tick: armed here if it
+ * is not yet, on the grid of EPH_TICK_MS for an ephemeral, a delta's
+ * window for a cast; a message held while the tick is armed goes with
+ * it, whichever armed it. */
+static struct held *hold(struct engine *e, struct rsub *s, bool cast)
 {
     if (s->nheld == s->capheld) {
         s->capheld = s->capheld ? s->capheld * 2 : 16;
         s->held = pool_realloc(s->held, s->capheld * sizeof(*s->held));
     }
-    if (!wheel_is_linked(&s->tick))
-        start_tick(e, s, loop_now(e->w->loop));
+    if (!wheel_is_linked(&s->tick)) {
+        if (cast)
+            start_cast_window(e, s, loop_now(e->w->loop));
+        else
+            start_tick(e, s, loop_now(e->w->loop));
+    }
     return &s->held[s->nheld++];
 }
 
@@ -334,7 +363,7 @@ static bool hold_ephemeral(struct engine *e, struct rsub *s, const struct room_e
 
     if (!room_hot(e, s))
         return false;
-    h = hold(e, s);
+    h = hold(e, s, false);
     *h = (struct held){.epoch = ev->epoch, .droppable = true};
     room_frames(s, ev, &h->fs);
     return true;
@@ -752,7 +781,7 @@ static void deliver_cast(struct engine *e, const struct room_broadcast_event *ev
         info.epoch = 0; /* subscribers of a room without members */
     frame_room_broadcast(ev, s->protos, &fs);
     if (ev->batch && room_hot(e, s)) { /* waits for the tick, in order, never dropped */
-        struct held *h = hold(e, s);
+        struct held *h = hold(e, s, true);
 
         *h = (struct held){.fs = fs, .epoch = info.epoch, .exclude = exclude};
         snprintf(h->from, sizeof(h->from), "%s", ev->user ? ev->user : "");

@@ -238,3 +238,68 @@ test('a hot room\'s batched client events: senders get the others\' of the same 
     await stopClean(srv, assert);
   }
 });
+
+// A hot room's client events wait for the room's delta window
+// (room-batch-ms after the first of them), not the 33 ms ephemeral tick,
+// so they batch as native patches do. With a 250 ms window, 48 events a
+// second from 6 senders make about 12 per window: far fewer writes than
+// the 33 ms tick's (about 1.6 events each); every event still arrives, in
+// order per sender, never echoed.
+test('a hot room\'s client events go out per room-batch-ms window (workers=2)', async () => {
+  const { createRequire } = await import('node:module');
+  const require = createRequire(import.meta.url);
+  const PusherClient = require('pusher-js');
+  const PusherServer = require('pusher');
+  const APP = { id: '93', key: 'tick-key3', secret: 'tick-secret3' };
+  const srv = await startServer(['--workers', '2', '--ephemeral-tick-deliveries', '200',
+    '--room-batch-ms', '250',
+    '--pusher-app', `${APP.id}:${APP.key}:${APP.secret}:client-events=true`]);
+  const api = new PusherServer({ appId: APP.id, key: APP.key, secret: APP.secret });
+  const clients = [];
+  try {
+    const ch = `presence-${id('pw')}`;
+    const users = [0, 1, 2, 3, 4, 5].map(() => id('pw'));
+    const got = new Map(users.map((u) => [u, []]));
+    const chans = [];
+    for (const user of users) {
+      const p = new PusherClient(APP.key, {
+        cluster: 'local', wsHost: '127.0.0.1', wsPort: srv.port, forceTLS: false,
+        enabledTransports: ['ws'], disableStats: true,
+        channelAuthorization: {
+          customHandler: ({ socketId, channelName }, cb) =>
+            cb(null, api.authorizeChannel(socketId, channelName, { user_id: user })),
+        },
+      });
+      clients.push(p);
+      const c = p.subscribe(ch);
+      await new Promise((resolve) => c.bind('pusher:subscription_succeeded', resolve));
+      c.bind('client-n', (d, meta) => got.get(user).push([meta.user_id, d.i]));
+      chans.push(c);
+    }
+    const send = async (rounds, base) => {
+      for (let r = 0; r < rounds; r++) {
+        chans.forEach((c, k) => assert.ok(c.trigger('client-n', { i: base + r * 10 + k })));
+        await sleep(125);
+      }
+    };
+    await send(4, 0); // hot within its first few events
+    const hot = await writesPerFrame(srv, async () => { await send(16, 1000); await sleep(600); });
+    assert.ok(hot.frames >= 16 * 6 * 5, `${hot.frames} frames`);
+    assert.ok(hot.writes * 5 <= hot.frames,
+      `hot room: ${hot.writes} writes for ${hot.frames} frames (a 250 ms window should batch about 12)`);
+    for (const [k, user] of users.entries()) {
+      const mine = got.get(user);
+      assert.equal(mine.length, 5 * (4 + 16), `every other sender's events reach ${user}`);
+      assert.ok(!mine.some(([from]) => from === user), 'never echoed to the sender');
+      for (const [j, other] of users.entries()) {
+        if (j === k) continue;
+        const is = mine.filter(([from]) => from === other).map(([, i]) => i);
+        assert.deepEqual(is, [...is].sort((a, b) => a - b), 'in order per sender');
+        assert.equal(is.length, 4 + 16);
+      }
+    }
+  } finally {
+    for (const p of clients) p.disconnect();
+    await stopClean(srv, assert);
+  }
+});
