@@ -101,64 +101,78 @@ for (const workers of ['1', '2']) {
   });
 }
 
-// Pusher client events in a hot room wait for the tick like ephemerals:
-// one write per subscriber per tick, and still every event reaches every
-// other subscriber (never the sender), in order per sender, with user_id.
-test('a hot room batches Pusher client events per tick, none lost, none echoed (workers=2)', async () => {
+// Six pusher-js subscribers of one presence channel of srv's app APP, each
+// recording the client-n events it gets as [user_id, i]; send(rounds,
+// base) has each trigger one per round, 125 ms apart; check(total)
+// asserts that every sender's events reached every other subscriber, in
+// order, never the sender itself.
+async function pusherRoom(srv, APP, tag) {
   const { createRequire } = await import('node:module');
   const require = createRequire(import.meta.url);
   const PusherClient = require('pusher-js');
   const PusherServer = require('pusher');
-  const APP = { id: '91', key: 'tick-key', secret: 'tick-secret' };
-  const srv = await startServer(['--workers', '2', '--ephemeral-tick-deliveries', '200',
-    '--pusher-app', `${APP.id}:${APP.key}:${APP.secret}:client-events=true`]);
   const api = new PusherServer({ appId: APP.id, key: APP.key, secret: APP.secret });
+  const ch = `presence-${id(tag)}`;
+  const users = [0, 1, 2, 3, 4, 5].map(() => id(tag));
+  const got = new Map(users.map((u) => [u, []]));
+  const chans = [];
   const clients = [];
-  try {
-    const ch = `presence-${id('pt')}`;
-    const users = [0, 1, 2, 3, 4, 5].map(() => id('pu'));
-    const got = new Map(users.map((u) => [u, []]));
-    const chans = [];
-    for (const user of users) {
-      const p = new PusherClient(APP.key, {
-        cluster: 'local', wsHost: '127.0.0.1', wsPort: srv.port, forceTLS: false,
-        enabledTransports: ['ws'], disableStats: true,
-        channelAuthorization: {
-          customHandler: ({ socketId, channelName }, cb) =>
-            cb(null, api.authorizeChannel(socketId, channelName, { user_id: user })),
-        },
-      });
-      clients.push(p);
-      const c = p.subscribe(ch);
-      await new Promise((resolve) => c.bind('pusher:subscription_succeeded', resolve));
-      c.bind('client-n', (d, meta) => got.get(user).push([meta.user_id, d.i]));
-      chans.push(c);
+  for (const user of users) {
+    const p = new PusherClient(APP.key, {
+      cluster: 'local', wsHost: '127.0.0.1', wsPort: srv.port, forceTLS: false,
+      enabledTransports: ['ws'], disableStats: true,
+      channelAuthorization: {
+        customHandler: ({ socketId, channelName }, cb) =>
+          cb(null, api.authorizeChannel(socketId, channelName, { user_id: user })),
+      },
+    });
+    clients.push(p);
+    const c = p.subscribe(ch);
+    await new Promise((resolve) => c.bind('pusher:subscription_succeeded', resolve));
+    c.bind('client-n', (d, meta) => got.get(user).push([meta.user_id, d.i]));
+    chans.push(c);
+  }
+  const send = async (rounds, base) => {
+    for (let r = 0; r < rounds; r++) {
+      chans.forEach((c, k) => assert.ok(c.trigger('client-n', { i: base + r * 10 + k })));
+      await sleep(125);
     }
-    // 6 senders at 8 a second each: 48 events, 240 deliveries a second.
-    const send = async (rounds, base) => {
-      for (let r = 0; r < rounds; r++) {
-        chans.forEach((c, k) => assert.ok(c.trigger('client-n', { i: base + r * 10 + k })));
-        await sleep(125);
-      }
-    };
-    await send(12, 0); // the first second makes the room hot
-    const hot = await writesPerFrame(srv, async () => { await send(16, 1000); await sleep(300); });
-    assert.ok(hot.frames >= 16 * 6 * 5, `${hot.frames} frames`);
-    assert.ok(hot.writes * 2 <= hot.frames,
-      `hot room: ${hot.writes} writes for ${hot.frames} frames (ticks should batch them)`);
+  };
+  const check = (total) => {
     for (const [k, user] of users.entries()) {
       const mine = got.get(user);
-      assert.equal(mine.length, 5 * (12 + 16), `every other sender's events reach ${user}`);
+      assert.equal(mine.length, 5 * total, `every other sender's events reach ${user}`);
       assert.ok(!mine.some(([from]) => from === user), 'never echoed to the sender');
       for (const [j, other] of users.entries()) {
         if (j === k) continue;
         const is = mine.filter(([from]) => from === other).map(([, i]) => i);
         assert.deepEqual(is, [...is].sort((a, b) => a - b), 'in order per sender');
-        assert.equal(is.length, 12 + 16);
+        assert.equal(is.length, total);
       }
     }
+  };
+  return { send, check, close: () => { for (const p of clients) p.disconnect(); } };
+}
+
+// Pusher client events in a hot room wait for the tick like ephemerals:
+// one write per subscriber per tick, and still every event reaches every
+// other subscriber (never the sender), in order per sender, with user_id.
+test('a hot room batches Pusher client events per tick, none lost, none echoed (workers=2)', async () => {
+  const APP = { id: '91', key: 'tick-key', secret: 'tick-secret' };
+  const srv = await startServer(['--workers', '2', '--ephemeral-tick-deliveries', '200',
+    '--pusher-app', `${APP.id}:${APP.key}:${APP.secret}:client-events=true`]);
+  let room;
+  try {
+    room = await pusherRoom(srv, APP, 'pt');
+    // 6 senders at 8 a second each: 48 events, 240 deliveries a second.
+    await room.send(12, 0); // the first second makes the room hot
+    const hot = await writesPerFrame(srv, async () => { await room.send(16, 1000); await sleep(300); });
+    assert.ok(hot.frames >= 16 * 6 * 5, `${hot.frames} frames`);
+    assert.ok(hot.writes * 2 <= hot.frames,
+      `hot room: ${hot.writes} writes for ${hot.frames} frames (ticks should batch them)`);
+    room.check(12 + 16);
   } finally {
-    for (const p of clients) p.disconnect();
+    room?.close();
     await stopClean(srv, assert);
   }
 });
@@ -246,60 +260,21 @@ test('a hot room\'s batched client events: senders get the others\' of the same 
 // the 33 ms tick's (about 1.6 events each); every event still arrives, in
 // order per sender, never echoed.
 test('a hot room\'s client events go out per room-batch-ms window (workers=2)', async () => {
-  const { createRequire } = await import('node:module');
-  const require = createRequire(import.meta.url);
-  const PusherClient = require('pusher-js');
-  const PusherServer = require('pusher');
   const APP = { id: '93', key: 'tick-key3', secret: 'tick-secret3' };
   const srv = await startServer(['--workers', '2', '--ephemeral-tick-deliveries', '200',
     '--room-batch-ms', '250',
     '--pusher-app', `${APP.id}:${APP.key}:${APP.secret}:client-events=true`]);
-  const api = new PusherServer({ appId: APP.id, key: APP.key, secret: APP.secret });
-  const clients = [];
+  let room;
   try {
-    const ch = `presence-${id('pw')}`;
-    const users = [0, 1, 2, 3, 4, 5].map(() => id('pw'));
-    const got = new Map(users.map((u) => [u, []]));
-    const chans = [];
-    for (const user of users) {
-      const p = new PusherClient(APP.key, {
-        cluster: 'local', wsHost: '127.0.0.1', wsPort: srv.port, forceTLS: false,
-        enabledTransports: ['ws'], disableStats: true,
-        channelAuthorization: {
-          customHandler: ({ socketId, channelName }, cb) =>
-            cb(null, api.authorizeChannel(socketId, channelName, { user_id: user })),
-        },
-      });
-      clients.push(p);
-      const c = p.subscribe(ch);
-      await new Promise((resolve) => c.bind('pusher:subscription_succeeded', resolve));
-      c.bind('client-n', (d, meta) => got.get(user).push([meta.user_id, d.i]));
-      chans.push(c);
-    }
-    const send = async (rounds, base) => {
-      for (let r = 0; r < rounds; r++) {
-        chans.forEach((c, k) => assert.ok(c.trigger('client-n', { i: base + r * 10 + k })));
-        await sleep(125);
-      }
-    };
-    await send(4, 0); // hot within its first few events
-    const hot = await writesPerFrame(srv, async () => { await send(16, 1000); await sleep(600); });
+    room = await pusherRoom(srv, APP, 'pw');
+    await room.send(4, 0); // hot within its first few events
+    const hot = await writesPerFrame(srv, async () => { await room.send(16, 1000); await sleep(600); });
     assert.ok(hot.frames >= 16 * 6 * 5, `${hot.frames} frames`);
     assert.ok(hot.writes * 5 <= hot.frames,
       `hot room: ${hot.writes} writes for ${hot.frames} frames (a 250 ms window should batch about 12)`);
-    for (const [k, user] of users.entries()) {
-      const mine = got.get(user);
-      assert.equal(mine.length, 5 * (4 + 16), `every other sender's events reach ${user}`);
-      assert.ok(!mine.some(([from]) => from === user), 'never echoed to the sender');
-      for (const [j, other] of users.entries()) {
-        if (j === k) continue;
-        const is = mine.filter(([from]) => from === other).map(([, i]) => i);
-        assert.deepEqual(is, [...is].sort((a, b) => a - b), 'in order per sender');
-        assert.equal(is.length, 4 + 16);
-      }
-    }
+    room.check(4 + 16);
   } finally {
-    for (const p of clients) p.disconnect();
+    room?.close();
     await stopClean(srv, assert);
   }
 });
