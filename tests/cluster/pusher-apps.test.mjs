@@ -121,6 +121,26 @@ test('two apps across two nodes: members, events, reads and webhooks stay in the
       assert.equal(byApp(A2).filter((e) => e.name === 'channel_occupied').length, 1);
       assert.ok(!got.some((g) => g.body.includes('|')), 'no internal ids in any webhook');
       [w1, w2, b2].forEach((p) => p.disconnect());
+
+      // A public channel of app 2 with a socket on each node: its count
+      // adds both nodes (the "!s" entries of app 2's room); app 1's
+      // channel of the same name has none.
+      const feed = uid('feed');
+      const ps = [connect(A2, a, uid('x')), connect(A2, b, uid('y'))];
+      try {
+        await Promise.all(ps.map((p) => subscribed(p.subscribe(feed))));
+        const count = async (app, node) => (await (await api(app, node).get({ path: `/channels/${feed}`,
+          params: { info: 'subscription_count' } })).json());
+        await waitUntil(async () => (await count(A2, a)).subscription_count === 2, 'node a counts both', 5000);
+        await waitUntil(async () => (await count(A2, b)).subscription_count === 2, 'node b counts both', 5000);
+        assert.deepEqual(await count(A1, a), { occupied: false, subscription_count: 0 });
+        assert.deepEqual(await count(A1, b), { occupied: false, subscription_count: 0 });
+        const list = async (app) => Object.keys((await (await api(app, b).get({ path: '/channels' })).json()).channels);
+        assert.ok((await list(A2)).includes(feed));
+        assert.ok(!(await list(A1)).includes(feed), 'app 1 does not list app 2\'s channel');
+      } finally {
+        ps.forEach((p) => p.disconnect());
+      }
     });
   } finally {
     await new Promise((ok) => hookSrv.close(ok));
