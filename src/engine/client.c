@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps.h"
 #include "engine_expiry.h"
 #include "engine_room.h"
 #include "flow.h"
@@ -233,6 +234,8 @@ struct client *engine_client_prepare(struct worker *w, struct conn *conn,
     int d = PRESENCE_DEVICE_WEB;
 
     c->e = engine_of(w);
+    if (!apps_native_ok(conn, req)) /* ?app=: the first app's namespace only */
+        goto out_free;
     if (client__auth_jwt(c->e)) {
         if (prepare_token(c, conn, req) < 0)
             goto out_free;

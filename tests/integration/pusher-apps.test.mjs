@@ -94,6 +94,14 @@ async function raw(srv, key) {
   return { ws, msgs, sid: JSON.parse(first.data).socket_id, send: (o) => ws.send(JSON.stringify(o)) };
 }
 
+// A native client on /v1/ws with the query q.
+async function nativeAt(srv, q) {
+  const c = new Client(new WebSocket(`${srv.wsUrl}/v1/ws?${q}`));
+  await new Promise((r, j) => { c.ws.once('open', r); c.ws.once('error', j); });
+  c.welcome = await c.next((m) => m.type === 'welcome' || m.type === 'error');
+  return c;
+}
+
 // A webhook receiver: what it got, as [headers, body].
 async function receiver() {
   const got = [];
@@ -275,6 +283,39 @@ describe('pusher apps as namespaces', () => {
       const err = await nat.next((m) => m.type === 'error');
       assert.match(JSON.stringify(err), /room/i, 'a room id with the separator is refused');
       await nat.close();
+    } finally {
+      p1.disconnect(); p2.disconnect();
+    }
+  });
+
+  test('?app= on the native side: the first app is served, another app or an unknown id is a clear 400', async () => {
+    const room = uniq('q');
+    const p1 = connect(srv, A1, 'hal', { app: 1 }), p2 = connect(srv, A2, 'ida', { app: 2 });
+    try {
+      await subscribed(p1.subscribe(`presence-${room}`));
+      await subscribed(p2.subscribe(`presence-${room}`));
+      const nat = await nativeAt(srv, `app=${A1.id}&user=nat-q`);
+      nat.send({ type: 'join', room, meta: {}, ref: 'j' });
+      const snap = await nat.next((m) => m.type === 'room_snapshot');
+      assert.deepEqual(snap.members.map((m) => m.user).sort(), ['hal', 'nat-q'], '?app=<first> is the default namespace');
+      await nat.close();
+      await assert.rejects(nativeAt(srv, `app=${A2.id}&user=nat-q2`), /400/);
+      await assert.rejects(nativeAt(srv, 'app=nope&user=nat-q3'), /400/);
+      const body = async (path) => { const r = await fetch(`${srv.url}${path}`); return [r.status, await r.json()]; };
+      let [st, b] = await body(`/v1/rooms/${room}?app=${A1.id}`);
+      assert.equal(st, 200);
+      assert.ok(b.members.some((m) => m.user === 'hal') && !b.members.some((m) => m.user === 'ida'),
+        `app 1's room: ${JSON.stringify(b.members)}`);
+      [st, b] = await body(`/v1/rooms/${room}?app=${A2.id}`);
+      assert.equal(st, 400);
+      assert.equal(b.error.code || b.error, 'app_not_native');
+      [st, b] = await body('/v1/presence?user=hal&app=nope');
+      assert.equal(st, 400);
+      assert.equal(b.error.code || b.error, 'unknown_app');
+      [st] = await body(`/v1/admin/users/hal?app=${A2.id}`);
+      assert.equal(st, 400, 'the admin API too');
+      const phx = await fetch(`${srv.url}/socket/longpoll?vsn=2.0.0&app=${A2.id}`);
+      assert.equal(phx.status, 400, 'the Phoenix long-poll transport too');
     } finally {
       p1.disconnect(); p2.disconnect();
     }

@@ -23,6 +23,7 @@
 #include <cJSON.h>
 
 #include "adapter.h"
+#include "apps.h"
 #include "client.h"
 #include "engine.h"
 #include "engine_room.h"
@@ -667,6 +668,7 @@ const struct pusher_app *pusher__app_of(const char *id)
 
 int pusher_register(const struct config *cfg, char *err, size_t errlen)
 {
+    const char *ids[PUSHER_APPS_MAX];
     size_t n;
 
     if (!cfg->pusher_app || !cfg->pusher_app[0])
@@ -674,6 +676,9 @@ int pusher_register(const struct config *cfg, char *err, size_t errlen)
     if (pusher_apps_parse(cfg->pusher_app, apps, PUSHER_APPS_MAX, &n, err, errlen) < 0)
         return -1;
     napps = n;
+    for (size_t i = 0; i < n; i++)
+        ids[i] = apps[i].id;
+    apps_set(ids, n); /* ?app= on the native side (apps.h) */
     pusher_encode_init();
     pusher_api_init(apps, napps);
     pusher_proto = adapter_register(&pusher_adapter);
