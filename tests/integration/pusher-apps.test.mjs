@@ -362,3 +362,52 @@ test('an app id too long for the ids of its app is refused with a message', asyn
   const long = 'x'.repeat(33);
   await assert.rejects(startServer(['--pusher-app', `1:k:s,${long}:k2:s2`]), /ID:KEY:SECRET/);
 });
+
+test('each app\'s options apply to its own sockets and channels only', async () => {
+  const B1 = { id: '201', key: 'opt-key-one', secret: 'opt-secret-one' };
+  const B2 = { id: 'opt2', key: 'opt-key-two', secret: 'opt-secret-two' };
+  const srv = await startServer(['--pusher-app',
+    `${B1.id}:${B1.key}:${B1.secret}:member-limit=1,` +
+    `${B2.id}:${B2.key}:${B2.secret}:client-events=true:subscription-count=true`, ...TIMING]);
+  const ps = [];
+  try {
+    const ch = `presence-${uniq('lim')}`;
+    // member-limit=1 in app 1: a second user is refused; app 2 (100) takes two.
+    const a1 = connect(srv, B1, 'u1'), b1 = connect(srv, B1, 'u2');
+    const a2 = connect(srv, B2, 'u1'), b2 = connect(srv, B2, 'u2');
+    ps.push(a1, b1, a2, b2);
+    await subscribed(a1.subscribe(ch));
+    await assert.rejects(subscribed(b1.subscribe(ch)), /LimitReached/);
+    await subscribed(a2.subscribe(ch));
+    const m = await subscribed(b2.subscribe(ch));
+    assert.equal(m.count, 2);
+    // client-events: off in app 1 (4301), on in app 2.
+    const priv = `private-${uniq('ce')}`;
+    const r1 = await raw(srv, B1.key);
+    r1.send({ event: 'pusher:subscribe', data: { channel: priv, ...backend(srv, B1).authorizeChannel(r1.sid, priv) } });
+    await waitUntil(() => r1.msgs.find((x) => x.event === 'pusher_internal:subscription_succeeded'), 'subscribed in app 1');
+    r1.send({ event: 'client-x', channel: priv, data: {} });
+    const err = await waitUntil(() => r1.msgs.find((x) => x.event === 'pusher:error'), 'pusher:error in app 1');
+    assert.equal(err.data.code, 4301);
+    const pa = b2.subscribe(priv), pb = a2.subscribe(priv);
+    await Promise.all([subscribed(pa), subscribed(pb)]);
+    const got = recordEvents(pb);
+    pa.trigger('client-x', { ok: 1 });
+    await waitUntil(() => got.length >= 1, 'app 2 relays client events');
+    // subscription-count: app 2's public channel tells its subscribers, app 1's does not.
+    const pub = uniq('feed');
+    const counts1 = [], counts2 = [];
+    const s1 = a1.subscribe(pub), s2 = a2.subscribe(pub);
+    s1.bind('pusher:subscription_count', (d) => counts1.push(d.subscription_count));
+    s2.bind('pusher:subscription_count', (d) => counts2.push(d.subscription_count));
+    await Promise.all([subscribed(s1), subscribed(s2)]);
+    await waitUntil(() => counts2.length >= 1, 'app 2 gets subscription_count');
+    assert.equal(counts2.at(-1), 1, 'app 2 counts its own socket only');
+    await sleep(400);
+    assert.deepEqual(counts1, [], 'app 1 has subscription-count off');
+    r1.ws.close();
+  } finally {
+    ps.forEach((p) => p.disconnect());
+    await stopClean(srv, assert);
+  }
+});
