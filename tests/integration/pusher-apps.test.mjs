@@ -411,3 +411,31 @@ test('each app\'s options apply to its own sockets and channels only', async () 
     await stopClean(srv, assert);
   }
 });
+
+test('the native Standard webhooks name only the first app\'s users and rooms', async () => {
+  const SECRET = `whsec_${Buffer.from('presenced-ns-webhook-key-0123456789').toString('base64')}`;
+  const C1 = { id: '301', key: 'std-key-one', secret: 'std-secret-one' };
+  const C2 = { id: 'std2', key: 'std-key-two', secret: 'std-secret-two' };
+  const hook = await receiver();
+  const srv = await startServer(['--pusher-app', `${C1.id}:${C1.key}:${C1.secret},${C2.id}:${C2.key}:${C2.secret}`,
+    '--webhook-url', hook.url, '--webhook-secret', SECRET, ...TIMING]);
+  const room = uniq('std');
+  const u1 = uniq('one'), u2 = uniq('two');
+  const p1 = connect(srv, C1, u1), p2 = connect(srv, C2, u2);
+  try {
+    await subscribed(p1.subscribe(`presence-${room}`));
+    await subscribed(p2.subscribe(`presence-${room}`));
+    const bodies = () => hook.got.map((g) => JSON.parse(g.body));
+    await waitUntil(() => bodies().some((b) => b.type === 'member.joined' && b.data.user === u1), 'member.joined of app 1\'s user');
+    await waitUntil(() => bodies().some((b) => b.type === 'user.online' && b.data.user === u1), 'user.online of app 1\'s user');
+    await sleep(800);
+    const all = hook.got.map((g) => g.body).join('\n');
+    assert.ok(!all.includes(u2), 'no event names app 2\'s user');
+    assert.ok(!all.includes('|'), 'no internal ids');
+    assert.equal(bodies().filter((b) => b.type === 'room.occupied' && b.data.room === room).length, 1);
+  } finally {
+    p1.disconnect(); p2.disconnect();
+    await stopClean(srv, assert);
+    await hook.close();
+  }
+});
