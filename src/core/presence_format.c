@@ -443,7 +443,7 @@ void presence_encode_user_as(const struct presence_view *v, int64_t wall_offset_
                              struct buf *out)
 {
     buf_append_str(out, "{\"user\":");
-    json_append_cstr(out, v->user);
+    json_append_cstr(out, ns_strip(v->user)); /* as its namespace's clients know it */
     buf_printf(out, ",\"status\":\"%s\"", presence_status_name(v->status));
     encode_devices(v, out);
     encode_custom(v, wall_offset_ms, out);

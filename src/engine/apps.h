@@ -8,9 +8,10 @@
  * A request without ?app= is served as always. ?app= naming the first
  * app is served the same. Any other value is refused with 400 and a
  * message: an id no app has (unknown_app), or another app's, whose
- * namespace the native side does not serve yet (app_not_native), so a
- * client that asks for another app is never served the first app's
- * users and rooms by mistake.
+ * namespace the HTTP API, the admin API and Phoenix do not serve
+ * (app_not_native), so a client that asks for another app is never
+ * served the first app's users and rooms by mistake. The native
+ * WebSocket may join another app's namespace (apps_socket_ns()).
  */
 #ifndef ENGINE_APPS_H
 #define ENGINE_APPS_H
@@ -32,5 +33,13 @@ void apps_set(const char *const *ids, size_t n);
 /* Whether req may be served: true without ?app= or with the first app's
  * id; else answers 400 on conn and returns false. */
 bool apps_native_ok(struct conn *conn, const struct http_request *req);
+
+/* As apps_native_ok(), for a native WebSocket, which may also be in
+ * another app's namespace: true with *ns that app's prefix (ns.h; static
+ * storage), "" for the first app's. Another app's is served only when
+ * others is true (the caller's rule: auth = none and no room tokens, as
+ * tokens do not name an app yet), else refused as app_not_native. */
+bool apps_socket_ns(struct conn *conn, const struct http_request *req, bool others,
+                    const char **ns);
 
 #endif

@@ -81,9 +81,12 @@ struct client;
 /* The request side of a WebSocket upgrade (the protocol adapter's
  * route, e.g. GET /v1/ws): reads ?user= (optional: without it the
  * socket is an anonymous observer that can watch but has no session),
- * ?device= (default web) and ?resume=<sessionId>. On a bad value answers
- * 400 (bad_user, bad_device) and returns NULL. */
-struct client *engine_client_prepare(struct worker *w, struct conn *conn,
+ * ?device= (default web), ?resume=<sessionId> and ?app= (apps.h): with
+ * other_apps (the native WebSocket) another app's namespace when auth =
+ * none and no room-token-secret is set (client_ns() then gives its prefix
+ * and the user id carries it). On a bad value answers 400 (bad_user,
+ * bad_device, unknown_app, app_not_native) and returns NULL. */
+struct client *engine_client_prepare(struct worker *w, struct conn *conn, bool other_apps,
                                      const struct http_request *req);
 /* GET /v1/presence?user=a&user=b: {"users":[<presence objects>]}, in the
  * order asked, at most 100 users. GET /v1/lastseen?user=…: {"users":

@@ -299,7 +299,6 @@ describe('pusher apps as namespaces', () => {
       const snap = await nat.next((m) => m.type === 'room_snapshot');
       assert.deepEqual(snap.members.map((m) => m.user).sort(), ['hal', 'nat-q'], '?app=<first> is the default namespace');
       await nat.close();
-      await assert.rejects(nativeAt(srv, `app=${A2.id}&user=nat-q2`), /400/);
       await assert.rejects(nativeAt(srv, 'app=nope&user=nat-q3'), /400/);
       const body = async (path) => { const r = await fetch(`${srv.url}${path}`); return [r.status, await r.json()]; };
       let [st, b] = await body(`/v1/rooms/${room}?app=${A1.id}`);
@@ -321,6 +320,44 @@ describe('pusher apps as namespaces', () => {
     }
   });
 
+  test('a native socket with ?app=ID2 is in app 2\'s namespace: its members, its users, never app 1\'s', async () => {
+    const room = uniq('n2');
+    const p1 = connect(srv, A1, 'joe', { app: 1 }), p2 = connect(srv, A2, 'kim', { app: 2 });
+    const frames = [];
+    try {
+      const c1 = p1.subscribe(`presence-${room}`), c2 = p2.subscribe(`presence-${room}`);
+      await subscribed(c1);
+      await subscribed(c2);
+      const log1 = recordMembers(c1), log2 = recordMembers(c2);
+      const nat = await nativeAt(srv, `app=${A2.id}&user=joe`); // joe of app 2, not app 1's joe
+      nat.ws.on('message', (d) => frames.push(d.toString()));
+      assert.equal(nat.welcome.user, 'joe');
+      nat.send({ type: 'join', room, meta: { n: 2 }, ref: 'j' });
+      const snap = await nat.next((m) => m.type === 'room_snapshot');
+      assert.equal(snap.room, room);
+      assert.deepEqual(snap.members.map((m) => m.user).sort(), ['joe', 'kim']);
+      assert.deepEqual(snap.members.find((m) => m.user === 'kim').meta, { app: 2 }, 'app 2\'s kim, not anyone of app 1');
+      // The digest is of the ids the client knows (docs/protocol.md "Member digest").
+      const fnv = (id) => { let h = 0xcbf29ce484222325n; for (const b of Buffer.from(id)) h = ((h ^ BigInt(b)) * 0x100000001b3n) & 0xffffffffffffffffn; return h; };
+      assert.equal(snap.digest, (fnv('joe') ^ fnv('kim')).toString(16).padStart(16, '0'));
+      await waitUntil(() => log2.length >= 1, 'app 2\'s Pusher member sees the native joe');
+      assert.deepEqual(log2, [['added', 'joe', { n: 2 }]]);
+      nat.send({ type: 'watch', users: ['kim', 'joe-nobody'], ref: 'w' });
+      const pk = await nat.presenceOf('kim');
+      assert.equal(pk.status, 'online', 'app 2\'s kim is online');
+      nat.send({ type: 'ephemeral', room, kind: 'cursor', data: { x: 1 }, ref: 'e' });
+      await sleep(500);
+      assert.deepEqual(log1, [], 'app 1\'s channel saw nothing (its joe is not this joe)');
+      assert.equal(c1.members.count, 1);
+      assert.ok(!frames.concat(JSON.stringify(nat.welcome)).some((f) => f.includes('|')), 'no internal id reaches the client');
+      await nat.close();
+      await waitUntil(() => log2.length >= 2, 'member_removed after the grace');
+      assert.deepEqual(log2[1], ['removed', 'joe']);
+    } finally {
+      p1.disconnect(); p2.disconnect();
+    }
+  });
+
   test('a wire id holding the separator is refused', async () => {
     const r = await raw(srv, A2.key);
     const ch = `presence-${uniq('sep')}`;
@@ -334,6 +371,7 @@ describe('pusher apps as namespaces', () => {
     assert.equal(JSON.parse(typeof e2.data === 'string' ? e2.data : JSON.stringify(e2.data)).type, 'InvalidChannel');
     const [st] = await get(srv, A2, `/channels/presence-${A2.id}|x`);
     assert.ok(st >= 400 && st < 500, `GET of a channel with the separator: ${st}`);
+    await assert.rejects(nativeAt(srv, `app=${A2.id}&user=${A2.id}|ann`), /400/);
     const r2 = await backend(srv, A1).terminateUserConnections(`${A2.id}|ann`).catch((x) => x);
     assert.ok(r2.status >= 400 && r2.status < 500, `terminate of an id with the separator: ${r2.status}`);
     r.ws.close();
@@ -437,5 +475,29 @@ test('the native Standard webhooks name only the first app\'s users and rooms', 
     p1.disconnect(); p2.disconnect();
     await stopClean(srv, assert);
     await hook.close();
+  }
+});
+
+test('?app= of another app on the native socket needs auth = none and no room tokens (tokens name no app)', async () => {
+  const srv = await startServer(['--pusher-app', '1:k1:s1,other:k2:s2',
+    '--room-token-secret', 'room-token-secret-for-the-ns-test-0123456789']);
+  try {
+    const [st, body] = await new Promise((ok, fail) => {
+      const req = http.get(`${srv.url}/v1/ws?app=other&user=ann`, { headers: { connection: 'Upgrade', upgrade: 'websocket',
+        'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' } }, (res) => {
+        let t = '';
+        res.on('data', (d) => { t += d; });
+        res.on('end', () => ok([res.statusCode, t]));
+      });
+      req.on('upgrade', () => fail(new Error('upgraded')));
+      req.on('error', fail);
+    });
+    assert.equal(st, 400);
+    assert.equal(JSON.parse(body).error.code, 'app_not_native');
+    const ok = await nativeAt(srv, 'app=1&user=ann');
+    assert.equal(ok.welcome.type, 'welcome');
+    await ok.close();
+  } finally {
+    await stopClean(srv, assert);
   }
 });
