@@ -11,6 +11,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import { sleep, waitUntil } from '../integration/lib/server.mjs';
+import WebSocket from 'ws';
+import { Client } from '../integration/lib/client.mjs';
 import { withTwoNodes, uid } from './lib/nodes.mjs';
 
 const require = createRequire(import.meta.url);
@@ -93,9 +95,25 @@ test('two apps across two nodes: members, events, reads and webhooks stay in the
       await sleep(400);
       assert.ok(!log1.some((e) => e[0] === 'client-note'), 'app 1 got no client event');
 
+      // A native socket of app 2 on node b (?app=): app 2's members,
+      // bob from node a among them, none of app 1's; and app 2's Pusher
+      // watcher sees it join. App 1's channel hears nothing of it.
+      const nat = new Client(new WebSocket(`${b.wsUrl}/v1/ws?app=${A2.id}&user=${uid('nat')}`));
+      await new Promise((ok, fail) => { nat.ws.once('open', ok); nat.ws.once('error', fail); });
+      const me = (await nat.next((m) => m.type === 'welcome')).user;
+      nat.send({ type: 'join', room: ch.slice('presence-'.length), meta: { app: A2.id }, ref: 'j' });
+      const snap = await nat.next((m) => m.type === 'room_snapshot');
+      assert.deepEqual(snap.members.map((m) => m.user).sort(), [bob, me, watcher].sort());
+      assert.ok(snap.members.every((m) => m.meta.app === A2.id), 'app 2\'s members only');
+      await waitUntil(() => log2.some((e) => e[1] === me), 'app 2\'s Pusher watcher sees the native member', 5000);
+      await nat.close();
+      const n1 = log1.length;
+
       // The HTTP API on node b reads each app's channel.
       const users = async (app) => (await (await api(app, b).get({ path: `/channels/${ch}/users` })).json())
         .users.map((u) => u.id).sort();
+      assert.ok(!log1.slice(n1).concat(log1).some((e) => e[1] === me), 'app 1 never saw the native member');
+      await waitUntil(async () => (await users(A2)).length === 2, 'the native member left app 2 after the grace', 8000);
       assert.deepEqual(await users(A2), [bob, watcher].sort());
       assert.deepEqual(await users(A1), [bob, watcher].sort());
       const info = async (app) => (await (await api(app, b).get({ path: `/channels/${ch}`, params: { info: 'user_count' } })).json());
@@ -115,8 +133,11 @@ test('two apps across two nodes: members, events, reads and webhooks stay in the
       assert.ok(got.every((g) => [A1.key, A2.key].includes(g.headers['x-pusher-key'])));
       const added = (app) => byApp(app).filter((e) => e.name === 'member_added').map((e) => e.user_id).sort();
       assert.deepEqual(added(A1), [bob, watcher].sort());
-      assert.deepEqual(added(A2), [bob, watcher].sort());
-      assert.deepEqual(byApp(A2).filter((e) => e.name === 'member_removed'), [], 'app 2 lost no member');
+      assert.deepEqual(added(A2).filter((u) => u !== me), [bob, watcher].sort());
+      assert.ok(added(A2).includes(me), 'app 2\'s webhook names the native member');
+      assert.ok(!added(A1).includes(me), 'app 1\'s does not');
+      assert.deepEqual(byApp(A2).filter((e) => e.name === 'member_removed').map((e) => e.user_id), [me],
+        'app 2 lost only the native member');
       assert.equal(byApp(A1).filter((e) => e.name === 'channel_occupied').length, 1, 'one occupied per app');
       assert.equal(byApp(A2).filter((e) => e.name === 'channel_occupied').length, 1);
       assert.ok(!got.some((g) => g.body.includes('|')), 'no internal ids in any webhook');
