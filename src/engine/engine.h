@@ -124,9 +124,11 @@ void engine_read_room(struct conn *c, struct engine *e, const char *room,
  * their sockets), and every room without members that sockets subscribe
  * to (count 0); at most 10,000 per worker; a worker that did not answer
  * in time is left out. Counted only when an adapter asked
- * (room_count.h). done as engine_read_room()'s. */
-void engine_list_rooms(struct conn *c, struct engine *e, engine_room_read_done *done,
-                       const char *arg);
+ * (room_count.h). Only the rooms of namespace ns (ns.h: "" the first
+ * app's), so one app's rooms never crowd another's out of the 10,000.
+ * done as engine_read_room()'s. */
+void engine_list_rooms(struct conn *c, struct engine *e, const char *ns,
+                       engine_room_read_done *done, const char *arg);
 /* /v1/admin/... (engine_admin.c; docs/api.md). */
 void engine_http_admin(struct conn *c, const struct http_request *req, struct net_ctx *nc);
 /* Frees a prepared client whose upgrade failed (on_open never ran). */

@@ -326,8 +326,7 @@ describe('pusher apps as namespaces', () => {
     const frames = [];
     try {
       const c1 = p1.subscribe(`presence-${room}`), c2 = p2.subscribe(`presence-${room}`);
-      await subscribed(c1);
-      await subscribed(c2);
+      await Promise.all([subscribed(c1), subscribed(c2)]); // both bound before either answers
       const log1 = recordMembers(c1), log2 = recordMembers(c2);
       const nat = await nativeAt(srv, `app=${A2.id}&user=joe`); // joe of app 2, not app 1's joe
       nat.ws.on('message', (d) => frames.push(d.toString()));

@@ -483,7 +483,7 @@ static void get_channels(struct conn *c, const struct http_request *req, struct 
     }
     if (users)
         arg[0] = INFO_USERS;
-    engine_list_rooms(c, e, list_done, arg);
+    engine_list_rooms(c, e, ns, list_done, arg);
 }
 
 void pusher_api_get(struct conn *c, const struct http_request *req, struct net_ctx *nc)
