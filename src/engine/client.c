@@ -27,8 +27,8 @@
 #include "http.h"
 #include "http_read.h"
 #include "httpd.h"
-#include "ns.h"
 #include "jwt.h"
+#include "ns.h"
 #include "session.h"
 #include "watch.h"
 

@@ -17,11 +17,11 @@
 
 #include "buf.h"
 #include "hooks_stream.h"
-#include "ns.h"
 #include "list.h"
 #include "log.h"
 #include "loop.h"
 #include "metrics.h"
+#include "ns.h"
 #include "room.h"
 #include "util.h"
 #include "worker.h"
