@@ -263,7 +263,9 @@ const struct config_def config_defs[] = {
     ROW_STRING("pusher-app", pusher_app, "",
                "Pusher Channels apps served at /app/{key} and /apps/{id}/: ID:KEY:SECRET, options "
                "after the secret as :client-events=true:member-limit=100:subscription-count=true:"
-               "webhook=URL (empty: no Pusher protocol; docs/pusher.md)."),
+               "webhook=URL (empty: no Pusher protocol; docs/pusher.md). Several apps, "
+               "comma-separated, are each a namespace of their own users and rooms; the first "
+               "shares the native protocol's."),
     ROW_STRING("pusher-webhook-url", pusher_webhook_url, "",
                "Where the Pusher apps that name no :webhook=URL send their webhooks (http://; "
                "signed with each app's secret; empty: none)."),

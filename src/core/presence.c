@@ -531,7 +531,7 @@ int presence_get_user(const struct presence *p, const char *uid, uint64_t now,
 {
     const struct user *u;
 
-    if (!presence_id_valid(uid))
+    if (!presence_ns_id_valid(uid))
         return PRESENCE_E_BAD_ID;
     u = presence__user_find(p, uid);
     if (u == NULL) {
@@ -610,7 +610,7 @@ int presence_set_last_seen(struct presence *p, const char *uid, uint64_t at, boo
 {
     struct user *u;
 
-    if (!presence_id_valid(uid) || (at == 0 && raise))
+    if (!presence_ns_id_valid(uid) || (at == 0 && raise))
         return PRESENCE_E_BAD_ID;
     u = presence__user_find(p, uid);
     if (u && presence__user_has_sessions(u))

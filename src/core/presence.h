@@ -90,7 +90,9 @@
  * ---- Ids and custom status ----
  *
  * User and session ids: 1..128 bytes of A-Z a-z 0-9 and - _ . ~ : @ (URL
- * unreserved characters plus ':' and '@' for namespaced ids). Session ids
+ * unreserved characters plus ':' and '@' for namespaced ids), after an
+ * optional app namespace prefix "<app id>|" (ns.h) that clients never
+ * send: the adapters add it. Session ids
  * are unique per partition: the server should generate them (random, like
  * a resume token), and presence_session_resume() checks the user.
  *
@@ -459,8 +461,12 @@ int presence_status_parse(const char *s);
 int presence_device_parse(const char *s);
 int presence_policy_parse(const char *s);
 
-/* True when id is a valid user or session id (see above). */
+/* True when id is a valid user or session id (see above) as a client may
+ * send it: never with ns.h's NS_SEP. */
 bool presence_id_valid(const char *id);
+/* True when id is a valid internal id: a valid id, or an app's namespace
+ * prefix (ns.h) and one, 128 bytes in all. The core takes these. */
+bool presence_ns_id_valid(const char *id);
 /* Validates a custom status without an engine: 0 or the error
  * presence_set_custom() would return for it (expiry aside). */
 int presence_custom_check(const char *text, const char *emoji);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "ns.h"
 #include "utf8.h"
 
 /* ---- ids ---- */
@@ -37,6 +38,19 @@ bool presence_id_valid(const char *id)
             return false;
     }
     return false; /* longer than PRESENCE_ID_MAX */
+}
+
+bool presence_ns_id_valid(const char *id)
+{
+    int p;
+    size_t n;
+
+    if (id == NULL || (p = ns_prefix_len(id)) < 0)
+        return false;
+    for (n = (size_t)p; id[n]; n++)
+        if (n >= PRESENCE_ID_MAX || !id_char((unsigned char)id[n]))
+            return false;
+    return n > (size_t)p;
 }
 
 /* ---- UTF-8 decoding (of input already known to be valid) ---- */
@@ -429,7 +443,7 @@ void presence_encode_user_as(const struct presence_view *v, int64_t wall_offset_
                              struct buf *out)
 {
     buf_append_str(out, "{\"user\":");
-    json_append_cstr(out, v->user);
+    json_append_cstr(out, ns_strip(v->user)); /* as its namespace's clients know it */
     buf_printf(out, ",\"status\":\"%s\"", presence_status_name(v->status));
     encode_devices(v, out);
     encode_custom(v, wall_offset_ms, out);

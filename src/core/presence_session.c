@@ -299,7 +299,7 @@ int presence_session_start(struct presence *p, const char *sid, const char *uid,
 {
     struct user *u;
 
-    if (!presence_id_valid(sid) || !presence_id_valid(uid))
+    if (!presence_ns_id_valid(sid) || !presence_ns_id_valid(uid))
         return PRESENCE_E_BAD_ID;
     if ((unsigned)device >= PRESENCE_DEVICE_COUNT)
         return PRESENCE_E_BAD_DEVICE;
@@ -381,7 +381,7 @@ int presence_session_resume(struct presence *p, const char *uid, const char *sid
 {
     struct session *s;
 
-    if (!presence_id_valid(uid))
+    if (!presence_ns_id_valid(uid))
         return PRESENCE_E_BAD_ID;
     s = presence__session_find(p, sid);
     if (s == NULL || strcmp(s->user->uid, uid) != 0)
@@ -401,7 +401,7 @@ static int restore_check(const struct presence *p, const struct presence_restore
 {
     const struct user *u;
 
-    if (!presence_id_valid(r->sid) || !presence_id_valid(r->user))
+    if (!presence_ns_id_valid(r->sid) || !presence_ns_id_valid(r->user))
         return PRESENCE_E_BAD_ID;
     if ((unsigned)r->device >= PRESENCE_DEVICE_COUNT)
         return PRESENCE_E_BAD_DEVICE;

@@ -27,6 +27,7 @@
 
 #include "hmap.h"
 #include "list.h"
+#include "ns.h"
 #include "pool.h"
 #include "utf8.h"
 
@@ -40,16 +41,22 @@ static bool id_char(unsigned char c)
            c == '_' || c == '.' || c == '~' || c == ':' || c == '@';
 }
 
-bool room__id_ok(const char *s, size_t max)
+/* Whether s is 1..max bytes of the id alphabet from offset p on. */
+static bool id_from(const char *s, size_t p, size_t max)
 {
     size_t n;
 
-    if (s == NULL)
-        return false;
-    for (n = 0; s[n]; n++)
+    for (n = p; s[n]; n++)
         if (n >= max || !id_char((unsigned char)s[n]))
             return false;
-    return n > 0;
+    return n > p;
+}
+
+bool room__id_ok(const char *s, size_t max)
+{
+    int p;
+
+    return s != NULL && (p = ns_prefix_len(s)) >= 0 && id_from(s, (size_t)p, max);
 }
 
 static bool is_json_ws(char c)
@@ -855,6 +862,11 @@ int room_set_visible(struct room_engine *e, const char *room, const char *user, 
 /* ---- public: pure helpers ---- */
 
 bool room_id_valid(const char *id)
+{
+    return id != NULL && id_from(id, 0, ROOM_ID_MAX); /* NS_SEP is no id_char */
+}
+
+bool room_ns_id_valid(const char *id)
 {
     return room__id_ok(id, ROOM_ID_MAX);
 }

@@ -575,7 +575,11 @@ uint64_t room_view_epoch(uint64_t epoch, uint64_t since);
 
 /* ---- pure helpers ---- */
 
-bool room_id_valid(const char *id);           /* a valid room, user or session id */
+/* A valid room, user or session id as a client sends it (no ns.h
+ * prefix); room_ns_id_valid(): a valid internal one (a prefix allowed, as
+ * the room core takes them). */
+bool room_id_valid(const char *id);
+bool room_ns_id_valid(const char *id);
 const char *room_mode_name(enum room_mode m); /* "normal", "interval"; "?" otherwise */
 
 /*

@@ -21,6 +21,7 @@
 
 #include "buf.h"
 #include "list.h"
+#include "ns.h"
 #include "pool.h"
 #include "util.h"
 
@@ -71,7 +72,9 @@ uint64_t room_digest_of(const char *user)
 {
     uint64_t h = UINT64_C(0xcbf29ce484222325);
 
-    for (const unsigned char *p = (const unsigned char *)user; *p; p++)
+    /* A room's members share its namespace (ns.h): the digest is of the
+     * ids its readers know, without the prefix. */
+    for (const unsigned char *p = (const unsigned char *)ns_strip(user); *p; p++)
         h = (h ^ *p) * UINT64_C(0x100000001b3);
     return h;
 }

@@ -127,7 +127,7 @@ static int get_id(const cJSON *obj, const char *key, char out[PRESENCE_ID_MAX + 
 {
     const cJSON *v = member(obj, key);
 
-    if (!cJSON_IsString(v) || !presence_id_valid(v->valuestring))
+    if (!cJSON_IsString(v) || !presence_ns_id_valid(v->valuestring))
         return SAVED_E_ID;
     memcpy(out, v->valuestring, strlen(v->valuestring) + 1);
     return 0;
@@ -189,7 +189,7 @@ static int check_rooms(const cJSON *rooms)
 
         if (!cJSON_IsObject(r) || get_bool(r, "visible", &visible) != 0)
             return SAVED_E_VALUE;
-        if (!cJSON_IsString(id) || !room_id_valid(id->valuestring))
+        if (!cJSON_IsString(id) || !room_ns_id_valid(id->valuestring))
             return SAVED_E_ID;
     }
     return 0;
@@ -250,7 +250,7 @@ int saved_decode(const char *sid, const char *data, size_t n, struct saved_sessi
     int r;
 
     memset(out, 0, sizeof(*out));
-    if (sid == NULL || !presence_id_valid(sid))
+    if (sid == NULL || !presence_ns_id_valid(sid))
         return SAVED_E_ID;
     if (data == NULL || json_check(data, n) != 0)
         return SAVED_E_JSON;

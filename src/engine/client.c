@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps.h"
 #include "engine_expiry.h"
 #include "engine_room.h"
 #include "flow.h"
@@ -27,6 +28,7 @@
 #include "http_read.h"
 #include "httpd.h"
 #include "jwt.h"
+#include "ns.h"
 #include "session.h"
 #include "watch.h"
 
@@ -224,24 +226,34 @@ static int prepare_token(struct client *c, struct conn *conn, const struct http_
     return 0;
 }
 
-struct client *engine_client_prepare(struct worker *w, struct conn *conn,
+struct client *engine_client_prepare(struct worker *w, struct conn *conn, bool other_apps,
                                      const struct http_request *req)
 {
     struct client *c = pool_alloc(sizeof(*c)); /* ids "" inline */
-    char dev[32], id[PRESENCE_ID_MAX + 1];
+    char dev[32], id[PRESENCE_ID_MAX + 1], full[PRESENCE_ID_MAX + 1];
+    const char *ns;
     size_t pos = 0;
     int d = PRESENCE_DEVICE_WEB;
 
     c->e = engine_of(w);
+    /* Tokens (JWT, room tokens) name no app yet: one app's would pass
+     * for another's user or room of the same name. */
+    other_apps = other_apps && !client__auth_jwt(c->e) && !c->e->w->srv->cfg.room_token_secret[0];
+    if (!apps_socket_ns(conn, req, other_apps, &ns))
+        goto out_free;
+    if (ns[0])
+        client_x(c)->ns = ns;
     if (client__auth_jwt(c->e)) {
         if (prepare_token(c, conn, req) < 0)
             goto out_free;
     } else if (http_read__query_has(req, "user")) {
-        if (!http_read__query_id(req, "user", id)) {
-            httpd_error(conn, 400, "bad_user", "user must be 1-128 of A-Z a-z 0-9 - _ . ~ : @");
+        if (!http_read__query_id(req, "user", id) || !ns_join(ns, id, full, PRESENCE_ID_MAX)) {
+            httpd_error(conn, 400, "bad_user",
+                        "user must be 1-128 of A-Z a-z 0-9 - _ . ~ : @ (with ?app= of an app "
+                        "other than the first, 128 less the app id and 1)");
             goto out_free;
         }
-        client_set_uid(c, id);
+        client_set_uid(c, full);
     }
     if (http_read__query_has(req, "device")) {
         if (http_query_next(req->query, req->query_len, "device", &pos, dev, sizeof(dev)) < 0 ||

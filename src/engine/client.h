@@ -53,6 +53,7 @@ struct client_x {
     char *okey;     /* watch.c: the observer key its watches and stream count under */
     void *adata;    /* its protocol adapter's state, freed by the adapter's release() */
     uint64_t sl_id; /* a socketless client's id (client__open_socketless()), else 0 */
+    const char *ns; /* another app's namespace prefix (ns.h, apps.c's storage), else NULL */
 };
 
 /* The bit that marks a socketless client's id (below the worker's bits). */
@@ -149,10 +150,17 @@ static inline void client_x_trim(struct client *c)
     const struct client_x *x = c->x;
 
     if (x && !x->sse && !x->sl_id && !x->links && !x->room_claims && !x->ephemeral_hold_until &&
-        !x->qlast && !x->rblock && !x->okey && !x->adata) {
+        !x->qlast && !x->rblock && !x->okey && !x->adata && !x->ns) {
         pool_free(c->x);
         c->x = NULL;
     }
+}
+
+/* The namespace prefix of c's ids (ns.h): "" for the first app's, the
+ * native one; another app's for a native socket opened with its ?app=. */
+static inline const char *client_ns(const struct client *c)
+{
+    return c->x && c->x->ns ? c->x->ns : "";
 }
 
 /* The user, "" for an anonymous observer; valid until the next set. */

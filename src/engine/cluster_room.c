@@ -34,6 +34,7 @@
 #include "hooks.h"
 #include "log.h"
 #include "msg.h"
+#include "ns.h"
 #include "room.h"
 #include "room_count.h"
 #include "room_wire.h"
@@ -87,7 +88,7 @@ bool cr__local_sid(const char *sid)
 /* Whether room is subscription-only and user (len bytes) its count entry. */
 static bool subs_entry(const char *room, const char *user, size_t len)
 {
-    return strncmp(room, CR_SUBS_ROOM, 2) == 0 && len == 2 && memcmp(user, CR_SUBS_USER, 2) == 0;
+    return cr__subs_room(room) && len == 2 && memcmp(user, CR_SUBS_USER, 2) == 0;
 }
 
 /* ---- string maps ---- */
@@ -834,9 +835,14 @@ void cr__touch(struct engine *e, const char *room, const char *user, int session
         loop_timer_start(e->w->loop, &e->cr_flush, CR_FLUSH_MS);
 }
 
+bool cr__subs_room(const char *room)
+{
+    return strncmp(ns_strip(room), CR_SUBS_ROOM, 2) == 0; /* past an app's prefix (ns.h) */
+}
+
 void cr__subs_touch(struct engine *e, const char *room)
 {
-    if (strncmp(room, CR_SUBS_ROOM, 2) == 0)
+    if (cr__subs_room(room))
         cr__touch(e, room, CR_SUBS_USER, 0);
 }
 

@@ -59,6 +59,10 @@ bool cr__local_sid(const char *sid);
 #define CR_SUBS_ROOM "~p"
 #define CR_SUBS_USER "!s"
 
+/* Whether room is subscription-only: CR_SUBS_ROOM after its namespace
+ * prefix (ns.h: an app's rooms carry one). */
+bool cr__subs_room(const char *room);
+
 /* R side: this node's count of sockets subscribed to room (a
  * subscription-only one) changed: its part is put within CR_FLUSH_MS. */
 void cr__subs_touch(struct engine *e, const char *room);

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps.h"
 #include "engine_admin.h"
 #include "engine_expiry.h"
 #include "engine_privacy.h"
@@ -163,17 +164,32 @@ static void update_metrics(struct engine *e)
 
 /* ---- the engine's routes and per-iteration upkeep ---- */
 
+/* Each route first checks ?app= (apps.h): the native side serves the
+ * first app's namespace only. */
+#define NATIVE_ROUTE(fn)                                                                     \
+    static void fn##_app(struct conn *c, const struct http_request *req, struct net_ctx *nc) \
+    {                                                                                        \
+        if (apps_native_ok(c, req))                                                          \
+            fn(c, req, nc);                                                                  \
+    }
+NATIVE_ROUTE(engine_http_presence)
+NATIVE_ROUTE(engine_http_lastseen)
+NATIVE_ROUTE(engine_sse_presence)
+NATIVE_ROUTE(engine_http_room)
+NATIVE_ROUTE(engine_http_heartbeat)
+NATIVE_ROUTE(engine_http_admin)
+
 /* clang-format off */
 static const struct route routes[] = {
-    {"GET", "/v1/presence", engine_http_presence},
-    {"GET", "/v1/lastseen", engine_http_lastseen},
-    {"GET", "/v1/presence/events", engine_sse_presence},
-    {"GET", "/v1/rooms/", engine_http_room},
-    {"POST", "/v1/heartbeat", engine_http_heartbeat},
-    {"GET", "/v1/admin/", engine_http_admin},
-    {"PUT", "/v1/admin/", engine_http_admin},
-    {"POST", "/v1/admin/", engine_http_admin},
-    {"DELETE", "/v1/admin/", engine_http_admin},
+    {"GET", "/v1/presence", engine_http_presence_app},
+    {"GET", "/v1/lastseen", engine_http_lastseen_app},
+    {"GET", "/v1/presence/events", engine_sse_presence_app},
+    {"GET", "/v1/rooms/", engine_http_room_app},
+    {"POST", "/v1/heartbeat", engine_http_heartbeat_app},
+    {"GET", "/v1/admin/", engine_http_admin_app},
+    {"PUT", "/v1/admin/", engine_http_admin_app},
+    {"POST", "/v1/admin/", engine_http_admin_app},
+    {"DELETE", "/v1/admin/", engine_http_admin_app},
 };
 /* clang-format on */
 

@@ -81,9 +81,12 @@ struct client;
 /* The request side of a WebSocket upgrade (the protocol adapter's
  * route, e.g. GET /v1/ws): reads ?user= (optional: without it the
  * socket is an anonymous observer that can watch but has no session),
- * ?device= (default web) and ?resume=<sessionId>. On a bad value answers
- * 400 (bad_user, bad_device) and returns NULL. */
-struct client *engine_client_prepare(struct worker *w, struct conn *conn,
+ * ?device= (default web), ?resume=<sessionId> and ?app= (apps.h): with
+ * other_apps (the native WebSocket) another app's namespace when auth =
+ * none and no room-token-secret is set (client_ns() then gives its prefix
+ * and the user id carries it). On a bad value answers 400 (bad_user,
+ * bad_device, unknown_app, app_not_native) and returns NULL. */
+struct client *engine_client_prepare(struct worker *w, struct conn *conn, bool other_apps,
                                      const struct http_request *req);
 /* GET /v1/presence?user=a&user=b: {"users":[<presence objects>]}, in the
  * order asked, at most 100 users. GET /v1/lastseen?user=…: {"users":
@@ -121,9 +124,11 @@ void engine_read_room(struct conn *c, struct engine *e, const char *room,
  * their sockets), and every room without members that sockets subscribe
  * to (count 0); at most 10,000 per worker; a worker that did not answer
  * in time is left out. Counted only when an adapter asked
- * (room_count.h). done as engine_read_room()'s. */
-void engine_list_rooms(struct conn *c, struct engine *e, engine_room_read_done *done,
-                       const char *arg);
+ * (room_count.h). Only the rooms of namespace ns (ns.h: "" the first
+ * app's), so one app's rooms never crowd another's out of the 10,000.
+ * done as engine_read_room()'s. */
+void engine_list_rooms(struct conn *c, struct engine *e, const char *ns,
+                       engine_room_read_done *done, const char *arg);
 /* /v1/admin/... (engine_admin.c; docs/api.md). */
 void engine_http_admin(struct conn *c, const struct http_request *req, struct net_ctx *nc);
 /* Frees a prepared client whose upgrade failed (on_open never ran). */

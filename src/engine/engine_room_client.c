@@ -24,6 +24,7 @@
 #include "frame.h"
 #include "jwt.h"
 #include "log.h"
+#include "ns.h"
 #include "room.h"
 #include "room_count.h"
 #include "sse.h"
@@ -454,9 +455,17 @@ static bool blocked_by(const struct client *c, const char *user)
     return rb && str_in(rb->ids, rb->n, user);
 }
 
+/* An adapter's filter reads user ids off its frames, as the reader's
+ * namespace knows them (no prefix, ns.h): they are put back in it. */
 static bool is_blocker(void *ctx, const char *user)
 {
-    return blocked_by(ctx, user);
+    const struct client *c = ctx;
+    char ns[NS_PREFIX_MAX + 1], id[ROOM_ID_MAX + 1];
+
+    ns_prefix_of(client_uid(c), ns);
+    if (!ns[0] || !ns_join(ns, user, id, ROOM_ID_MAX))
+        return blocked_by(c, user);
+    return blocked_by(c, id);
 }
 
 /* A frame as it goes to l's client when it needs no native view: as it is,

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "loop.h"
 #include "metrics.h"
+#include "ns.h"
 #include "room.h"
 #include "util.h"
 #include "worker.h"
@@ -102,8 +103,8 @@ int hooks_config_add_standard(struct hooks_config *hc, const char *url, const ch
 }
 
 int hooks_config_add_pusher(struct hooks_config *hc, const char *url, const char *app_key,
-                            const char *app_secret, hooks_room_name_fn *channel_of, char *err,
-                            size_t errlen)
+                            const char *app_secret, const char *ns, hooks_room_name_fn *channel_of,
+                            char *err, size_t errlen)
 {
     struct hook_endpoint *ep = add_endpoint(hc, url, err, errlen);
 
@@ -114,6 +115,11 @@ int hooks_config_add_pusher(struct hooks_config *hc, const char *url, const char
         snprintf(err, errlen, "webhook: app key and secret must be 1-%d bytes", HOOKS_SECRET_MAX);
         return -1;
     }
+    if (!ns_prefix_valid(ns)) {
+        snprintf(err, errlen, "webhook: \"%s\" is not a namespace prefix", ns);
+        return -1;
+    }
+    memcpy(ep->ns, ns, strlen(ns) + 1);
     ep->format = WEBHOOK_PUSHER;
     ep->timeout_ms = WEBHOOK_PUSHER_TIMEOUT_MS;
     memcpy(ep->app_key, app_key, strlen(app_key) + 1);
@@ -452,9 +458,18 @@ void hooks_user(struct hooks *h, const char *uid, bool online, uint64_t version,
             .version = version,
         };
 
-        if (h->lanes[i].ep->format == WEBHOOK_STANDARD)
+        if (h->lanes[i].ep->format == WEBHOOK_STANDARD && ns_in(uid, ""))
             standard_event(&h->lanes[i], &ev);
     }
+}
+
+/* The channel (HOOKS_URL_MAX bytes) that ln, a Pusher endpoint, names
+ * room by: false when ln is not one, room is of another app's namespace
+ * (each app's endpoint hears of its own rooms only) or not reported. */
+static bool pusher_channel(const struct lane *ln, const char *room, char *channel)
+{
+    return ln->ep->format == WEBHOOK_PUSHER && ln->ep->channel_of && ns_in(room, ln->ep->ns) &&
+           ln->ep->channel_of(room, channel, HOOKS_URL_MAX);
 }
 
 /* One room change for lane ln: kind k of the Standard format, pk of
@@ -473,14 +488,15 @@ static void room_change(struct lane *ln, const char *room, uint64_t epoch, uint6
             .seq = seq,
         };
 
-        if (strncmp(room, "~p", 2) != 0) /* a Pusher non-presence channel */
+        /* not a Pusher non-presence channel, nor another app's room */
+        if (strncmp(room, "~p", 2) != 0 && ns_in(room, ""))
             standard_event(ln, &ev);
     } else {
         char channel[HOOKS_URL_MAX];
-        struct webhook_pusher_event ev = {.kind = pk, .channel = channel, .user_id = user};
+        struct webhook_pusher_event ev = {
+            .kind = pk, .channel = channel, .user_id = user ? ns_strip(user) : NULL};
 
-        if (ln->ep->channel_of && ln->ep->channel_of(room, channel, sizeof(channel)) &&
-            strncmp(channel, "presence-", 9) == 0)
+        if (pusher_channel(ln, room, channel) && strncmp(channel, "presence-", 9) == 0)
             pusher_event(ln, &ev);
     }
 }
@@ -531,9 +547,8 @@ void hooks_channel_occupancy(struct hooks *h, const char *room, bool occupied)
             .channel = channel,
         };
 
-        if (ln->ep->format == WEBHOOK_PUSHER && ln->ep->channel_of &&
-            ln->ep->channel_of(room, channel, sizeof(channel)) &&
-            strncmp(channel, "presence-", 9) != 0 && channel[0] != '#')
+        if (pusher_channel(ln, room, channel) && strncmp(channel, "presence-", 9) != 0 &&
+            channel[0] != '#')
             pusher_event(ln, &ev);
     }
 }
@@ -549,15 +564,14 @@ void hooks_client_event(struct hooks *h, const char *room, const char *event, co
         struct webhook_pusher_event ev = {
             .kind = WEBHOOK_CLIENT_EVENT,
             .channel = channel,
-            .user_id = user,
+            .user_id = user ? ns_strip(user) : NULL,
             .event = event,
             .data = data,
             .data_len = data_len,
             .socket_id = socket_id,
         };
 
-        if (ln->ep->format == WEBHOOK_PUSHER && ln->ep->channel_of &&
-            ln->ep->channel_of(room, channel, sizeof(channel)))
+        if (pusher_channel(ln, room, channel))
             pusher_event(ln, &ev);
     }
 }

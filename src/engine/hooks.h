@@ -60,6 +60,7 @@
 #include <stdint.h>
 
 #include "httpc.h"
+#include "ns.h"
 #include "webhook.h"
 
 struct cluster;
@@ -67,7 +68,7 @@ struct hstream;
 struct room_delta_view;
 struct worker;
 
-#define HOOKS_ENDPOINTS_MAX 4                   /* configured endpoints at most */
+#define HOOKS_ENDPOINTS_MAX 17                  /* configured endpoints: native + 16 apps */
 #define HOOKS_QUEUE_MAX     10000               /* messages waiting per worker and endpoint */
 #define HOOKS_QUEUE_BYTES   (16u * 1024 * 1024) /* and their bodies' bytes */
 #define HOOKS_URL_MAX       256                 /* bytes of a configured URL */
@@ -87,6 +88,7 @@ struct hook_endpoint {
     char app_key[HOOKS_SECRET_MAX + 1];
     char app_secret[HOOKS_SECRET_MAX + 1];
     hooks_room_name_fn *channel_of;
+    char ns[NS_PREFIX_MAX + 1]; /* the app's namespace prefix (ns.h): its rooms only */
     /* WEBHOOK_STANDARD */
     struct webhook_key key;
     /* Set once, by the first worker that gives the endpoint up; every
@@ -106,11 +108,14 @@ struct hooks_config {
  * only (the name is resolved here). 0, or -1 with a sentence in err. */
 int hooks_config_add_standard(struct hooks_config *hc, const char *url, const char *secret,
                               char *err, size_t errlen);
-/* Adds a Pusher endpoint for the app (key, secret), rooms named by
- * channel_of. 0, or -1 with a sentence in err. */
+/* Adds a Pusher endpoint for the app (key, secret) whose namespace
+ * prefix is ns (ns.h; "" for the first app): it hears of that
+ * namespace's rooms only, rooms named by channel_of, user ids without
+ * the prefix. The Standard endpoint hears of the first namespace's only.
+ * 0, or -1 with a sentence in err. */
 int hooks_config_add_pusher(struct hooks_config *hc, const char *url, const char *app_key,
-                            const char *app_secret, hooks_room_name_fn *channel_of, char *err,
-                            size_t errlen);
+                            const char *app_secret, const char *ns, hooks_room_name_fn *channel_of,
+                            char *err, size_t errlen);
 
 struct hooks;
 

@@ -610,7 +610,10 @@ struct hstream *hstream_new(struct hooks_config *hc, struct worker *w, struct cl
         struct buf name = {0};
         uint64_t h;
 
-        buf_printf(&name, "%s %s", ep->format == WEBHOOK_PUSHER ? "pusher" : "standard", ep->url);
+        /* An app other than the first adds its namespace: two apps may
+         * share a URL, never a queue (each signs with its own secret). */
+        buf_printf(&name, "%s %s%s", ep->format == WEBHOOK_PUSHER ? "pusher" : "standard",
+                   ep->format == WEBHOOK_PUSHER ? ep->ns : "", ep->url);
         h = redis_fnv1a64(name.data, name.len);
         buf_release(&name);
         ln->s = s;

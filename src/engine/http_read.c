@@ -779,8 +779,8 @@ void engine_read_room(struct conn *c, struct engine *e, const char *room,
     room_info_ask(e, q, NULL, 0);
 }
 
-void engine_list_rooms(struct conn *c, struct engine *e, engine_room_read_done *done,
-                       const char *arg)
+void engine_list_rooms(struct conn *c, struct engine *e, const char *ns,
+                       engine_room_read_done *done, const char *arg)
 {
     unsigned n = e->w->srv->nworkers;
     struct query *q = http_read__query_new(c, QUERY_ROOM_LIST, n);
@@ -789,6 +789,7 @@ void engine_list_rooms(struct conn *c, struct engine *e, engine_room_read_done *
     q->done_arg = xstrdup(arg ? arg : "");
     for (unsigned i = 0; i < n; i++) {
         struct emsg *em = emsg_new(OP_RLIST, 0);
+        em->text = xstrdup(ns); /* the namespace listed */
         em->query = (uint64_t)(uintptr_t)q;
         em->index = i;
         owner_send(e, i, em);

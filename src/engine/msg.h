@@ -165,7 +165,7 @@ struct emsg {
     const char *viewer;    /* watch/query: who looks ("" = anonymous) */
     uint64_t epoch;        /* OP_RJOIN*: the client's epoch (resume) */
     uint64_t since;        /* OP_RJOIN*: the client's seq, with has_since */
-    char *text;            /* OP_CUSTOM, owned */
+    char *text;            /* OP_CUSTOM; OP_RLIST: the namespace listed; owned */
     char *emoji;           /* OP_CUSTOM, owned */
     struct payload *frame; /* OP_VIEW/OP_PRESENCE/OP_REPLY, referenced */
     /* OP_PRESENCE: per class, NULL = unchanged. OP_REPLY, OP_RSTATE and

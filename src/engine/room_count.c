@@ -15,6 +15,7 @@
 #include "hooks.h"
 #include "http_read.h"
 #include "json.h"
+#include "ns.h"
 #include "pool.h"
 #include "room.h"
 
@@ -198,11 +199,12 @@ void rcount__remote_changed(struct engine *e, const char *room)
 struct lister {
     struct buf *b;
     size_t n;
+    const char *ns; /* the namespace listed (ns.h) */
 };
 
 static void list_one(struct lister *l, const char *room, size_t count, uint64_t subs)
 {
-    if (l->n++ >= RLIST_MAX)
+    if (!ns_in(room, l->ns) || l->n++ >= RLIST_MAX)
         return;
     buf_append_str(l->b, l->n > 1 ? ",{\"room\":" : "{\"room\":");
     json_append_cstr(l->b, room);
@@ -214,13 +216,14 @@ static void list_member_room(void *ctx, const char *room, size_t count, size_t s
     list_one(ctx, room, count, sessions);
 }
 
-/* This worker's rooms: those with published members (count, and their
- * sessions as subscriptions: a hidden member's sockets are not told), and
- * those with subscribers and no members at all (count 0). */
+/* This worker's rooms of the namespace em->text: those with published
+ * members (count, and their sessions as subscriptions: a hidden member's
+ * sockets are not told), and those with subscribers and no members at all
+ * (count 0). */
 void rcount__on_list(struct engine *e, struct emsg *em)
 {
     struct buf b = {0};
-    struct lister l = {&b, 0};
+    struct lister l = {&b, 0, em->text ? em->text : ""};
     struct hmap_node *n;
     struct room_info info;
     size_t it;

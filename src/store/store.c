@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "metrics.h"
+#include "ns.h"
 #include "store_backend.h"
 
 #define CHECK_MS 1000 /* longest time between two backend checks */
@@ -507,11 +508,12 @@ const char *store_strerror(int status)
 
 bool store_id_is_valid(const char *id)
 {
-    size_t n = 0;
+    size_t n, p;
+    int pl;
 
-    if (!id)
+    if (!id || (pl = ns_prefix_len(id)) < 0) /* an app's namespace prefix (ns.h) */
         return false;
-    for (; id[n]; n++) {
+    for (n = p = (size_t)pl; id[n]; n++) {
         unsigned char c = (unsigned char)id[n];
 
         if (n == STORE_ID_MAX)
@@ -520,7 +522,7 @@ bool store_id_is_valid(const char *id)
               strchr("-_.~:@", c)))
             return false;
     }
-    return n > 0;
+    return n > p;
 }
 
 /* ---- completion inboxes ---- */

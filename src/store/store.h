@@ -185,7 +185,8 @@ bool store_is_reachable(const struct store *s);
 /* Describes a status from a completion or a submit call. */
 const char *store_strerror(int status);
 
-/* Valid user id: 1..STORE_ID_MAX bytes of A-Z a-z 0-9 - _ . ~ : @. */
+/* Valid user id: 1..STORE_ID_MAX bytes of A-Z a-z 0-9 - _ . ~ : @, after
+ * an optional app namespace prefix "<app id>|" (ns.h). */
 bool store_id_is_valid(const char *id);
 
 /* ---- completion inboxes (one per draining thread) ---- */

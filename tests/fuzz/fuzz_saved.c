@@ -5,8 +5,8 @@
  * session id, '\n', then the row's data, each copied into an exact-size
  * heap string so that any read past it is caught. Invariants: no crash
  * or leak; a refused row leaves the session empty; an accepted one has
- * valid ids and values, and encoding it gives a row that decodes to the
- * same session and encodes to the same bytes.
+ * valid internal ids (an app's namespace prefix allowed, ns.h) and values, and encoding it gives a
+ * row that decodes to the same session and encodes to the same bytes.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -64,10 +64,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(s.rooms == NULL && s.text == NULL && s.nrooms == 0 && s.sid[0] == '\0');
         goto out;
     }
-    CHECK(presence_id_valid(s.sid) && presence_id_valid(s.user));
+    CHECK(presence_ns_id_valid(s.sid) && presence_ns_id_valid(s.user)); /* internal ids */
     CHECK(presence_custom_check(s.text, s.emoji) == 0);
     for (size_t i = 0; i < s.nrooms; i++)
-        CHECK(room_id_valid(s.rooms[i].room) && s.rooms[i].meta != NULL);
+        CHECK(room_ns_id_valid(s.rooms[i].room) && s.rooms[i].meta != NULL);
     saved_encode(&s, &b1);
     CHECK(saved_decode(sid, b1.data, b1.len, &t) == 0);
     check_same(&s, &t);

@@ -1189,6 +1189,23 @@ static void test_max_sessions_and_ids(void **state)
     assert_false(presence_id_valid("a b"));
     assert_false(presence_id_valid("caf\xC3\xA9"));
     assert_false(presence_id_valid("a\"b"));
+    /* An app's namespace prefix (ns.h): the core takes it, clients never send it. */
+    assert_false(presence_id_valid("app2|ann"));
+    assert_true(presence_ns_id_valid("app2|ann"));
+    assert_true(presence_ns_id_valid("ann"));
+    assert_false(presence_ns_id_valid("app2|"));
+    assert_false(presence_ns_id_valid("|ann"));
+    assert_false(presence_ns_id_valid("a|b|ann"));
+    assert_false(presence_ns_id_valid("app2|a b"));
+    assert_int_equal(
+        presence_session_start(f->p, "ns1", "app2|ann", PRESENCE_DEVICE_WEB, NULL, f->now), 0);
+    memset(id, 'a', sizeof(id));
+    memcpy(id, "app2|", 5);
+    id[PRESENCE_ID_MAX] = '\0'; /* 128 bytes, the prefix included */
+    assert_true(presence_ns_id_valid(id));
+    id[PRESENCE_ID_MAX] = 'a';
+    id[PRESENCE_ID_MAX + 1] = '\0';
+    assert_false(presence_ns_id_valid(id));
     assert_int_equal(presence_get_user(f->p, "", f->now, &(struct presence_view){0}),
                      PRESENCE_E_BAD_ID);
     fx_free(f);

@@ -111,6 +111,13 @@ static void test_list(void **state)
     assert_false(a[1].client_events);
     assert_int_equal(a[1].member_limit, 5);
     assert_string_equal(a[1].webhook, "");
+    /* Each app a namespace: the first shares the native one. */
+    assert_string_equal(a[0].ns, "");
+    assert_string_equal(a[1].ns, "2|");
+    assert_ptr_equal(pusher_apps_by_ns(a, n, "ann"), &a[0]);
+    assert_ptr_equal(pusher_apps_by_ns(a, n, "2|ann"), &a[1]);
+    assert_ptr_equal(pusher_apps_by_ns(a, n, "2|~pnews"), &a[1]);
+    assert_null(pusher_apps_by_ns(a, n, "3|ann"));
 }
 
 static void test_lookup(void **state)

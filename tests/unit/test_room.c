@@ -497,6 +497,15 @@ static void test_ids_and_errors(void **state)
     assert_false(room_id_valid("a b"));
     assert_false(room_id_valid("a/b"));
     assert_false(room_id_valid("caf\xc3\xa9"));
+    /* An app's namespace prefix (ns.h): internal ids only. */
+    assert_false(room_id_valid("app2|doc"));
+    assert_true(room_ns_id_valid("app2|doc"));
+    assert_true(room_ns_id_valid("app2|~pnews"));
+    assert_true(room_ns_id_valid("doc"));
+    assert_false(room_ns_id_valid("app2|"));
+    assert_false(room_ns_id_valid("|doc"));
+    assert_false(room_ns_id_valid("a|b|c"));
+    assert_false(room_ns_id_valid("a-b|doc"));
     assert_int_equal(join(f, "", "u", "s", NULL), ROOM_E_ROOM_ID);
     assert_int_equal(join(f, id, "u", "s", NULL), ROOM_E_ROOM_ID);
     assert_int_equal(join(f, "r", "u\"", "s", NULL), ROOM_E_USER_ID);
@@ -504,6 +513,8 @@ static void test_ids_and_errors(void **state)
     assert_int_equal(leave(f, "r?", "u", "s"), ROOM_E_ROOM_ID);
     assert_int_equal(leave(f, "r", "u", ""), ROOM_E_SESSION_ID);
     assert_int_equal(rooms(f), 0);
+    assert_int_equal(join(f, "app2|doc2", "a|b|u", "s", NULL), ROOM_E_USER_ID);
+    assert_int_equal(join(f, "app2|doc", "app2|u", "s", NULL), 0); /* internal ids */
     for (size_t i = 0; i < ARRAY_SIZE(codes); i++) {
         assert_string_not_equal(room_strerror(codes[i]), "unknown error");
         for (size_t j = 0; j < i; j++) {

@@ -13,6 +13,7 @@
 #include "native.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cJSON.h>
@@ -25,6 +26,7 @@
 #include "http_read.h"
 #include "json.h"
 #include "native_encode.h"
+#include "ns.h"
 #include "presence.h"
 #include "privacy.h"
 #include "proto.h"
@@ -193,11 +195,13 @@ static bool msg_privacy(struct client *c, const cJSON *root, const char *ref)
 
 /* ---- watch lists ---- */
 
-/* Validates the "users" array: 1..max ids, each valid. */
+/* Validates the "users" array: 1..max ids, each valid, and makes each
+ * the internal id of c's namespace (ns.h; in place). */
 static const cJSON *users_arg(struct client *c, const cJSON *root, const char *ref)
 {
     const cJSON *users = cJSON_GetObjectItemCaseSensitive(root, "users");
-    const cJSON *u;
+    char id[PRESENCE_ID_MAX + 1];
+    cJSON *u;
 
     if (!cJSON_IsArray(users) || cJSON_GetArraySize(users) == 0) {
         frame_send_error(c, "invalid", "\"users\" must be a non-empty array of user ids", ref);
@@ -209,10 +213,13 @@ static const cJSON *users_arg(struct client *c, const cJSON *root, const char *r
     }
     cJSON_ArrayForEach(u, users)
     {
-        if (!cJSON_IsString(u) || !presence_id_valid(u->valuestring)) {
+        if (!cJSON_IsString(u) || !presence_id_valid(u->valuestring) ||
+            !ns_join(client_ns(c), u->valuestring, id, PRESENCE_ID_MAX)) {
             frame_send_error(c, "invalid", "invalid user id in \"users\"", ref);
             return NULL;
         }
+        if (client_ns(c)[0] && !cJSON_SetValuestring(u, id))
+            abort(); /* cJSON fails only on OOM */
     }
     return users;
 }
@@ -339,11 +346,15 @@ static bool msg_auth(struct client *c, const cJSON *root, const char *ref)
 
 /* ---- rooms ---- */
 
-static const char *room_arg(struct client *c, const cJSON *root, const char *ref)
+/* The message's room as the client names it (NULL after answering an
+ * error), its internal id in c's namespace (ns.h) into room. */
+static const char *room_arg(struct client *c, const cJSON *root, const char *ref,
+                            char room[ROOM_ID_MAX + 1])
 {
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, "room");
 
-    if (!cJSON_IsString(r) || !room_id_valid(r->valuestring)) {
+    if (!cJSON_IsString(r) || !room_id_valid(r->valuestring) ||
+        !ns_join(client_ns(c), r->valuestring, room, ROOM_ID_MAX)) {
         frame_send_error(c, "invalid", "\"room\" must be a room id", ref);
         return NULL;
     }
@@ -376,16 +387,19 @@ static char *json_arg(const cJSON *root, const char *key, size_t max, bool *bad)
 
 static bool msg_join(struct client *c, const cJSON *root, const char *ref)
 {
-    const char *room = room_arg(c, root, ref);
+    char room[ROOM_ID_MAX + 1];
+    const char *wire = room_arg(c, root, ref, room);
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "token");
     uint64_t epoch = 0, seq = 0;
     bool bad, has_since = false;
     char *meta;
     int r;
 
-    if (!room || !need_session(c, ref))
+    if (!wire || !need_session(c, ref))
         return false;
-    if (!engine__room_allowed(c, room, cJSON_IsString(tok) ? tok->valuestring : NULL)) {
+    /* Tokens name the room as the client does (another app's namespace
+     * is served without tokens: engine_client_prepare()). */
+    if (!engine__room_allowed(c, wire, cJSON_IsString(tok) ? tok->valuestring : NULL)) {
         frame_send_error(c, "forbidden",
                          "the token does not allow this room and no valid room token was given",
                          ref);
@@ -419,9 +433,9 @@ static bool msg_join(struct client *c, const cJSON *root, const char *ref)
 
 static bool msg_room_leave(struct client *c, const cJSON *root, const char *ref)
 {
-    const char *room = room_arg(c, root, ref);
+    char room[ROOM_ID_MAX + 1];
 
-    if (!room || !need_session(c, ref))
+    if (!room_arg(c, root, ref, room) || !need_session(c, ref))
         return false;
     if (engine__room_leave(c, room, ref) == -ENOENT) {
         frame_send_error(c, "not_joined", "this connection is not in the room", ref);
@@ -433,11 +447,10 @@ static bool msg_room_leave(struct client *c, const cJSON *root, const char *ref)
 
 static bool msg_patch(struct client *c, const cJSON *root, const char *ref)
 {
-    const char *room = room_arg(c, root, ref);
-    char *meta;
+    char room[ROOM_ID_MAX + 1], *meta;
     bool bad;
 
-    if (!room || !need_session(c, ref))
+    if (!room_arg(c, root, ref, room) || !need_session(c, ref))
         return false;
     if (!(meta = json_arg(root, "meta", 1024, &bad))) {
         frame_send_error(c, "invalid", "need \"meta\" (a JSON merge patch, <= 1024 bytes)", ref);
@@ -450,12 +463,11 @@ static bool msg_patch(struct client *c, const cJSON *root, const char *ref)
 
 static bool msg_ephemeral(struct client *c, const cJSON *root, const char *ref)
 {
-    const char *room = room_arg(c, root, ref);
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
-    char *data;
+    char room[ROOM_ID_MAX + 1], *data;
     bool bad;
 
-    if (!room || !need_session(c, ref))
+    if (!room_arg(c, root, ref, room) || !need_session(c, ref))
         return false;
     if (engine__room_ephemerals_held(c))
         return true; /* asked to hide: dropped until the rooms know */
@@ -584,7 +596,7 @@ const struct wsconn_app native_app = {
 /* GET /v1/ws: the native protocol's WebSocket upgrade. */
 static void get_ws(struct conn *c, const struct http_request *req, struct net_ctx *nc)
 {
-    struct client *cl = engine_client_prepare(nc->worker, c, req);
+    struct client *cl = engine_client_prepare(nc->worker, c, true, req);
 
     if (cl && !wsconn_upgrade(c, req, &nc->wsconn_opts, &native_app, cl))
         engine_client_discard(cl);

@@ -14,6 +14,7 @@
 #include "config.h"
 #include "frame.h"
 #include "json.h"
+#include "ns.h"
 #include "presence.h"
 #include "privacy.h"
 #include "room.h"
@@ -68,7 +69,7 @@ static struct payload *enc_welcome(const struct welcome_event *ev)
                NATIVE_PROTOCOL, (unsigned long long)ev->conn_id);
     if (ev->uid[0]) {
         buf_append_str(&b, ",\"user\":");
-        json_append_cstr(&b, ev->uid);
+        json_append_cstr(&b, ns_strip(ev->uid));
         buf_append_str(&b, ",\"sessionId\":");
         json_append_cstr(&b, ev->sid);
         buf_printf(&b, ",\"resumed\":%s", ev->resumed ? "true" : "false");
@@ -157,7 +158,7 @@ static struct payload *enc_room_joined(const struct room_joined_event *ev)
     struct buf b = {0};
 
     buf_printf(&b, "{\"type\":\"room_joined\",\"room\":");
-    json_append_cstr(&b, ev->room);
+    json_append_cstr(&b, ns_strip(ev->room));
     buf_printf(&b,
                ",\"epoch\":%llu,\"seq\":%llu,\"mode\":\"%s\",\"count\":%zu,\"digest\":\"%016llx\""
                ",\"resumed\":%s",
@@ -181,7 +182,7 @@ static struct payload *scratch_frame(const struct buf *b)
 static void append_entry(struct buf *b, const struct room_entry *x)
 {
     buf_append_str(b, "{\"user\":");
-    json_append_cstr(b, x->user);
+    json_append_cstr(b, ns_strip(x->user));
     buf_append_str(b, ",\"joinedAt\":");
     json_append_u64(b, x->joined_at);
     buf_append_str(b, ",\"meta\":");
@@ -207,7 +208,7 @@ static void append_room_head(struct buf *b, const char *type, const struct room_
     buf_append_str(b, "{\"type\":");
     json_append_cstr(b, type);
     buf_append_str(b, ",\"room\":");
-    json_append_cstr(b, h->room);
+    json_append_cstr(b, ns_strip(h->room));
     buf_append_str(b, ",\"epoch\":");
     json_append_u64(b, h->epoch);
     buf_append_str(b, ",\"seq\":");
@@ -230,7 +231,7 @@ static struct payload *enc_room_delta(const struct room_delta_view *v, struct bu
     for (size_t i = 0; i < v->nleaves; i++) {
         if (i)
             buf_append_str(b, ",");
-        json_append_cstr(b, v->leaves[i]);
+        json_append_cstr(b, ns_strip(v->leaves[i]));
     }
     buf_append_str(b, "]");
     append_entries(b, "patches", v->patches, v->npatches);
@@ -261,9 +262,9 @@ static struct payload *enc_room_ephemeral(const struct room_ephemeral_view *v, s
 {
     b->len = 0;
     buf_append_str(b, "{\"type\":\"ephemeral\",\"room\":");
-    json_append_cstr(b, v->room);
+    json_append_cstr(b, ns_strip(v->room));
     buf_append_str(b, ",\"user\":");
-    json_append_cstr(b, v->user);
+    json_append_cstr(b, ns_strip(v->user));
     buf_append_str(b, ",\"kind\":");
     json_append_cstr(b, v->kind);
     buf_append_str(b, ",\"data\":");
@@ -279,7 +280,7 @@ static struct payload *enc_room_broadcast(const struct room_broadcast_event *ev)
     struct buf b = {0};
 
     buf_append_str(&b, "{\"type\":\"broadcast\",\"room\":");
-    json_append_cstr(&b, ev->room);
+    json_append_cstr(&b, ns_strip(ev->room));
     buf_append_str(&b, ",\"event\":");
     json_append_cstr(&b, ev->event);
     buf_append_str(&b, ",\"data\":");
@@ -291,7 +292,7 @@ static struct payload *enc_room_broadcast(const struct room_broadcast_event *ev)
     }
     if (ev->user[0]) {
         buf_append_str(&b, ",\"user\":");
-        json_append_cstr(&b, ev->user);
+        json_append_cstr(&b, ns_strip(ev->user));
     }
     buf_append_str(&b, "}");
     return frame_text(&b);

@@ -765,7 +765,7 @@ static void get_socket(struct conn *conn, const struct http_request *req, struct
     }
     if (!tok && client__auth_jwt(e))
         tok = apikey_token(e, req);
-    c = engine_client_prepare(nc->worker, conn, req); /* ?user=, ?token= */
+    c = engine_client_prepare(nc->worker, conn, false, req); /* ?user=, ?token= */
     if (!c) {
         free(tok);
         return;

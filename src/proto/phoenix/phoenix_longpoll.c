@@ -40,6 +40,7 @@
 #include <sys/random.h>
 
 #include "adapter.h"
+#include "apps.h"
 #include "client.h"
 #include "engine.h"
 #include "engine_state.h"
@@ -605,6 +606,8 @@ void phx__lp_on_request(struct conn *conn, const struct http_request *req, struc
     char tok[PHX_LP_TOKEN_LEN + 2];
     uint64_t id;
 
+    if (!apps_native_ok(conn, req)) /* ?app=: the first app's namespace only */
+        return;
     if (req->method_len == 7 && memcmp(req->method, "OPTIONS", 7) == 0) {
         httpd_respond(conn, 200, NULL,
                       "Access-Control-Allow-Origin: *\r\n"

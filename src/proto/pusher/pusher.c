@@ -23,6 +23,7 @@
 #include <cJSON.h>
 
 #include "adapter.h"
+#include "apps.h"
 #include "client.h"
 #include "engine.h"
 #include "engine_room.h"
@@ -206,12 +207,19 @@ static void presence_join(struct client *c, const char *channel, const char *roo
     cJSON_free(info);
 }
 
+/* The internal id of the wire id in c's app's namespace (ns.h) into out
+ * (PUSHER_USER_ID_MAX + 1 bytes); false when it does not fit. */
+static bool user_of(struct client *c, const char *id, char *out)
+{
+    return ns_join(pc_of(c)->app->ns, id, out, PUSHER_USER_ID_MAX);
+}
+
 static void subscribe_presence(struct client *c, const char *channel, const char *room,
                                const cJSON *data, const char *sid)
 {
     const char *auth = str_field(data, "auth"), *cd = str_field(data, "channel_data");
     const struct pusher_app *app = pc_of(c)->app;
-    char uid[PUSHER_USER_ID_MAX + 1], *info = NULL;
+    char uid[PUSHER_USER_ID_MAX + 1], iuid[PUSHER_USER_ID_MAX + 1], *info = NULL;
     int r;
 
     if (!auth || !cd || !pusher_channel_auth_ok(app->key, app->secret, sid, channel, cd, auth)) {
@@ -222,7 +230,14 @@ static void subscribe_presence(struct client *c, const char *channel, const char
         subscription_error(c, channel, "InvalidRequest", pusher_strerror(r), 400);
         return;
     }
-    presence_join(c, channel, room, uid, info);
+    if (!user_of(c, uid, iuid)) {
+        subscription_error(c, channel, "InvalidRequest",
+                           "user_id is too long for this app (128 bytes less the app id and 1)",
+                           400);
+        cJSON_free(info);
+        return;
+    }
+    presence_join(c, channel, room, iuid, info);
 }
 
 /* Whether channel is "#server-to-user-" + the socket's signed-in user. */
@@ -240,7 +255,8 @@ static void msg_subscribe(struct client *c, const cJSON *data)
     char sid[PUSHER_SOCKET_ID_MAX], room[PUSHER_ROOM_MAX + 1];
     const char *auth = str_field(data, "auth");
 
-    if (k == PUSHER_CH_INVALID || !pusher_room_of(channel, k == PUSHER_CH_PRESENCE, room)) {
+    if (k == PUSHER_CH_INVALID ||
+        !pusher_room_of(pc_of(c)->app->ns, channel, k == PUSHER_CH_PRESENCE, room)) {
         subscription_error(c, channel ? channel : "", "InvalidChannel", "invalid channel name",
                            400);
         return;
@@ -273,7 +289,8 @@ static void msg_unsubscribe(struct client *c, const cJSON *data)
     struct pclient *pc = pc_of(c);
     char room[PUSHER_ROOM_MAX + 1];
 
-    if (k == PUSHER_CH_INVALID || !pusher_room_of(channel, k == PUSHER_CH_PRESENCE, room))
+    if (k == PUSHER_CH_INVALID ||
+        !pusher_room_of(pc->app->ns, channel, k == PUSHER_CH_PRESENCE, room))
         return; /* never subscribed: no reply is expected */
     for (unsigned i = 0; i < pc->npend; i++) {
         if (strcmp(pc->pend[i].room, room) == 0) { /* still waiting for the session */
@@ -318,7 +335,8 @@ static void msg_client_event(struct client *c, const char *event, const cJSON *r
         return;
     }
     if ((k != PUSHER_CH_PRIVATE && k != PUSHER_CH_PRESENCE && k != PUSHER_CH_ENCRYPTED) ||
-        !pusher_room_of(channel, k == PUSHER_CH_PRESENCE, room) || !engine__room_linked(c, room)) {
+        !pusher_room_of(pc_of(c)->app->ns, channel, k == PUSHER_CH_PRESENCE, room) ||
+        !engine__room_linked(c, room)) {
         send_error(c, 4009,
                    "client events need a private or presence channel this connection "
                    "is subscribed to");
@@ -416,13 +434,31 @@ static void watch_list(struct client *c, const char *const *ids, size_t n)
             watch__add(c, ids[i]);
 }
 
+/* The watchlist's ids, in place, as internal ids of c's app's namespace
+ * (each id owned by the list: free()); false when one does not fit. */
+static bool watch_ids_of(struct client *c, char **ids, size_t n)
+{
+    char id[PUSHER_USER_ID_MAX + 1];
+
+    if (!pc_of(c)->app->ns[0])
+        return true; /* the first app's ids are the internal ones */
+    for (size_t i = 0; i < n; i++) {
+        if (!user_of(c, ids[i], id))
+            return false;
+        free(ids[i]);
+        ids[i] = xstrdup(id);
+    }
+    return true;
+}
+
 /* {"auth": "<key>:<hmac of socket_id::user::user_data>", "user_data":
  * "{\"id\":...,\"user_info\":...,\"watchlist\":[...]}"} */
 static void msg_signin(struct client *c, const cJSON *data)
 {
     const char *auth = str_field(data, "auth"), *ud = str_field(data, "user_data");
     struct pclient *pc = pc_of(c);
-    char sid[PUSHER_SOCKET_ID_MAX], id[PUSHER_USER_ID_MAX + 1], **watch = NULL;
+    char sid[PUSHER_SOCKET_ID_MAX], id[PUSHER_USER_ID_MAX + 1], iid[PUSHER_USER_ID_MAX + 1];
+    char **watch = NULL;
     size_t nwatch = 0;
     int r;
 
@@ -436,7 +472,12 @@ static void msg_signin(struct client *c, const cJSON *data)
         signin_refused(c, pusher_strerror(r));
         return;
     }
-    if ((client_uid(c)[0] && strcmp(client_uid(c), id) != 0) ||
+    if (!user_of(c, id, iid) || !watch_ids_of(c, watch, nwatch)) {
+        pusher_watchlist_free(watch, nwatch);
+        signin_refused(c, "an id is too long for this app (128 bytes less the app id and 1)");
+        return;
+    }
+    if ((client_uid(c)[0] && strcmp(client_uid(c), iid) != 0) ||
         (pc->signed_in[0] && strcmp(pc->signed_in, id) != 0)) {
         pusher_watchlist_free(watch, nwatch);
         signin_refused(c, "a connection is one user: it signed in or joined as another");
@@ -444,7 +485,7 @@ static void msg_signin(struct client *c, const cJSON *data)
     }
     snprintf(pc->signed_in, sizeof(pc->signed_in), "%s", id);
     if (!client_uid(c)[0])
-        client__start_as(c, id); /* a signed-in user is online */
+        client__start_as(c, iid); /* a signed-in user is online */
     signin_success(c, ud);
     watch_list(c, (const char *const *)watch, nwatch);
     pusher_watchlist_free(watch, nwatch);
@@ -594,7 +635,8 @@ static const struct route routes[] = {
     {"POST", "/apps/", pusher_api_post},
 };
 
-/* A room's channel for the webhooks (hooks_room_name_fn). */
+/* A room's channel for the webhooks (hooks_room_name_fn): the room is of
+ * the endpoint's app (hooks.c checked its namespace). */
 static bool webhook_channel(const char *room, char *out, size_t size)
 {
     char channel[PUSHER_CHANNEL_MAX + 1];
@@ -607,31 +649,37 @@ static bool webhook_channel(const char *room, char *out, size_t size)
 
 int pusher_webhooks(const struct config *cfg, struct hooks_config *hc, char *err, size_t errlen)
 {
-    const struct pusher_app *app = &apps[0]; /* the one app served */
-    const char *url = app->webhook[0] ? app->webhook : cfg->pusher_webhook_url;
+    for (size_t i = 0; pusher_proto && i < napps; i++) {
+        const struct pusher_app *app = &apps[i];
+        const char *url = app->webhook[0] ? app->webhook : cfg->pusher_webhook_url;
 
-    if (!pusher_proto || !url || !url[0])
-        return 0;
-    return hooks_config_add_pusher(hc, url, app->key, app->secret, webhook_channel, err, errlen);
+        if (url && url[0] &&
+            hooks_config_add_pusher(hc, url, app->key, app->secret, app->ns, webhook_channel, err,
+                                    errlen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+const struct pusher_app *pusher__app_of(const char *id)
+{
+    return pusher_apps_by_ns(apps, napps, id);
 }
 
 int pusher_register(const struct config *cfg, char *err, size_t errlen)
 {
+    const char *ids[PUSHER_APPS_MAX];
     size_t n;
 
     if (!cfg->pusher_app || !cfg->pusher_app[0])
         return 0;
     if (pusher_apps_parse(cfg->pusher_app, apps, PUSHER_APPS_MAX, &n, err, errlen) < 0)
         return -1;
-    if (n > 1) {
-        snprintf(err, errlen,
-                 "pusher-app: %zu apps given; this version serves one Pusher app (each "
-                 "app as a namespace of its own is not built yet: docs/pusher.md)",
-                 n);
-        return -1;
-    }
     napps = n;
-    pusher_encode_init(apps[0].subscription_count);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = apps[i].id;
+    apps_set(ids, n); /* ?app= on the native side (apps.h) */
+    pusher_encode_init();
     pusher_api_init(apps, napps);
     pusher_proto = adapter_register(&pusher_adapter);
     pusher_routes = (struct route_list)ROUTE_LIST(routes);

@@ -20,6 +20,12 @@
  *
  * HTTP API at /apps/{id}/... (pusher_api.c): POST events and batch_events,
  * signed as the Pusher server libraries sign them.
+ *
+ * Several apps: each is a namespace of its own users and rooms (ns.h).
+ * A socket of /app/{key} and a call of /apps/{id}/ name wire ids; the
+ * adapter adds its app's prefix where they come in and the encoders drop
+ * it where ids go out (the first app's prefix is empty: it shares the
+ * native namespace).
  */
 #ifndef PUSHER_H
 #define PUSHER_H
@@ -39,10 +45,16 @@ extern struct route_list pusher_routes;
 int pusher_register(const struct config *cfg, char *err, size_t errlen);
 
 struct hooks_config;
-/* Adds the registered app's webhook endpoint to hc: the app's webhook=URL,
- * else cfg's pusher-webhook-url (none: nothing added). After
- * pusher_register(); configuration time. 0, or -1 with a message in err. */
+/* Adds each registered app's webhook endpoint to hc: the app's
+ * webhook=URL, else cfg's pusher-webhook-url (none: nothing added), each
+ * for the rooms and users of its app's namespace, signed with its secret.
+ * After pusher_register(); configuration time. 0, or -1 with a message in
+ * err. */
 int pusher_webhooks(const struct config *cfg, struct hooks_config *hc, char *err, size_t errlen);
+
+struct pusher_app;
+/* The app whose namespace the internal id (room or user) is in, or NULL. */
+const struct pusher_app *pusher__app_of(const char *id);
 
 /* The adapter table's hooks (pusher_encode.c's table points to them). */
 void pusher__on_started(struct client *c);

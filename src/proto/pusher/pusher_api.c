@@ -16,6 +16,7 @@
 #include "engine_state.h"
 #include "httpd.h"
 #include "json.h"
+#include "ns.h"
 #include "pusher_auth.h"
 #include "pusher_encode.h"
 #include "pusher_name.h"
@@ -136,21 +137,21 @@ static int check_event(const cJSON *ev, const char **why)
     return n >= 1 && n <= CHANNELS_MAX ? 200 : 400;
 }
 
-static void send_to(struct engine *e, const char *channel, const char *name, const char *data,
-                    struct excluded x)
+static void send_to(struct engine *e, const char *ns, const char *channel, const char *name,
+                    const char *data, struct excluded x)
 {
     enum pusher_channel_kind k = pusher_channel_kind(channel);
     char room[PUSHER_ROOM_MAX + 1];
     struct room_broadcast_event ev = {
         .room = room, .event = name, .data = data, .user = "", .exclude = x.tag};
 
-    if (!pusher_room_of(channel, k == PUSHER_CH_PRESENCE, room))
+    if (!pusher_room_of(ns, channel, k == PUSHER_CH_PRESENCE, room))
         return; /* a user channel of an id too long for a room: nobody can hold it */
     engine__room_broadcast(e, &ev, x.conn);
 }
 
-/* Sends one checked event to each of its channels. */
-static void publish(struct engine *e, const cJSON *ev)
+/* Sends one checked event to each of its channels, in namespace ns. */
+static void publish(struct engine *e, const char *ns, const cJSON *ev)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(ev, "name");
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(ev, "data");
@@ -162,17 +163,17 @@ static void publish(struct engine *e, const cJSON *ev)
     json_append_cstr(&text, data->valuestring);
     buf_append(&text, "", 1);
     if (one)
-        send_to(e, one->valuestring, name->valuestring, text.data, exclude);
+        send_to(e, ns, one->valuestring, name->valuestring, text.data, exclude);
     else
         cJSON_ArrayForEach(ch, cJSON_GetObjectItemCaseSensitive(ev, "channels"))
-            send_to(e, ch->valuestring, name->valuestring, text.data, exclude);
+            send_to(e, ns, ch->valuestring, name->valuestring, text.data, exclude);
     buf_release(&text);
 }
 
 /* The events of the body: one (events) or a batch (batch_events); every
  * one is checked before any is sent, so a refused request sends none. */
 static void post_events(struct conn *c, const struct http_request *req, struct engine *e,
-                        bool batch)
+                        const char *ns, bool batch)
 {
     cJSON *root = cJSON_ParseWithLength(req->body ? req->body : "", req->body_len);
     const cJSON *list = batch ? cJSON_GetObjectItemCaseSensitive(root, "batch") : NULL;
@@ -191,9 +192,9 @@ static void post_events(struct conn *c, const struct http_request *req, struct e
         status = check_event(root, &why);
     }
     if (status == 200 && batch)
-        cJSON_ArrayForEach(ev, list) publish(e, ev);
+        cJSON_ArrayForEach(ev, list) publish(e, ns, ev);
     else if (status == 200)
-        publish(e, root);
+        publish(e, ns, root);
     cJSON_Delete(root);
     answer(c, status, status == 200 ? "{}" : why);
 }
@@ -218,13 +219,19 @@ static bool terminate_path(const char *rest, char uid[PUSHER_USER_ID_MAX + 1])
 /* POST users/{id}/terminate_connections: every socket of the user (its
  * sessions: signed in, or in a presence channel) on every node is closed
  * with pusher:error 4009, as the admin API's kick ends them. */
-static void terminate(struct conn *c, struct engine *e, const char *uid)
+static void terminate(struct conn *c, struct engine *e, const char *ns, const char *uid)
 {
+    char id[PUSHER_USER_ID_MAX + 1];
+
     if (!room_id_valid(uid)) {
         answer(c, 400, "user ids are 1-128 of A-Z a-z 0-9 - _ . ~ : @\n");
         return;
     }
-    engine__kick_user(e, uid, "connection terminated by the server");
+    if (!ns_join(ns, uid, id, PUSHER_USER_ID_MAX)) {
+        answer(c, 400, "user id too long for this app (128 bytes less the app id and 1)\n");
+        return;
+    }
+    engine__kick_user(e, id, "connection terminated by the server");
     answer(c, 200, "{}");
 }
 
@@ -248,9 +255,9 @@ void pusher_api_post(struct conn *c, const struct http_request *req, struct net_
     if (!signed_ok(c, app, req, path))
         return;
     if (term)
-        terminate(c, nc->app, uid);
+        terminate(c, nc->app, app->ns, uid);
     else
-        post_events(c, req, nc->app, rest[0] == 'b');
+        post_events(c, req, nc->app, app->ns, rest[0] == 'b');
 }
 
 /* ---- reads: GET channels, channels/{name}[/users] ---- */
@@ -328,7 +335,7 @@ static void users_done(struct conn *c, const char *arg, const char *json, size_t
         if (!cJSON_IsString(u))
             continue;
         buf_append_str(&b, first ? "{\"id\":" : ",{\"id\":");
-        json_append_cstr(&b, u->valuestring);
+        json_append_cstr(&b, ns_strip(u->valuestring));
         buf_append_str(&b, "}");
         first = false;
     }
@@ -365,7 +372,7 @@ static bool info_has(const struct http_request *req, const char *field)
 /* GET channels/{name}[?info=user_count,subscription_count] or
  * channels/{name}/users (presence channels only). */
 static void get_channel(struct conn *c, const struct http_request *req, struct engine *e,
-                        char *name)
+                        const char *ns, char *name)
 {
     char *slash = strchr(name, '/'), room[PUSHER_ROOM_MAX + 1], flags[3] = {0};
     bool users = slash && strcmp(slash, "/users") == 0;
@@ -379,7 +386,7 @@ static void get_channel(struct conn *c, const struct http_request *req, struct e
     if (slash)
         *slash = '\0';
     k = pusher_channel_kind(name);
-    if (k == PUSHER_CH_INVALID || !pusher_room_of(name, k == PUSHER_CH_PRESENCE, room)) {
+    if (k == PUSHER_CH_INVALID || !pusher_room_of(ns, name, k == PUSHER_CH_PRESENCE, room)) {
         answer(c, 400, "invalid channel name\n");
         return;
     }
@@ -401,19 +408,20 @@ static void get_channel(struct conn *c, const struct http_request *req, struct e
 }
 
 /* One room of the engine's list as a channel of the answer, if it is
- * one: a presence channel with a published member, another channel (not
- * a server-to-user one) with a subscribed socket, whose name starts with
- * prefix. */
-static void list_channel(struct buf *b, bool *first, const cJSON *r, const char *prefix,
-                         bool user_count)
+ * one: a room of namespace ns, a presence channel with a published
+ * member, another channel (not a server-to-user one) with a subscribed
+ * socket, whose name starts with prefix. */
+static void list_channel(struct buf *b, bool *first, const cJSON *r, const char *ns,
+                         const char *prefix, bool user_count)
 {
     const cJSON *room = cJSON_GetObjectItemCaseSensitive(r, "room");
     char channel[PUSHER_CHANNEL_MAX + 1];
     bool presence;
     double count;
 
-    if (!cJSON_IsString(room) || !pusher_channel_of(room->valuestring, channel) ||
-        channel[0] == '#' || strncmp(channel, prefix, strlen(prefix)) != 0)
+    if (!cJSON_IsString(room) || !ns_in(room->valuestring, ns) ||
+        !pusher_channel_of(room->valuestring, channel) || channel[0] == '#' ||
+        strncmp(channel, prefix, strlen(prefix)) != 0)
         return;
     presence = pusher_room_is_presence(room->valuestring);
     count = num_field(r, "count");
@@ -429,17 +437,21 @@ static void list_channel(struct buf *b, bool *first, const cJSON *r, const char 
 }
 
 /* {"channels":{"<name>":{}|{"user_count":n},...}} from the engine's list;
- * arg is the info flag (or '-') and then the prefix. */
+ * arg is the info flag (or '-'), the app's namespace prefix (ns.h: ""
+ * or "<id>|"; no channel name holds NS_SEP) and then the prefix. */
 static void list_done(struct conn *c, const char *arg, const char *json, size_t n)
 {
     cJSON *root = cJSON_ParseWithLength(json, n);
+    const char *sep = strchr(arg + 1, NS_SEP), *prefix = sep ? sep + 1 : arg + 1;
+    char ns[NS_PREFIX_MAX + 1];
     const cJSON *r;
     struct buf b = {0};
     bool first = true;
 
+    ns_prefix_of(arg + 1, ns);
     buf_append_str(&b, "{\"channels\":{");
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(root, "rooms"))
-        list_channel(&b, &first, r, arg + 1, arg[0] == INFO_USERS);
+        list_channel(&b, &first, r, ns, prefix, arg[0] == INFO_USERS);
     buf_append(&b, "}}", 3);
     answer(c, 200, b.data);
     buf_release(&b);
@@ -448,19 +460,22 @@ static void list_done(struct conn *c, const char *arg, const char *json, size_t 
 
 /* GET channels[?filter_by_prefix=P][&info=user_count]: the occupied
  * channels; user_count needs a prefix of presence channels, as on Pusher. */
-static void get_channels(struct conn *c, const struct http_request *req, struct engine *e)
+static void get_channels(struct conn *c, const struct http_request *req, struct engine *e,
+                         const char *ns)
 {
-    char q[PUSHER_API_QUERY_MAX + 1], arg[PUSHER_CHANNEL_MAX + 2] = "-";
+    char q[PUSHER_API_QUERY_MAX + 1], arg[NS_PREFIX_MAX + PUSHER_CHANNEL_MAX + 2] = "-";
+    size_t nl = strlen(ns);
     bool users = info_has(req, "user_count");
     int n;
 
     query_of(req, q);
-    n = pusher_query_get(q, "filter_by_prefix", arg + 1, sizeof(arg) - 1);
-    if (n == -2) {
+    memcpy(arg + 1, ns, nl + 1);
+    n = pusher_query_get(q, "filter_by_prefix", arg + 1 + nl, PUSHER_CHANNEL_MAX + 1);
+    if (n == -2 || strchr(arg + 1 + nl, NS_SEP)) {
         answer(c, 400, "filter_by_prefix is over 164 bytes or malformed\n");
         return;
     }
-    if (users && strncmp(arg + 1, "presence-", 9) != 0) {
+    if (users && strncmp(arg + 1 + nl, "presence-", 9) != 0) {
         answer(c, 400,
                "user_count is only available for presence channels: give "
                "filter_by_prefix=presence-\n");
@@ -468,7 +483,7 @@ static void get_channels(struct conn *c, const struct http_request *req, struct 
     }
     if (users)
         arg[0] = INFO_USERS;
-    engine_list_rooms(c, e, list_done, arg);
+    engine_list_rooms(c, e, ns, list_done, arg);
 }
 
 void pusher_api_get(struct conn *c, const struct http_request *req, struct net_ctx *nc)
@@ -484,9 +499,9 @@ void pusher_api_get(struct conn *c, const struct http_request *req, struct net_c
     if (!signed_ok(c, app, req, path))
         return;
     if (strncmp(rest, "channels/", 9) == 0 && rest[9])
-        get_channel(c, req, nc->app, (char *)rest + 9);
+        get_channel(c, req, nc->app, app->ns, (char *)rest + 9);
     else if (strcmp(rest, "channels") == 0)
-        get_channels(c, req, nc->app);
+        get_channels(c, req, nc->app, app->ns);
     else
         answer(c, 404, "unknown endpoint\n");
 }

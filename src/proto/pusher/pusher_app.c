@@ -148,6 +148,13 @@ int pusher_apps_parse(const char *spec, struct pusher_app *apps, size_t max, siz
                      what[0] == 'i' ? apps[*n].id : apps[*n].key);
             return -1;
         }
+        if (*n > 0) { /* the first app's namespace is the native one: no prefix */
+            size_t idn = strlen(apps[*n].id); /* <= 32 = NS_APP_MAX (take_field) */
+
+            memcpy(apps[*n].ns, apps[*n].id, idn);
+            apps[*n].ns[idn] = NS_SEP;
+            apps[*n].ns[idn + 1] = '\0';
+        }
         (*n)++;
         if (!p[len])
             return 0;
@@ -174,6 +181,17 @@ const struct pusher_app *pusher_apps_by_id(const struct pusher_app *apps, size_t
 {
     for (size_t i = 0; i < n; i++)
         if (same(apps[i].id, s, len))
+            return &apps[i];
+    return NULL;
+}
+
+const struct pusher_app *pusher_apps_by_ns(const struct pusher_app *apps, size_t n, const char *id)
+{
+    char ns[NS_PREFIX_MAX + 1];
+
+    ns_prefix_of(id, ns);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(apps[i].ns, ns) == 0)
             return &apps[i];
     return NULL;
 }

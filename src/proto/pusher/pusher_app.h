@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "ns.h"
+
 #define PUSHER_APP_FIELD_MAX 64
 #define PUSHER_APP_ITEM_MAX  1024 /* one app's ID:KEY:SECRET[:options] */
 #define PUSHER_APPS_MAX      16   /* apps in one pusher-app */
@@ -29,10 +31,11 @@ struct pusher_app {
     char id[PUSHER_APP_FIELD_MAX + 1];
     char key[PUSHER_APP_FIELD_MAX + 1];
     char secret[PUSHER_APP_FIELD_MAX + 1];
-    bool client_events;      /* client-* events are relayed */
-    bool subscription_count; /* pusher_internal:subscription_count is sent */
-    unsigned member_limit;   /* members of a presence channel a new member may join */
-    char webhook[256];       /* this app's webhook URL, "" = pusher-webhook-url's */
+    bool client_events;         /* client-* events are relayed */
+    bool subscription_count;    /* pusher_internal:subscription_count is sent */
+    unsigned member_limit;      /* members of a presence channel a new member may join */
+    char webhook[256];          /* this app's webhook URL, "" = pusher-webhook-url's */
+    char ns[NS_PREFIX_MAX + 1]; /* its namespace prefix: "" for the first app, else "<id>|" */
 };
 
 /* Parses one app's spec (no ',') into *app. 0, or -1 with a message in
@@ -40,8 +43,9 @@ struct pusher_app {
 int pusher_app_parse(const char *spec, struct pusher_app *app, char *err, size_t errlen);
 
 /* Parses the comma-separated list spec into apps[0..*n-1] (at most max),
- * in order. 0, or -1 with a message in err naming what is wrong: a bad
- * app, too many, or a second app with the id or the key of an earlier. */
+ * in order, each with its ns. 0, or -1 with a message in err naming what
+ * is wrong: a bad app, too many, or a second app with the id or the key
+ * of an earlier. */
 int pusher_apps_parse(const char *spec, struct pusher_app *apps, size_t max, size_t *n, char *err,
                       size_t errlen);
 
@@ -51,5 +55,8 @@ const struct pusher_app *pusher_apps_by_key(const struct pusher_app *apps, size_
                                             size_t len);
 const struct pusher_app *pusher_apps_by_id(const struct pusher_app *apps, size_t n, const char *s,
                                            size_t len);
+/* The app of apps[0..n-1] whose namespace the internal id (a room or
+ * user id, ns.h) is in, or NULL. */
+const struct pusher_app *pusher_apps_by_ns(const struct pusher_app *apps, size_t n, const char *id);
 
 #endif

@@ -15,20 +15,20 @@
 #include "client.h"
 #include "frame.h"
 #include "json.h"
+#include "ns.h"
 #include "pusher.h"
+#include "pusher_app.h"
 #include "pusher_name.h"
 #include "room.h"
 #include "ws.h"
 #include "wsconn.h"
 
-static uint32_t boot;            /* the first part of every socket id */
-static bool subscription_counts; /* the app sends pusher_internal:subscription_count */
+static uint32_t boot; /* the first part of every socket id */
 
-void pusher_encode_init(bool subscription_count)
+void pusher_encode_init(void)
 {
     uint32_t r = 0;
 
-    subscription_counts = subscription_count;
     if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
         r = 1;
     boot = r % 1000000000u + 1u;
@@ -92,14 +92,22 @@ static struct payload *frames_of(struct buf *out)
 
 static const char *channel_of(const char *room, char *buf)
 {
-    return pusher_channel_of(room, buf) ? buf : room;
+    return pusher_channel_of(room, buf) ? buf : ns_strip(room);
+}
+
+/* A user id as its app's clients know it: without its namespace prefix
+ * (ns.h). A room's members, a watched user and a sender are of the
+ * reader's namespace (its ids carry the same prefix). */
+static void append_user(struct buf *b, const char *user)
+{
+    json_append_cstr(b, ns_strip(user));
 }
 
 /* {"user_id":U,"user_info":I} or {"user_id":U} (info NULL) into b. */
 static void member_json(struct buf *b, const char *user, const char *info, size_t n)
 {
     buf_append_str(b, "{\"user_id\":");
-    json_append_cstr(b, user);
+    append_user(b, user);
     if (info) {
         buf_append_str(b, ",\"user_info\":");
         buf_append(b, info, n);
@@ -239,13 +247,13 @@ static void presence_data(struct buf *in, const struct room_snapshot_view *v)
     for (size_t i = 0; i < v->nmembers; i++) {
         if (i)
             buf_append_str(in, ",");
-        json_append_cstr(in, v->members[i].user);
+        append_user(in, v->members[i].user);
     }
     buf_append_str(in, "],\"hash\":{");
     for (size_t i = 0; i < v->nmembers; i++) {
         if (i)
             buf_append_str(in, ",");
-        json_append_cstr(in, v->members[i].user);
+        append_user(in, v->members[i].user);
         buf_append_str(in, ":");
         buf_append(in, v->members[i].meta, v->members[i].meta_len);
     }
@@ -289,7 +297,7 @@ static struct payload *enc_room_broadcast(const struct room_broadcast_event *ev)
         buf_append_str(&b, ev->data);
     if (ev->user[0] && pusher_room_is_presence(ev->room)) {
         buf_append_str(&b, ",\"user_id\":");
-        json_append_cstr(&b, ev->user);
+        append_user(&b, ev->user);
     }
     buf_append_str(&b, "}");
     return frame_text(&b);
@@ -300,10 +308,11 @@ static struct payload *enc_room_broadcast(const struct room_broadcast_event *ev)
  * server-to-user channels only. */
 static struct payload *enc_room_count(const char *room, uint64_t n)
 {
+    const struct pusher_app *app = pusher__app_of(room);
     char channel[PUSHER_CHANNEL_MAX + 1];
     struct buf b = {0}, in = {0};
 
-    if (!subscription_counts || pusher_room_is_presence(room) ||
+    if (!app || !app->subscription_count || pusher_room_is_presence(room) ||
         !pusher_channel_of(room, channel) || channel[0] == '#')
         return NULL;
     head(&b, "pusher_internal:subscription_count", channel);
@@ -351,7 +360,7 @@ static struct payload *enc_watch(const char *user, bool online)
     struct buf b = {0}, in = {0};
 
     buf_printf(&in, "{\"events\":[{\"name\":\"%s\",\"user_ids\":[", online ? "online" : "offline");
-    json_append_cstr(&in, user);
+    append_user(&in, user);
     buf_append_str(&in, "]}]}");
     buf_append_str(&b, "{\"event\":\"pusher_internal:watchlist_events\",\"data\":");
     json_append_string(&b, in.data, in.len);

@@ -31,9 +31,9 @@
 
 extern const struct proto_adapter pusher_adapter;
 
-/* Draws the boot number of the socket ids and says whether the app sends
- * pusher_internal:subscription_count (before the workers start). */
-void pusher_encode_init(bool subscription_count);
+/* Draws the boot number of the socket ids (before the workers start).
+ * Each app's subscription-count comes from pusher__app_of(), per room. */
+void pusher_encode_init(void);
 /* pusher:error {code, message} (code 0: null) and
  * pusher:subscription_error {type, error, status} on channel, as frames. */
 struct payload *pusher_frame_error(int code, const char *message);

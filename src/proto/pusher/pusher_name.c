@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include "ns.h"
+
 static const char plain[] = "=,;#"; /* Pusher's characters a room id lacks */
 static const char coded[] = "ecsh"; /* their escapes, after '~' */
 
@@ -29,27 +31,32 @@ static bool escape_into(const char *s, char *out, size_t *len, size_t max)
     return true;
 }
 
-bool pusher_room_of(const char *channel, bool presence, char *out)
+bool pusher_room_of(const char *ns, const char *channel, bool presence, char *out)
 {
-    size_t len = 0;
+    size_t len = strlen(ns);
 
+    if (len > NS_PREFIX_MAX)
+        return false;
+    memcpy(out, ns, len);
     if (presence) {
         channel += strlen("presence-");
     } else {
-        memcpy(out, PUSHER_ROOM_PREFIX, 2);
-        len = 2;
+        memcpy(out + len, PUSHER_ROOM_PREFIX, 2);
+        len += 2;
     }
     return escape_into(channel, out, &len, PUSHER_ROOM_MAX);
 }
 
 bool pusher_room_is_presence(const char *room)
 {
-    return strncmp(room, PUSHER_ROOM_PREFIX, 2) != 0;
+    return strncmp(ns_strip(room), PUSHER_ROOM_PREFIX, 2) != 0;
 }
 
 bool pusher_channel_of(const char *room, char *out)
 {
     size_t len = 0;
+
+    room = ns_strip(room);
 
     if (pusher_room_is_presence(room)) {
         memcpy(out, "presence-", 9);
