@@ -26,37 +26,21 @@ struct drain_due {
     uint64_t conn_id; /* the socket */
 };
 
-/* The home (and with it the node's lease) stays after the window for
- * the reconnect grace, at least DRAIN_FLUSH_MS, at most shutdown-drain-ms
- * (the runtime stops every worker then; drain_hold_ms()): for the last writes, and for the clients
- * closed during the window, which take their sessions over on another node while this one still
- * holds them. A client that comes back after the lease went would find its user's contribution gone
- * with the epoch, and its watchers would have seen it offline in between (a flap): under load the
- * other nodes answer the reconnects seconds late (W9, docs/benchmarks.md),
- * and the SDK's jitter alone is up to 250 ms. A client that never comes
- * back is offline when the lease goes: a grace after its close, as on any
- * node. */
+/* The home (and with it the node's lease) stays this long after the
+ * window: for the last writes, and for the clients closed at the end of
+ * the window, which come back up to 250 ms later (the SDK's jitter) and
+ * take their sessions over on another node while this one still holds
+ * them (a contribution that left with the lease first would be a flap). */
 #define DRAIN_FLUSH_MS 1000
 
 struct drain {
     struct wheel_timer timer; /* at due[next].at */
-    uint64_t until;           /* loop ms: the window's end + drain_hold_ms() */
+    uint64_t until;           /* loop ms: the window's end + DRAIN_FLUSH_MS */
     struct wheel_timer wake;  /* at until: the home's loop looks again (engine_drain_busy()) */
     struct engine *e;
     struct drain_due *due; /* sorted by at */
     size_t n, next;
 };
-
-/* How long the home stays after the window (DRAIN_FLUSH_MS above). */
-static uint64_t drain_hold_ms(const struct engine *e)
-{
-    uint64_t hold = (uint64_t)e->w->srv->cfg.reconnect_grace_ms;
-    uint64_t most = (uint64_t)e->w->srv->cfg.shutdown_drain_ms;
-
-    if (hold < DRAIN_FLUSH_MS)
-        hold = DRAIN_FLUSH_MS;
-    return hold < most ? hold : most;
-}
 
 /* Uniform in [0, window): 64 random bits reduced (the bias of the modulo
  * is below 2^-40 for any window allowed). */
@@ -140,7 +124,7 @@ void engine_drain(struct engine *e, uint64_t window_ms)
     cs__drain(e, window_ms); /* resumable on another node while this one goes */
     d = e->drain = xcalloc(1, sizeof(*d));
     d->e = e;
-    d->until = now + window_ms + drain_hold_ms(e);
+    d->until = now + window_ms + DRAIN_FLUSH_MS;
     wheel_timer_init(&d->wake, on_wake);
     if (engine_drain_busy(e))
         loop_timer_start(e->w->loop, &d->wake, d->until - now);

@@ -41,11 +41,10 @@ void engine_drain(struct engine *e, uint64_t window_ms);
  * drain must leave it alone). */
 bool engine_drain_owns(struct engine *e, const struct conn *c);
 /* Whether e's worker keeps running after its own connections went: the
- * node's Redis home does until the drain window is over and the
- * reconnect grace after it (1 s at least, shutdown-drain-ms at most), so that what the
- * other workers still send it reaches Redis (their sessions' resume
- * records: docs/cluster.md, "Resume across nodes") and the lease, with
- * the users' contributions, lasts until their clients have moved. */
+ * node's Redis home does until the drain window is over (and a moment to
+ * flush), so that what the other workers still send it reaches Redis
+ * (their sessions' resume records: docs/cluster.md, "Resume across
+ * nodes") and the lease lasts while their clients are told to move. */
 bool engine_drain_busy(struct engine *e);
 /* Frees the drain's state (engine_free). NULL-safe on e->drain. */
 void engine__drain_free(struct engine *e);
