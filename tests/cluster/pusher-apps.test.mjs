@@ -8,12 +8,12 @@
 // clients, the `pusher` server library as authorizer, API and verifier.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { createRequire } from 'node:module';
 import { sleep, waitUntil } from '../integration/lib/server.mjs';
 import WebSocket from 'ws';
 import { Client } from '../integration/lib/client.mjs';
 import { withTwoNodes, uid } from './lib/nodes.mjs';
+import { subscribed, hookReceiver } from '../integration/lib/pusherjs.mjs';
 
 const require = createRequire(import.meta.url);
 const PusherClient = require('pusher-js');
@@ -37,24 +37,11 @@ function connect(app, node, user) {
   });
 }
 
-function subscribed(ch) {
-  return new Promise((resolve, reject) => {
-    ch.bind('pusher:subscription_succeeded', resolve);
-    ch.bind('pusher:subscription_error', (e) => reject(new Error(JSON.stringify(e))));
-  });
-}
-
 const ids = (ch) => { const out = []; ch.members.each((m) => out.push(`${m.id}:${m.info.app}`)); return out.sort(); };
 
 test('two apps across two nodes: members, events, reads and webhooks stay in their app', async () => {
-  const got = [];
-  const hookSrv = http.createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => { got.push({ headers: req.headers, body: Buffer.concat(chunks).toString() }); res.end('ok'); });
-  });
-  await new Promise((ok) => hookSrv.listen(0, '127.0.0.1', ok));
-  const url = `http://127.0.0.1:${hookSrv.address().port}/pusher`;
+  const receiver = await hookReceiver();
+  const { got, url } = receiver;
   const args = ['--pusher-app', `${A1.id}:${A1.key}:${A1.secret}:client-events=true,` +
     `${A2.id}:${A2.key}:${A2.secret}:client-events=true`, '--pusher-webhook-url', url,
     '--reconnect-grace-ms', '500', '--presence-debounce-ms', '50'];
@@ -164,6 +151,6 @@ test('two apps across two nodes: members, events, reads and webhooks stay in the
       }
     });
   } finally {
-    await new Promise((ok) => hookSrv.close(ok));
+    await receiver.close();
   }
 });

@@ -5,10 +5,10 @@
 // the `pusher` server library as the authorizer.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { createRequire } from 'node:module';
 import { sleep, waitUntil } from '../integration/lib/server.mjs';
 import { withTwoNodes, uid } from './lib/nodes.mjs';
+import { subscribed, hookReceiver } from '../integration/lib/pusherjs.mjs';
 
 const require = createRequire(import.meta.url);
 const PusherClient = require('pusher-js');
@@ -27,13 +27,6 @@ function connect(node, user) {
       customHandler: ({ socketId, channelName }, cb) =>
         cb(null, api.authorizeChannel(socketId, channelName, { user_id: user, user_info: { name: user } })),
     },
-  });
-}
-
-function subscribed(ch) {
-  return new Promise((resolve, reject) => {
-    ch.bind('pusher:subscription_succeeded', resolve);
-    ch.bind('pusher:subscription_error', (e) => reject(new Error(JSON.stringify(e))));
   });
 }
 
@@ -138,14 +131,8 @@ test('a signed-in user on node a: sendToUser and terminate_connections through n
 // channel_vacated come once across the two nodes (the room script's first
 // and last holder), verified by the server library's WebHook.
 test('a public channel\'s subscribers on two nodes: one count, one occupied, one vacated', async () => {
-  const got = [];
-  const hookSrv = http.createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => { got.push({ headers: req.headers, body: Buffer.concat(chunks).toString() }); res.end('ok'); });
-  });
-  await new Promise((ok) => hookSrv.listen(0, '127.0.0.1', ok));
-  const url = `http://127.0.0.1:${hookSrv.address().port}/pusher`;
+  const receiver = await hookReceiver();
+  const { got, url } = receiver;
   const args = ['--pusher-app', `${APP.id}:${APP.key}:${APP.secret}:subscription-count=true:webhook=${url}`,
     '--reconnect-grace-ms', '500'];
   try {
@@ -186,6 +173,6 @@ test('a public channel\'s subscribers on two nodes: one count, one occupied, one
       }
     });
   } finally {
-    await new Promise((ok) => hookSrv.close(ok));
+    await receiver.close();
   }
 });

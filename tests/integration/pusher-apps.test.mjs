@@ -13,6 +13,7 @@ import { createRequire } from 'node:module';
 import WebSocket from 'ws';
 import { startServer, stopClean, sleep, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
+import { connected, subscribed, recordMembers, hookReceiver } from './lib/pusherjs.mjs';
 
 const require = createRequire(import.meta.url);
 const PusherClient = require('pusher-js');
@@ -43,29 +44,6 @@ function connect(srv, app, user, info = {}) {
       },
     },
   });
-}
-
-function connected(p) {
-  return new Promise((resolve, reject) => {
-    if (p.connection.state === 'connected') return resolve(p.connection.socket_id);
-    p.connection.bind('connected', () => resolve(p.connection.socket_id));
-    p.connection.bind('failed', () => reject(new Error('failed')));
-  });
-}
-
-function subscribed(ch, ms = 5000) {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`no subscription_succeeded on ${ch.name}`)), ms);
-    ch.bind('pusher:subscription_succeeded', (m) => { clearTimeout(t); resolve(m); });
-    ch.bind('pusher:subscription_error', (e) => { clearTimeout(t); reject(new Error(`subscription_error ${JSON.stringify(e)}`)); });
-  });
-}
-
-function recordMembers(ch) {
-  const log = [];
-  ch.bind('pusher:member_added', (m) => log.push(['added', m.id, m.info]));
-  ch.bind('pusher:member_removed', (m) => log.push(['removed', m.id]));
-  return log;
 }
 
 function recordEvents(ch) {
@@ -102,23 +80,11 @@ async function nativeAt(srv, q) {
   return c;
 }
 
-// A webhook receiver: what it got, as [headers, body].
-async function receiver() {
-  const got = [];
-  const s = http.createServer((req, res) => {
-    const chunks = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => { got.push({ headers: req.headers, body: Buffer.concat(chunks).toString() }); res.end('ok'); });
-  });
-  await new Promise((ok) => s.listen(0, '127.0.0.1', ok));
-  return { got, url: `http://127.0.0.1:${s.address().port}/hook`, close: () => new Promise((ok) => s.close(ok)) };
-}
-
 describe('pusher apps as namespaces', () => {
   let srv, hook1, hook2;
   before(async () => {
-    hook1 = await receiver();
-    hook2 = await receiver();
+    hook1 = await hookReceiver('/hook');
+    hook2 = await hookReceiver('/hook');
     srv = await startServer(['--workers', '2', '--pusher-app',
       `${A1.id}:${A1.key}:${A1.secret}:client-events=true:webhook=${hook1.url},` +
       `${A2.id}:${A2.key}:${A2.secret}:client-events=true:webhook=${hook2.url}`, ...TIMING]);
@@ -453,7 +419,7 @@ test('the native Standard webhooks name only the first app\'s users and rooms', 
   const SECRET = `whsec_${Buffer.from('presenced-ns-webhook-key-0123456789').toString('base64')}`;
   const C1 = { id: '301', key: 'std-key-one', secret: 'std-secret-one' };
   const C2 = { id: 'std2', key: 'std-key-two', secret: 'std-secret-two' };
-  const hook = await receiver();
+  const hook = await hookReceiver('/hook');
   const srv = await startServer(['--pusher-app', `${C1.id}:${C1.key}:${C1.secret},${C2.id}:${C2.key}:${C2.secret}`,
     '--webhook-url', hook.url, '--webhook-secret', SECRET, ...TIMING]);
   const room = uniq('std');

@@ -14,6 +14,7 @@ import WebSocket from 'ws';
 import { startServer, stopClean, sleep, waitUntil } from './lib/server.mjs';
 import { Client } from './lib/client.mjs';
 import { adminRequest } from './lib/admin.mjs';
+import { connected, subscribed, recordMembers } from './lib/pusherjs.mjs';
 
 const require = createRequire(import.meta.url);
 const PusherClient = require('pusher-js');
@@ -50,30 +51,6 @@ function connect(srv, user, info = {}) {
     },
   });
   return p;
-}
-
-function connected(p) {
-  return new Promise((resolve, reject) => {
-    if (p.connection.state === 'connected') return resolve(p.connection.socket_id);
-    p.connection.bind('connected', () => resolve(p.connection.socket_id));
-    p.connection.bind('failed', () => reject(new Error('failed')));
-  });
-}
-
-function subscribed(ch, ms = 5000) {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`no subscription_succeeded on ${ch.name}`)), ms);
-    ch.bind('pusher:subscription_succeeded', (m) => { clearTimeout(t); resolve(m); });
-    ch.bind('pusher:subscription_error', (e) => { clearTimeout(t); reject(new Error(`subscription_error ${JSON.stringify(e)}`)); });
-  });
-}
-
-// Records the member events a presence channel sees.
-function recordMembers(ch) {
-  const log = [];
-  ch.bind('pusher:member_added', (m) => log.push(['added', m.id, m.info]));
-  ch.bind('pusher:member_removed', (m) => log.push(['removed', m.id]));
-  return log;
 }
 
 // A raw socket speaking the protocol, to send what pusher-js never would.
