@@ -27,30 +27,29 @@ static bool id_char(unsigned char c)
     return c == '-' || c == '_' || c == '.' || c == '~' || c == ':' || c == '@';
 }
 
-bool presence_id_valid(const char *id)
+/* Whether id from offset p on is 1..PRESENCE_ID_MAX bytes in all of the
+ * id alphabet (reads at most PRESENCE_ID_MAX + 1 bytes of it). */
+static bool id_from(const char *id, size_t p)
 {
-    if (id == NULL)
-        return false;
-    for (size_t i = 0; i <= PRESENCE_ID_MAX; i++) {
+    for (size_t i = p; i <= PRESENCE_ID_MAX; i++) {
         if (id[i] == '\0')
-            return i > 0;
+            return i > p;
         if (!id_char((unsigned char)id[i]))
             return false;
     }
     return false; /* longer than PRESENCE_ID_MAX */
 }
 
+bool presence_id_valid(const char *id)
+{
+    return id != NULL && id_from(id, 0); /* NS_SEP is no id_char */
+}
+
 bool presence_ns_id_valid(const char *id)
 {
     int p;
-    size_t n;
 
-    if (id == NULL || (p = ns_prefix_len(id)) < 0)
-        return false;
-    for (n = (size_t)p; id[n]; n++)
-        if (n >= PRESENCE_ID_MAX || !id_char((unsigned char)id[n]))
-            return false;
-    return n > (size_t)p;
+    return id != NULL && (p = ns_prefix_len(id)) >= 0 && id_from(id, (size_t)p);
 }
 
 /* ---- UTF-8 decoding (of input already known to be valid) ---- */

@@ -4,6 +4,7 @@
  */
 #include "apps.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "http.h"
@@ -21,12 +22,9 @@ void apps_set(const char *const *list, size_t n)
     for (size_t i = 0; i < n && nids < APPS_MAX; i++) {
         if (strlen(list[i]) > APPS_ID_MAX)
             continue;
-        memcpy(ids[nids], list[i], strlen(list[i]) + 1);
-        if (nids > 0) {
-            memcpy(prefixes[nids], list[i], strlen(list[i]));
-            prefixes[nids][strlen(list[i])] = NS_SEP;
-            prefixes[nids][strlen(list[i]) + 1] = '\0';
-        }
+        snprintf(ids[nids], sizeof(ids[nids]), "%s", list[i]);
+        if (nids > 0) /* the first app's prefix stays "" */
+            snprintf(prefixes[nids], sizeof(prefixes[nids]), "%s%c", list[i], NS_SEP);
         nids++;
     }
 }
